@@ -1,0 +1,136 @@
+"""The terminal as a session sees it: PTY bytes in; screen text, changed rows and side-channel events out.
+
+`Terminal` wraps the emulator (the compiled core in `litbridge._core` when built, else real pyte via
+`litbridge.pyte`) behind the small surface the session and drivers need. It knows nothing about CLIs.
+
+Contract (stable; the compiled implementation must keep it):
+  Terminal(columns=200, lines=50, *, on_reply, on_status, on_title, on_frame_end, kitty_reply=False)
+  feed(data: bytes)              feed raw PTY output; replies go to on_reply(bytes) in order
+  display -> list[str]           every row, padded to `columns` (pyte semantics)
+  line(y) -> str                 one row
+  changed_rows() -> list[(y, text)]   rows whose text changed since the previous call
+  wrapped(y) -> bool             row y soft-wrapped into row y+1
+  logical_lines() -> list[str]   rows joined where soft-wrapped, right-stripped
+  cursor -> (x, y, hidden)       title -> str
+  modes -> dict[str, bool]       bracketed_paste, sync, alternate, mouse, focus, cursor_hidden
+  in_sync_frame -> bool          inside ?2026h ... ?2026l
+  program_status -> dict | None  last OSC 7501 report (fields decoded)
+  snapshot() -> dict             {"rows": [...], "cursor": [x, y], ...} for dump
+  ansi_repaint() -> bytes        clear + home + every row with attributes + cursor (attach initial paint)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyte as _pyte
+
+ReplyCallback = Callable[[bytes], None]
+StatusCallback = Callable[[dict], None]
+TitleCallback = Callable[[str], None]
+FrameCallback = Callable[[], None]
+
+
+class _PyteScreen(_pyte.Screen):
+    """pyte Screen that forwards replies and titles; the fallback when the compiled core is missing."""
+
+    def __init__(self, columns: int, lines: int, term: PyteTerminal) -> None:
+        super().__init__(columns, lines)
+        self._term = term
+
+    def write_process_input(self, data: str) -> None:
+        if self._term.on_reply is not None:
+            self._term.on_reply(data.encode("utf-8"))
+
+    def set_title(self, param: str) -> None:
+        super().set_title(param)
+        if self._term.on_title is not None:
+            self._term.on_title(param)
+
+
+class PyteTerminal:
+    """Fallback `Terminal` over real pyte: no alternate screen, no OSC 7501, no wrap flags."""
+
+    implementation = "pyte"
+
+    def __init__(
+        self,
+        columns: int = 200,
+        lines: int = 50,
+        *,
+        on_reply: ReplyCallback | None = None,
+        on_status: StatusCallback | None = None,
+        on_title: TitleCallback | None = None,
+        on_frame_end: FrameCallback | None = None,
+        kitty_reply: bool = False,
+    ) -> None:
+        self.columns, self.lines = columns, lines
+        self.on_reply, self.on_status, self.on_title, self.on_frame_end = on_reply, on_status, on_title, on_frame_end
+        self.kitty_reply = kitty_reply
+        self.screen = _PyteScreen(columns, lines, self)
+        self.stream = _pyte.ByteStream(self.screen)
+        self._last = [""] * lines
+        self.program_status: dict | None = None
+
+    def feed(self, data: bytes) -> None:
+        self.stream.feed(data)
+
+    @property
+    def display(self) -> list[str]:
+        return self.screen.display
+
+    def line(self, y: int) -> str:
+        return self.screen.display[y]
+
+    def changed_rows(self) -> list[tuple[int, str]]:
+        out = []
+        display = self.screen.display
+        for y in sorted(self.screen.dirty):
+            if 0 <= y < self.lines and display[y] != self._last[y]:
+                self._last[y] = display[y]
+                out.append((y, display[y]))
+        self.screen.dirty.clear()
+        return out
+
+    def wrapped(self, y: int) -> bool:
+        return False
+
+    def logical_lines(self) -> list[str]:
+        return [row.rstrip() for row in self.screen.display]
+
+    @property
+    def cursor(self) -> tuple[int, int, bool]:
+        c = self.screen.cursor
+        return (c.x, c.y, c.hidden)
+
+    @property
+    def title(self) -> str:
+        return self.screen.title
+
+    @property
+    def modes(self) -> dict[str, bool]:
+        m = self.screen.mode
+        return {
+            "bracketed_paste": 2004 << 5 in m,
+            "sync": False,
+            "alternate": False,
+            "mouse": any(n << 5 in m for n in (1000, 1002, 1003, 1006)),
+            "focus": 1004 << 5 in m,
+            "cursor_hidden": self.screen.cursor.hidden,
+        }
+
+    @property
+    def in_sync_frame(self) -> bool:
+        return False
+
+    def snapshot(self) -> dict:
+        x, y, hidden = self.cursor
+        return {"rows": [r.rstrip() for r in self.screen.display], "cursor": [x, y], "cursor_hidden": hidden}
+
+    def ansi_repaint(self) -> bytes:
+        rows = "\r\n".join(r.rstrip() for r in self.screen.display)
+        x, y, _ = self.cursor
+        return f"\x1b[0m\x1b[2J\x1b[H{rows}\x1b[{y + 1};{x + 1}H".encode()
+
+
+Terminal = PyteTerminal
