@@ -1,0 +1,405 @@
+"""The wire protocol v1 as data: every command and event, its fields, types, replies and origin.
+
+This table is the single source for command validation (`validate_command`), the `commands`/`events`
+lists of `monitor_ready`, the JSON Schema export (`protocol/jsonschema.py`) and the docs. It knows no
+sockets, sessions or CLIs.
+
+Field types are JSON-Schema-like names: "string", "integer", "number", "boolean", "object", "array",
+"any". Arrays carry `items` (element type); objects may carry `values` (type of every value). A field
+may accept several types (`type` is then a tuple, e.g. `("array", "string")` for `subscribe`).
+`added_in` is the protocol version that introduced the item; `new` marks litbridge additions to the
+lit-bridge-rs protocol (clients of that daemon never send/expect them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PROTOCOL_VERSION = 1
+MAX_LINE = 1024 * 1024
+BUFFER_EVENTS = 5000
+
+# Error codes carried by `error.code`.
+ERROR_CODES = (
+    "bad_json",
+    "unknown_command",
+    "bad_field",
+    "session_not_found",
+    "spawn_failed",
+    "cli_not_found",
+    "bad_key",
+    "no_question",
+    "too_large",
+    "slow_consumer",
+    "busy",
+    "unauthorized",
+    "internal",
+)
+
+STATES = ("starting", "idle", "thinking", "responding", "dialog", "dead")
+
+
+class ProtocolError(Exception):
+    """A client mistake, reported as `error{code,message}`; never fatal for the daemon."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Field:
+    type: str | tuple[str, ...]
+    required: bool = False
+    doc: str = ""
+    items: str | None = None
+    values: str | None = None
+    default: Any = None
+    enum: tuple[Any, ...] | None = None
+    new: bool = False
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    doc: str
+    fields: dict[str, Field] = field(default_factory=dict)
+    replies: tuple[str, ...] = ()
+    per_session: bool = True
+    added_in: int = 1
+    new: bool = False
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str
+    doc: str
+    fields: dict[str, Field] = field(default_factory=dict)
+    per_session: bool = True
+    added_in: int = 1
+    new: bool = False
+
+
+_S = Field("string")
+_ID = Field(("string", "integer"), doc="client request id; echoed as `re` on replies and errors", new=True)
+_SESSION_FIELDS = {
+    "session": Field("string", required=True, doc="session name; the key is `session` or `session:channel_id`"),
+    "channel_id": Field("string", doc="optional sub-session id"),
+}
+
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command(
+            "create",
+            "Start a CLI session (or reuse a live one with the same key).",
+            {
+                **_SESSION_FIELDS,
+                "cli": Field("string", default="claude", doc="CLI name or executable; `exe` is an alias"),
+                "exe": Field("string", doc="alias of `cli` (wins when both are given)"),
+                "args": Field("array", items="string", default=[], doc="extra argv"),
+                "working_dir": Field("string", doc="cwd of the CLI (default $HOME)"),
+                "env": Field("object", values="string", default={}, doc="env applied after the defaults"),
+                "model": Field("string", doc="becomes `--model <model>`", new=True),
+            },
+            replies=("ready", "error"),
+        ),
+        Command(
+            "send",
+            "Send a message as a turn; queued FIFO while a turn runs or input is not live.",
+            {**_SESSION_FIELDS, "content": Field("string", default="", doc="message text")},
+            replies=("accepted", "state", "replace", "complete", "interrupted", "turn_error", "error"),
+        ),
+        Command(
+            "input",
+            "Type text + Enter without observing (slash commands).",
+            {**_SESSION_FIELDS, "content": Field("string", default="")},
+            replies=("input_sent", "error"),
+        ),
+        Command(
+            "keystroke",
+            "Send named keys (tmux names accepted); unknown names are an error and nothing is typed.",
+            {**_SESSION_FIELDS, "keys": Field("array", required=True, items="string")},
+            replies=("keystroke_sent", "error"),
+        ),
+        Command(
+            "answer",
+            "Answer an open question by id, digit, option label or text.",
+            {
+                **_SESSION_FIELDS,
+                "question_id": Field("string", new=True),
+                "digit": Field("string", doc="exactly one digit, as a JSON string"),
+                "option": Field("string", doc="option label", new=True),
+                "text": Field("string", doc="free text answer", new=True),
+            },
+            replies=("answer_sent", "question_closed", "error"),
+        ),
+        Command(
+            "interrupt",
+            "Interrupt the running turn (Esc for TUIs); the turn ends with `interrupted`.",
+            dict(_SESSION_FIELDS),
+            replies=("interrupted", "error"),
+            new=True,
+        ),
+        Command("list", "List the sessions.", {}, replies=("sessions",), per_session=False),
+        Command("dump", "The screen and bookkeeping of one session.", dict(_SESSION_FIELDS), replies=("dump", "error")),
+        Command(
+            "kill",
+            "Kill the CLI and its process group (reaped).",
+            {**_SESSION_FIELDS, "store_resume": Field("boolean", default=False)},
+            replies=("killed", "error"),
+        ),
+        Command("ping", "Liveness check.", {}, replies=("pong",), per_session=False),
+        Command(
+            "hello",
+            "Subscribe / replay / authenticate (TCP); idempotent.",
+            {
+                "subscribe": Field(("array", "string"), items="string", doc='session keys, or "*" for all'),
+                "since_seq": Field("integer", doc="replay buffered events with seq greater than this"),
+                "token": Field("string", doc="TCP auth token (from the token file)"),
+            },
+            replies=("capabilities", "error"),
+            per_session=False,
+            new=True,
+        ),
+    )
+}
+
+_Q_OPTIONS = Field("array", items="object", doc="[{digit,label,selected}]")
+_TURN = Field("string", doc="turn id of the send", new=True)
+
+EVENTS: dict[str, Event] = {
+    e.name: e
+    for e in (
+        Event(
+            "monitor_ready",
+            "First line on every control connection.",
+            {
+                "sessions": Field("integer", required=True),
+                "buffered": Field("integer", required=True),
+                "version": Field("string", required=True),
+                "protocol_version": Field("integer", required=True, new=True),
+                "commands": Field("array", items="string", required=True, new=True),
+                "events": Field("array", items="string", required=True, new=True),
+                "clis": Field("array", items="string", required=True, new=True),
+                "limits": Field("object", required=True, doc="{max_line, buffer}", new=True),
+            },
+            per_session=False,
+        ),
+        Event(
+            "ready",
+            "create finished: startup handled, prompt live (or reused).",
+            {
+                "state": Field("string"),
+                "model": Field(("string", "null")),
+                "resumed": Field("boolean"),
+                "reused": Field("boolean"),
+            },
+        ),
+        Event("state", "Detected state changed.", {"from": Field("string", enum=STATES), "to": Field("string", enum=STATES)}),
+        Event(
+            "accepted",
+            "A send was taken (queued: waiting behind a turn or for live input).",
+            {"turn_id": _TURN, "queued": Field("boolean"), "duplicate": Field("boolean", new=True)},
+            new=True,
+        ),
+        Event("replace", "Full response text so far (replace, don't append).", {"text": _S, "turn_id": _TURN}),
+        Event("thinking", "Spinner / progress relay.", {"text": _S}),
+        Event(
+            "tool_use",
+            "Tool call from the transcript.",
+            {"tool_use_id": _S, "name": _S, "input": Field("any"), "turn_id": _TURN},
+        ),
+        Event(
+            "tool_result",
+            "Tool result (content cut to 5000 chars).",
+            {"tool_use_id": _S, "content": _S, "is_error": Field("boolean"), "turn_id": _TURN},
+        ),
+        Event(
+            "complete",
+            "The turn ended normally.",
+            {
+                "content": _S,
+                "turn_id": _TURN,
+                "usage": Field(("object", "null"), doc="{input_tokens,output_tokens,cache_read_tokens,cache_creation_tokens}"),
+                "source": Field("string", enum=("transcript", "screen"), new=True),
+            },
+        ),
+        Event("interrupted", "The turn was interrupted.", {"turn_id": _TURN, "content": _S}, new=True),
+        Event(
+            "turn_error",
+            "The turn failed.",
+            {"turn_id": _TURN, "message": _S, "kind": Field("string", enum=("api_error", "cli_exited", "timeout"))},
+            new=True,
+        ),
+        Event(
+            "question",
+            "The CLI asks something.",
+            {
+                "question_id": Field("string", new=True),
+                "kind": Field("string", enum=("permission", "trust", "choice", "text"), new=True),
+                "text": _S,
+                "options": _Q_OPTIONS,
+                "detail": Field("any", new=True),
+                "source": _S,
+            },
+        ),
+        Event(
+            "question_closed",
+            "A question was answered, dismissed or orphaned.",
+            {"question_id": _S, "reason": Field("string", enum=("answered", "dismissed", "orphaned"))},
+            new=True,
+        ),
+        Event("dialog_blocked", "A send hit a modal.", {"dialog": _S}),
+        Event("dialog_cleared", "The dialog went away.", {}),
+        Event("dialog_released", "A held message was dispatched.", {}),
+        Event("unknown_dialog", "An unparseable modal.", {"dialog": _S}),
+        Event("reaped_idle", "Idle reaper killed the session.", {}),
+        Event("dialog_dismissed", "A startup dialog was handled automatically.", {"dialog": _S, "keys": Field("array", items="string")}),
+        Event("startup_hold", "A message is held until the CLI's input is live.", {"carried": Field("boolean")}),
+        Event("input_sent", "input ack.", {}),
+        Event("keystroke_sent", "keystroke ack.", {"keys": Field("array", items="string")}),
+        Event("answer_sent", "answer ack.", {"digit": _S, "question_id": Field("string", new=True)}),
+        Event("killed", "kill ack; the process group is gone.", {"exit_code": Field(("integer", "null"))}),
+        Event(
+            "exited",
+            "The CLI exited by itself; state -> dead.",
+            {"exit_code": Field(("integer", "null")), "stderr_tail": _S},
+            new=True,
+        ),
+        Event(
+            "error",
+            "A command failed or a client mistake.",
+            {"message": Field("string", required=True), "code": Field("string", enum=ERROR_CODES, new=True), "re": Field("any", new=True)},
+            per_session=False,
+        ),
+        Event("pong", "ping reply.", {}, per_session=False),
+        Event("sessions", "list reply.", {"sessions": Field("array", items="object")}, per_session=False),
+        Event(
+            "dump",
+            "dump reply.",
+            {
+                "state": _S,
+                "capture": _S,
+                "count": Field("integer"),
+                "observing": Field("boolean"),
+                "cursor": Field("object", new=True),
+                "modes": Field("object", new=True),
+                "osc_state": Field(("object", "null"), new=True),
+                "driver": Field("string", new=True),
+                "cli_version": Field(("string", "null"), new=True),
+                "transcript_path": Field(("string", "null"), new=True),
+                "turn_id": Field(("string", "null"), new=True),
+                "queued": Field("integer", new=True),
+            },
+        ),
+        Event(
+            "capabilities",
+            "hello reply.",
+            {
+                "protocol_version": Field("integer"),
+                "commands": Field("array", items="string"),
+                "events": Field("array", items="string"),
+                "clis": Field("array", items="string"),
+                "limits": Field("object"),
+                "subscribed": Field(("array", "string")),
+                "replayed": Field("integer"),
+                "oldest_seq": Field(("integer", "null")),
+            },
+            per_session=False,
+            new=True,
+        ),
+    )
+}
+
+# Fields every per-session event may carry (added by the builders / the hub).
+COMMON_EVENT_FIELDS = {
+    "event": Field("string", required=True),
+    "session": Field("string", doc="session key"),
+    "channel_id": Field("string"),
+    "seq": Field("integer", doc="per-daemon increasing number of session events", new=True),
+    "re": Field(("string", "integer"), doc="the `id` of the command this replies to", new=True),
+}
+
+
+def command_names() -> list[str]:
+    return list(COMMANDS)
+
+
+def event_names() -> list[str]:
+    return list(EVENTS)
+
+
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def _type_ok(value: Any, types: str | tuple[str, ...]) -> bool:
+    for t in (types,) if isinstance(types, str) else types:
+        if t == "any":
+            return True
+        py = _PY_TYPES[t]
+        if isinstance(value, bool) and t in ("integer", "number"):
+            continue
+        if isinstance(value, py):
+            return True
+    return False
+
+
+def _type_name(types: str | tuple[str, ...]) -> str:
+    return types if isinstance(types, str) else " or ".join(types)
+
+
+def validate_command(msg: Any) -> tuple[Command, dict[str, Any]]:
+    """Check a decoded line against the table; returns (command, fields with defaults applied).
+
+    Unknown extra fields are kept (drivers read extras such as `preapprove`); `null` counts as absent.
+    Raises ProtocolError(unknown_command | bad_field).
+    """
+    if not isinstance(msg, dict):
+        raise ProtocolError("unknown_command", "unknown command: (not a JSON object)")
+    name = msg.get("cmd")
+    if not isinstance(name, str) or name not in COMMANDS:
+        shown = "" if name is None else name if isinstance(name, str) else repr(name)
+        raise ProtocolError("unknown_command", f"unknown command: {shown}")
+    cmd = COMMANDS[name]
+    out: dict[str, Any] = {k: v for k, v in msg.items() if v is not None}
+    for fname, spec in cmd.fields.items():
+        value = out.get(fname)
+        if value is None:
+            if spec.required:
+                raise ProtocolError("bad_field", f"{name}: missing required field '{fname}'")
+            if spec.default is not None:
+                out[fname] = type(spec.default)(spec.default)
+            continue
+        if not _type_ok(value, spec.type):
+            raise ProtocolError(
+                "bad_field", f"{name}: field '{fname}' must be {_type_name(spec.type)}, got {type(value).__name__}"
+            )
+        if spec.items and isinstance(value, list):
+            for item in value:
+                if not _type_ok(item, spec.items):
+                    raise ProtocolError("bad_field", f"{name}: every item of '{fname}' must be {spec.items}")
+        if spec.values and isinstance(value, dict):
+            for k, v in value.items():
+                if not _type_ok(v, spec.values):
+                    raise ProtocolError("bad_field", f"{name}: value of '{fname}.{k}' must be {spec.values}")
+    if "id" in out and not _type_ok(out["id"], _ID.type):
+        raise ProtocolError("bad_field", f"{name}: field 'id' must be string or integer")
+    return cmd, out
+
+
+def session_key(fields: dict[str, Any]) -> str:
+    """`session` or `session:channel_id` (a string channel_id counts, even "")."""
+    name = fields.get("session", "")
+    ch = fields.get("channel_id")
+    return f"{name}:{ch}" if isinstance(ch, str) else name
