@@ -1,0 +1,71 @@
+"""Spawning CLIs: under a 200x50 PTY (ptyprocess / pywinpty) or with pipes, in their own process group.
+
+`spawn(argv, env, cwd, transport)` returns a `ChildProcess` (see `base.py`); `child_env` builds the
+environment (nesting vars stripped, TERM/COLORTERM, then the caller's env); `resolve` finds the program.
+Knows nothing about screens or JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+
+from litbridge.pty.base import ChildProcess, SpawnError
+
+__all__ = ["COLUMNS", "LINES", "ChildProcess", "SpawnError", "child_env", "resolve", "spawn"]
+
+COLUMNS, LINES = 200, 50
+
+NESTING_VARS = ("CLAUDECODE",)
+NESTING_PREFIX = "CLAUDE_CODE_"
+
+
+def child_env(
+    driver_env: Mapping[str, str] | None = None,
+    caller_env: Mapping[str, str] | None = None,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The daemon's env minus Claude nesting vars, then TERM/COLORTERM, then driver env, then caller env.
+
+    A nested Claude Code writes no transcript, so CLAUDECODE / CLAUDE_CODE_* inherited from the daemon are
+    dropped; the same names passed explicitly by the driver or the caller are kept.
+    """
+    env = {
+        k: v
+        for k, v in (os.environ if base is None else base).items()
+        if k not in NESTING_VARS and not k.startswith(NESTING_PREFIX)
+    }
+    env["TERM"] = "xterm-256color"
+    env["COLORTERM"] = "truecolor"
+    env.update(driver_env or {})
+    env.update(caller_env or {})
+    return env
+
+
+def resolve(program: str, env: Mapping[str, str]) -> str | None:
+    """Absolute path of `program` looked up on the child's PATH (None if not found / not executable)."""
+    if os.sep in program or (os.altsep and os.altsep in program):
+        return program if os.access(program, os.X_OK) and os.path.isfile(program) else None
+    return shutil.which(program, path=env.get("PATH", os.defpath))
+
+
+def spawn(
+    argv: list[str], env: dict[str, str], cwd: str | None, transport: str = "pty",
+    columns: int = COLUMNS, lines: int = LINES,
+) -> ChildProcess:
+    """Start the program (argv[0] should already be resolved). Raises SpawnError."""
+    if cwd is not None and not os.path.isdir(cwd):
+        raise SpawnError(f"spawn failed: working_dir does not exist: {cwd}")
+    if transport == "pipes":
+        from litbridge.pty.pipes import PipeProcess
+
+        return PipeProcess(argv, env, cwd)
+    if sys.platform == "win32":  # pragma: no cover
+        from litbridge.pty.windows import WinPty
+
+        return WinPty(argv, env, cwd, columns, lines)
+    from litbridge.pty.unix import UnixPty
+
+    return UnixPty(argv, env, cwd, columns, lines)

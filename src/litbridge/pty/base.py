@@ -1,0 +1,210 @@
+"""The child-process interface shared by the PTY and pipes hosts: event-driven output, exit, kill, reap.
+
+`ChildProcess` subclasses spawn one program in its own session/process group and report through
+callbacks on the event loop: `on_output(bytes)` (and `on_stderr(bytes)` for pipes), then exactly one
+`on_exit(exit_code)` once the child is reaped and its output drained. No screens, no JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import signal
+import threading
+from collections import deque
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+OutputCallback = Callable[[bytes], None]
+ExitCallback = Callable[[int | None], None]
+
+READ_SIZE = 65536
+
+
+class SpawnError(Exception):
+    """The program could not be started (`spawn_failed`)."""
+
+
+class ChildProcess:
+    """One spawned child. Subclasses set pid/pgid and the fds, then call `_start_watch`."""
+
+    pid: int
+    pgid: int
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.exit_code: int | None = None
+        self.exited = False
+        self._exit_future: asyncio.Future[int | None] | None = None
+        self._on_output: OutputCallback = lambda b: None
+        self._on_stderr: OutputCallback = lambda b: None
+        self._on_exit: ExitCallback = lambda c: None
+        self._write_fd: int | None = None
+        self._wbuf: deque[bytes] = deque()
+        self._writer_armed = False
+        self._pidfd: int | None = None
+
+    # -- public --------------------------------------------------------------------------------------
+    def start(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        on_output: OutputCallback,
+        on_exit: ExitCallback,
+        on_stderr: OutputCallback | None = None,
+    ) -> None:
+        """Begin event-driven reads and exit watching on `loop`."""
+        self.loop = loop
+        self._on_output, self._on_exit = on_output, on_exit
+        if on_stderr is not None:
+            self._on_stderr = on_stderr
+        self._exit_future = loop.create_future()
+        self._start_io()
+        self._start_watch()
+
+    @property
+    def alive(self) -> bool:
+        return not self.exited
+
+    def write(self, data: bytes) -> None:
+        """Queue bytes for the child; written without blocking the loop (EAGAIN -> add_writer)."""
+        if self.exited or self._write_fd is None or not data:
+            return
+        self._wbuf.append(data)
+        self._flush()
+
+    async def wait(self) -> int | None:
+        assert self._exit_future is not None
+        return await asyncio.shield(self._exit_future)
+
+    async def kill(self, grace: float = 2.0) -> int | None:
+        """SIGTERM (+SIGHUP, as a closing terminal would) to the group, SIGKILL after `grace`; reaped."""
+        if not self.exited:
+            self._signal_group(signal.SIGTERM)
+            self._signal_group(signal.SIGHUP)
+            try:
+                await asyncio.wait_for(self.wait(), grace)
+            except asyncio.TimeoutError:
+                log.info("pid %d ignored SIGTERM for %.1fs; SIGKILL", self.pid, grace)
+                self._signal_group(signal.SIGKILL)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.wait(), 10.0)
+        self._signal_group(signal.SIGKILL)  # leftovers of the group (background jobs)
+        return self.exit_code
+
+    # -- subclass hooks ------------------------------------------------------------------------------
+    def _start_io(self) -> None:
+        raise NotImplementedError
+
+    def _drain(self) -> None:
+        """Read whatever output is left (called once the child is reaped)."""
+
+    def _close_io(self) -> None:
+        raise NotImplementedError
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _read_fd(self, fd: int, callback: OutputCallback) -> bool:
+        """One non-blocking read; False on EOF/EIO (the reader should be removed)."""
+        try:
+            data = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            return True
+        except OSError as exc:
+            if exc.errno in (errno.EIO, errno.EBADF):
+                return False
+            raise
+        if not data:
+            return False
+        callback(data)
+        return True
+
+    def _flush(self) -> None:
+        fd = self._write_fd
+        assert self.loop is not None
+        while self._wbuf and fd is not None:
+            chunk = self._wbuf[0]
+            try:
+                n = os.write(fd, chunk)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                log.debug("write to pid %d failed: %s", self.pid, exc)
+                self._wbuf.clear()
+                break
+            if n < len(chunk):
+                self._wbuf[0] = chunk[n:]
+            else:
+                self._wbuf.popleft()
+        if self._wbuf and not self._writer_armed and fd is not None:
+            self.loop.add_writer(fd, self._flush)
+            self._writer_armed = True
+        elif not self._wbuf and self._writer_armed and fd is not None:
+            self.loop.remove_writer(fd)
+            self._writer_armed = False
+
+    def _start_watch(self) -> None:
+        """Notice the exit at once: a pidfd on Linux, else a thread blocked in waitpid."""
+        assert self.loop is not None
+        try:
+            self._pidfd = os.pidfd_open(self.pid)  # type: ignore[attr-defined]
+        except (AttributeError, OSError):
+            self._pidfd = None
+        if self._pidfd is not None:
+            self.loop.add_reader(self._pidfd, self._on_pidfd)
+            return
+        loop = self.loop
+
+        def wait_thread() -> None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+                code: int | None = os.waitstatus_to_exitcode(status)
+            except ChildProcessError:
+                code = None
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._reaped, code)
+
+        threading.Thread(target=wait_thread, name=f"waitpid-{self.pid}", daemon=True).start()
+
+    def _on_pidfd(self) -> None:
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self.pid, None
+        if pid == 0:
+            return
+        assert self.loop is not None and self._pidfd is not None
+        self.loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        self._pidfd = None
+        self._reaped(os.waitstatus_to_exitcode(status) if status is not None else None)
+
+    def _reaped(self, code: int | None) -> None:
+        if self.exited:
+            return
+        try:
+            self._drain()
+        except Exception:  # pragma: no cover - draining must never prevent the exit report
+            log.exception("draining pid %d", self.pid)
+        self.exited = True
+        self.exit_code = code
+        self._wbuf.clear()
+        if self._writer_armed and self._write_fd is not None and self.loop is not None:
+            self.loop.remove_writer(self._write_fd)
+            self._writer_armed = False
+        self._close_io()
+        self._signal_group(signal.SIGHUP)
+        if self._exit_future is not None and not self._exit_future.done():
+            self._exit_future.set_result(code)
+        try:
+            self._on_exit(code)
+        except Exception:
+            log.exception("exit callback for pid %d", self.pid)

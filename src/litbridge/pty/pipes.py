@@ -1,0 +1,80 @@
+"""Pipes host: a program with stdin/stdout/stderr pipes in its own session and process group.
+
+For drivers with `transport="pipes"` (e.g. `rift --serve`): stdout bytes go to `on_output`, stderr bytes
+to `on_stderr`; the same exit watching, kill and reaping as the PTY host. No terminal here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+
+from litbridge.pty.base import ChildProcess, SpawnError
+
+
+class PipeProcess(ChildProcess):
+    transport = "pipes"
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None) -> None:
+        super().__init__()
+        try:
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            raise SpawnError(f"spawn failed: {exc}") from exc
+        self.pid = self._proc.pid
+        self.pgid = self.pid
+        assert self._proc.stdin and self._proc.stdout and self._proc.stderr
+        self._in, self._out, self._err = self._proc.stdin.fileno(), self._proc.stdout.fileno(), self._proc.stderr.fileno()
+        for fd in (self._in, self._out, self._err):
+            os.set_blocking(fd, False)
+        self._write_fd = self._in
+        self._open: set[int] = set()
+
+    def _start_io(self) -> None:
+        assert self.loop is not None
+        for fd, cb in ((self._out, self._on_output), (self._err, self._on_stderr)):
+            self.loop.add_reader(fd, self._make_reader(fd, cb))
+            self._open.add(fd)
+
+    def _make_reader(self, fd: int, cb):  # type: ignore[no-untyped-def]
+        def on_readable() -> None:
+            if not self._read_fd(fd, cb):
+                self._stop(fd)
+
+        return on_readable
+
+    def _stop(self, fd: int) -> None:
+        if fd in self._open and self.loop is not None:
+            self.loop.remove_reader(fd)
+            self._open.discard(fd)
+
+    def _drain(self) -> None:
+        for fd, cb in ((self._out, self._on_output), (self._err, self._on_stderr)):
+            for _ in range(256):
+                if fd not in self._open:
+                    break
+                try:
+                    data = os.read(fd, 65536)
+                except (BlockingIOError, OSError):
+                    break
+                if not data:
+                    break
+                cb(data)
+
+    def _close_io(self) -> None:
+        for fd in list(self._open):
+            self._stop(fd)
+        self._proc.returncode = self.exit_code if self.exit_code is not None else -1
+        for f in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            with contextlib.suppress(OSError):
+                if f is not None:
+                    f.close()
