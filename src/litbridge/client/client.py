@@ -1,0 +1,870 @@
+"""The asyncio client: one connection to the daemon, typed commands, filtered event streams, turn handles.
+
+Speaks only the wire protocol (lines via `litbridge.protocol.framing`); knows nothing of the daemon's
+internals. A dropped connection is re-opened with `hello{since_seq}` and events are de-duplicated by `seq`,
+so a subscriber never sees a session event twice and never misses one the daemon still buffers.
+
+Example::
+
+    import asyncio
+    from litbridge.client import Client
+
+    async def main() -> None:
+        async with Client.connect() as c:                 # default socket, like `litbridge serve`
+            await c.create("work", cli="claude", working_dir="/home/me/project")
+            turn = await c.send("work", "Summarise README.md in one line")
+            async for ev in turn:                          # accepted, state, replace..., complete
+                if ev["event"] == "replace":
+                    print(ev["text"])
+            print((await turn.result())["content"])
+
+    asyncio.run(main())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import itertools
+import os
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Collection, Generator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from litbridge.client.errors import AuthFailed, ConnectionLost, DaemonNotRunning, LitbridgeError
+from litbridge.client.paths import default_socket_path, read_token
+from litbridge.protocol.framing import LineSplitter, TooLarge, decode, encode
+from litbridge.protocol.spec import MAX_LINE, ProtocolError
+
+Event = dict[str, Any]
+"""An event as the daemon sent it (a decoded JSON object). Unknown kinds and fields must be ignored."""
+
+EventFilter = Callable[[Event], bool]
+
+TERMINAL_EVENTS = frozenset({"complete", "interrupted", "turn_error"})
+"""The events that end a turn; every accepted send ends in exactly one of them."""
+
+# Session events without a `turn_id` that a turn handle also yields while its turn is the running one.
+TURN_SESSION_EVENTS = frozenset(
+    {
+        "state",
+        "thinking",
+        "question",
+        "question_closed",
+        "dialog_blocked",
+        "dialog_cleared",
+        "dialog_released",
+        "unknown_dialog",
+        "startup_hold",
+        "exited",
+        "killed",
+    }
+)
+
+# Commands that only read, so they are re-sent after a reconnect if their reply had not arrived. `send` is
+# re-sent too: the daemon de-duplicates by message id and answers `accepted{duplicate:true}`. Everything
+# else keeps waiting: its reply, if the daemon ran it, comes back through the since_seq replay.
+_RESEND_AFTER_RECONNECT = frozenset({"ping", "list", "dump", "hello", "send"})
+
+# Client-side read limit: generous, because a `complete` may legitimately carry a long answer.
+_CLIENT_MAX_LINE = 64 * MAX_LINE
+
+
+def session_key(session: str, channel_id: str | None = None) -> str:
+    """The daemon's session key: `session`, or `session:channel_id` when a channel is given.
+
+    >>> session_key("work"), session_key("work", "c1")
+    ('work', 'work:c1')
+    """
+    return f"{session}:{channel_id}" if channel_id is not None else session
+
+
+class _Pending:
+    """One command awaiting its reply (the first event whose `re` is the command's `id`)."""
+
+    __slots__ = ("cmd", "future", "line", "on_reply")
+
+    def __init__(self, cmd: str, line: bytes, future: asyncio.Future[Any], on_reply: Callable[[Event], Any] | None):
+        self.cmd = cmd
+        self.line = line
+        self.future = future
+        self.on_reply = on_reply
+
+
+class EventStream:
+    """An async iterator over the client's events that pass a filter.
+
+    It is registered when created (not when first iterated), so nothing that arrives in between is
+    lost. Use it as an async context manager (or call `close()`) to unregister.
+
+    >>> async def wait_idle(c: Client) -> None:  # doctest: +SKIP
+    ...     async with c.events(session="work", kinds={"state"}) as stream:
+    ...         async for ev in stream:
+    ...             if ev["to"] == "idle":
+    ...                 break
+    """
+
+    def __init__(self, client: Client, accept: EventFilter) -> None:
+        self._client = client
+        self._accept = accept
+        self._queue: asyncio.Queue[Event | BaseException] = asyncio.Queue()
+        self._closed = False
+        client._subscribers.add(self)
+
+    def _offer(self, ev: Event) -> None:
+        if not self._closed and self._accept(ev):
+            self._queue.put_nowait(ev)
+
+    def _fail(self, exc: BaseException) -> None:
+        if not self._closed:
+            self._queue.put_nowait(exc)
+
+    def close(self) -> None:
+        """Stop receiving events; a pending `__anext__` ends the iteration."""
+        if not self._closed:
+            self._closed = True
+            self._client._subscribers.discard(self)
+            self._queue.put_nowait(StopAsyncIteration())
+
+    async def aclose(self) -> None:
+        self.close()
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._closed and self._queue.empty():
+            raise StopAsyncIteration
+        item = await self._queue.get()
+        if isinstance(item, BaseException):
+            if isinstance(item, StopAsyncIteration):
+                raise StopAsyncIteration
+            self._closed = True
+            self._client._subscribers.discard(self)
+            raise item
+        return item
+
+    async def next(self, timeout: float | None = None) -> Event:
+        """The next matching event; raises `LitbridgeError('timeout')` after `timeout` seconds."""
+        try:
+            return await asyncio.wait_for(self.__anext__(), timeout)
+        except asyncio.TimeoutError:
+            raise LitbridgeError("timeout", f"no matching event within {timeout} s") from None
+
+    async def wait_for(self, match: str | EventFilter, timeout: float | None = None) -> Event:
+        """Skip events until one matches (an event name or a predicate) and return it."""
+        pred: EventFilter = (lambda ev: ev.get("event") == match) if isinstance(match, str) else match
+
+        async def _scan() -> Event:
+            async for ev in self:
+                if pred(ev):
+                    return ev
+            raise ConnectionLost("event stream closed")
+
+        try:
+            return await asyncio.wait_for(_scan(), timeout)
+        except asyncio.TimeoutError:
+            raise LitbridgeError("timeout", f"no matching event within {timeout} s") from None
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Turn:
+    """The handle `Client.send` returns: one message's turn, from `accepted` to its terminal event.
+
+    `async for ev in turn` yields the turn's events in order (the `accepted` reply first; events carrying
+    this `turn_id`; and, while the turn is the session's running one, session events such as `state`,
+    `thinking` and `question`) and stops after the terminal event (`complete`, `interrupted` or
+    `turn_error`). It can be iterated more than once; `result()` can be awaited at the same time.
+
+    >>> async def ask(c: Client) -> str:  # doctest: +SKIP
+    ...     turn = await c.send("work", "What is 2+2?")
+    ...     done = await turn.result()
+    ...     return done["content"] if done["event"] == "complete" else ""
+    """
+
+    def __init__(self, client: Client, accepted: Event, key: str) -> None:
+        self.client = client
+        self.session: str = key
+        """The session key (`session` or `session:channel_id`)."""
+        self.turn_id: str = str(accepted.get("turn_id"))
+        self.queued: bool = bool(accepted.get("queued"))
+        self.accepted: Event = accepted
+        self.terminal: Event | None = None
+        """The terminal event once the turn has ended, else None."""
+        self.text: str = ""
+        """The response text so far (the latest `replace`, then the terminal event's `content`)."""
+        self._events: list[Event] = [accepted]
+        self._active = not self.queued
+        self._waiter: asyncio.Future[None] | None = None
+        self._error: BaseException | None = None
+        self._seen: set[int] = {id(accepted)}
+        client._turns.add(self)
+        # Events of this turn that arrived before its `accepted` (ordering is the daemon's business).
+        for ev in client._recent:
+            if ev.get("turn_id") == self.turn_id and ev.get("session") == key:
+                self._offer(ev)
+
+    @property
+    def done(self) -> bool:
+        return self.terminal is not None
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        self._waiter = None
+
+    def _offer(self, ev: Event) -> None:
+        if self.terminal is not None or ev.get("session") != self.session or id(ev) in self._seen:
+            return
+        kind = ev.get("event")
+        tid = ev.get("turn_id")
+        if tid is not None:
+            if tid != self.turn_id:
+                return
+            self._active = True
+        elif not (self._active and kind in TURN_SESSION_EVENTS):
+            return
+        self._seen.add(id(ev))
+        self._events.append(ev)
+        if kind == "replace" and tid == self.turn_id:
+            self.text = str(ev.get("text", ""))
+        if kind in TERMINAL_EVENTS and tid == self.turn_id:
+            self.terminal = ev
+            if isinstance(ev.get("content"), str):
+                self.text = ev["content"]
+            self.client._turns.discard(self)
+        self._wake()
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.terminal is None and self._error is None:
+            self._error = exc
+            self.client._turns.discard(self)
+            self._wake()
+
+    async def _wait_more(self, have: int) -> None:
+        while len(self._events) <= have and self.terminal is None and self._error is None:
+            loop = asyncio.get_running_loop()
+            if self._waiter is None or self._waiter.done():
+                self._waiter = loop.create_future()
+            await asyncio.shield(self._waiter)
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        i = 0
+        while True:
+            if i < len(self._events):
+                ev = self._events[i]
+                i += 1
+                yield ev
+                if ev is self.terminal:
+                    return
+                continue
+            if self.terminal is not None:
+                return
+            if self._error is not None:
+                raise self._error
+            await self._wait_more(i)
+
+    async def result(self, timeout: float | None = None) -> Event:
+        """Wait for the terminal event (`complete`, `interrupted` or `turn_error`) and return it.
+
+        Raises `LitbridgeError('timeout')` after `timeout` seconds (the turn keeps running) and
+        `ConnectionLost` if the daemon cannot be reached any more.
+        """
+
+        async def _wait() -> Event:
+            while self.terminal is None:
+                if self._error is not None:
+                    raise self._error
+                await self._wait_more(len(self._events))
+            return self.terminal
+
+        try:
+            return await asyncio.wait_for(_wait(), timeout)
+        except asyncio.TimeoutError:
+            raise LitbridgeError("timeout", f"turn {self.turn_id} did not end within {timeout} s") from None
+
+    async def interrupt(self) -> Event:
+        """Interrupt this turn's session (the turn then ends with `interrupted`)."""
+        name, _, channel = self.session.partition(":")
+        return await self.client.interrupt(name, channel_id=channel or None)
+
+    def __repr__(self) -> str:
+        state = self.terminal["event"] if self.terminal else ("queued" if not self._active else "running")
+        return f"<Turn {self.session} {self.turn_id} {state}>"
+
+
+class _Connecting:
+    """What `Client.connect(...)` returns: `await` it, or use it as `async with`."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def __await__(self) -> Generator[Any, None, Client]:
+        return self._client._start().__await__()
+
+    async def __aenter__(self) -> Client:
+        return await self._client._start()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._client.close()
+
+
+class Client:
+    """A connection to a litbridge daemon.
+
+    Create one with `Client.connect(...)` (an awaitable and an async context manager). Every command
+    method sends the command with a fresh `id`, waits for the first event whose `re` is that id and
+    returns it; an `error` reply raises `LitbridgeError(code, message)`.
+
+    >>> async def main() -> None:  # doctest: +SKIP
+    ...     async with Client.connect(socket="/tmp/lb.sock") as c:
+    ...         print(await c.ping())
+    ...         for s in await c.list():
+    ...             print(s["name"], s["state"])
+    """
+
+    def __init__(
+        self,
+        socket: str | os.PathLike[str] | None = None,
+        port: int | None = None,
+        token: str | None = None,
+        *,
+        host: str = "127.0.0.1",
+        subscribe: Sequence[str] | str | None = None,
+        reconnect: bool = True,
+        reconnect_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        request_timeout: float | None = 60.0,
+    ) -> None:
+        self.port = port
+        self.host = host
+        self.socket_path: Path | None = None if port is not None else Path(socket or default_socket_path())
+        self.token = token
+        self.subscribe = subscribe
+        self.reconnect = reconnect
+        self.reconnect_timeout = reconnect_timeout
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.server_info: Event = {}
+        """The latest `monitor_ready` (version, protocol_version, commands, events, clis, limits)."""
+        self.capabilities: Event = {}
+        """The latest `capabilities` (reply to `hello`), if any was requested."""
+        self.last_seq: int | None = None
+        """Highest `seq` seen; a reconnect asks the daemon to replay everything after it."""
+        self.reconnects = 0
+        """How many times the connection was re-opened."""
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._write_lock = asyncio.Lock()
+        self._pending: dict[str, _Pending] = {}
+        self._subscribers: set[EventStream] = set()
+        self._turns: set[Turn] = set()
+        self._recent: deque[Event] = deque(maxlen=256)
+        self._ids = itertools.count(1)
+        self._id_prefix = uuid.uuid4().hex[:10]
+        self._connected = asyncio.Event()
+        self._closing = False
+        self._failed: LitbridgeError | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._instance: Any = None
+
+    # --- connecting ---------------------------------------------------------------------------------
+
+    @classmethod
+    def connect(
+        cls,
+        socket: str | os.PathLike[str] | None = None,
+        port: int | None = None,
+        token: str | None = None,
+        **options: Any,
+    ) -> _Connecting:
+        """Connect to the daemon at `socket` (default: the daemon's default path) or TCP `port`.
+
+        For TCP the token is sent in a first `hello`; without `token=` it is read from the token file next
+        to `socket` (or the default socket path). Options: `host`, `subscribe` (session keys or "*"),
+        `reconnect` (default True), `reconnect_timeout`, `connect_timeout`, `request_timeout`.
+        Raises `DaemonNotRunning` when nothing listens there.
+
+        >>> async def main() -> None:  # doctest: +SKIP
+        ...     async with Client.connect(port=7800, token="…") as c:
+        ...         await c.ping()
+        ...     c = await Client.connect()            # without a context manager
+        ...     await c.close()
+        """
+        client = cls(socket if port is None else None, port, token, **options)
+        if port is not None and token is None:
+            client.token = read_token(socket)
+        return _Connecting(client)
+
+    @property
+    def address(self) -> str:
+        """Where this client connects, for messages: the socket path or `host:port`."""
+        return f"{self.host}:{self.port}" if self.port is not None else str(self.socket_path)
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    def supports(self, name: str) -> bool:
+        """Whether the daemon advertised command or event `name` (feature detection, no probing)."""
+        info = self.server_info
+        return name in (info.get("commands") or ()) or name in (info.get("events") or ())
+
+    async def _start(self) -> Client:
+        if self._task is None:
+            await self._open(initial=True)
+            self._task = asyncio.create_task(self._read_loop(), name=f"litbridge-client {self.address}")
+        return self
+
+    def _next_id(self) -> str:
+        return f"{self._id_prefix}-{next(self._ids)}"
+
+    async def _open(self, initial: bool) -> None:
+        """Open one connection and finish its handshake (monitor_ready; the hello reply when one is sent)."""
+        try:
+            if self.port is not None:
+                coro = asyncio.open_connection(self.host, self.port, limit=_CLIENT_MAX_LINE)
+            else:
+                coro = asyncio.open_unix_connection(str(self.socket_path), limit=_CLIENT_MAX_LINE)
+            reader, writer = await asyncio.wait_for(coro, self.connect_timeout)
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise DaemonNotRunning(self.address, exc.strerror or type(exc).__name__) from None
+        except asyncio.TimeoutError:
+            raise DaemonNotRunning(self.address, "connect timed out") from None
+        except OSError as exc:
+            raise DaemonNotRunning(self.address, exc.strerror or str(exc)) from None
+        splitter = LineSplitter(_CLIENT_MAX_LINE)
+        hello_id: str | None = None
+        hello: Event = {}
+        if self.port is not None and self.token:
+            hello["token"] = self.token
+        if self.subscribe is not None:
+            hello["subscribe"] = self.subscribe if isinstance(self.subscribe, str) else list(self.subscribe)
+        if not initial and self.last_seq is not None:
+            hello["since_seq"] = self.last_seq
+        if hello or self.port is not None:
+            hello_id = self._next_id()
+            writer.write(encode({"cmd": "hello", "id": hello_id, **hello}))
+        got_ready = False
+        got_hello = hello_id is None
+        buffered: list[Event] = []
+        try:
+            while not (got_ready and got_hello):
+                chunk = await asyncio.wait_for(reader.read(65536), self.connect_timeout)
+                if not chunk:
+                    if self.port is not None and not got_hello:
+                        raise AuthFailed(f"the daemon at {self.address} closed the connection (wrong or missing token?)")
+                    raise ConnectionLost(f"the daemon at {self.address} closed the connection during the handshake")
+                for ev in self._lines(splitter, chunk):
+                    kind = ev.get("event")
+                    if kind == "monitor_ready" and not got_ready:
+                        got_ready = True
+                        self._on_server_info(ev)
+                    elif hello_id is not None and ev.get("re") == hello_id:
+                        if kind == "error":
+                            code = str(ev.get("code") or "error")
+                            if code == "unauthorized":
+                                raise AuthFailed(str(ev.get("message", "unauthorized")))
+                            raise LitbridgeError(code, str(ev.get("message", "")), ev)
+                        got_hello = True
+                        self.capabilities = ev
+                    else:
+                        buffered.append(ev)
+        except asyncio.TimeoutError:
+            writer.close()
+            raise LitbridgeError("timeout", f"no handshake from the daemon at {self.address}") from None
+        except BaseException:
+            writer.close()
+            raise
+        self._reader, self._writer = reader, writer
+        self._splitter = splitter
+        self._connected.set()
+        for ev in buffered:
+            self._dispatch(ev)
+
+    def _on_server_info(self, ev: Event) -> None:
+        instance = ev.get("daemon_id", ev.get("pid"))
+        if self._instance is not None and instance is not None and instance != self._instance:
+            self.last_seq = None  # a different daemon: its seq numbers start afresh
+        self._instance = instance
+        self.server_info = ev
+
+    def _lines(self, splitter: LineSplitter, chunk: bytes) -> list[Event]:
+        out: list[Event] = []
+        for line in splitter.feed(chunk):
+            if isinstance(line, TooLarge) or not line.strip():
+                continue
+            try:
+                ev = decode(line)
+            except ProtocolError:
+                continue
+            if isinstance(ev, dict):
+                out.append(ev)
+        return out
+
+    async def _read_loop(self) -> None:
+        while True:
+            reader = self._reader
+            try:
+                chunk = await reader.read(65536) if reader is not None else b""
+            except (OSError, asyncio.IncompleteReadError):
+                chunk = b""
+            if chunk:
+                for ev in self._lines(self._splitter, chunk):
+                    self._dispatch(ev)
+                continue
+            self._connected.clear()
+            if self._writer is not None:
+                self._writer.close()
+            self._reader = self._writer = None
+            if self._closing:
+                return
+            if not self.reconnect or not await self._reopen():
+                self._fail_everything(ConnectionLost(f"lost the connection to the daemon at {self.address}"))
+                return
+
+    async def _reopen(self) -> bool:
+        """Reconnect with backoff until `reconnect_timeout`; re-send read-only commands still unanswered."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.reconnect_timeout
+        delay = 0.05
+        while not self._closing:
+            try:
+                await self._open(initial=False)
+            except AuthFailed:
+                return False
+            except LitbridgeError:
+                if loop.time() + delay > deadline:
+                    return False
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            self.reconnects += 1
+            for pending in list(self._pending.values()):
+                if pending.cmd in _RESEND_AFTER_RECONNECT and not pending.future.done():
+                    with contextlib.suppress(OSError):
+                        await self._write(pending.line)
+            return True
+        return False
+
+    def _fail_everything(self, exc: LitbridgeError) -> None:
+        self._failed = exc
+        for pending in list(self._pending.values()):
+            if not pending.future.done():
+                pending.future.set_exception(exc)
+        self._pending.clear()
+        for sub in list(self._subscribers):
+            sub._fail(exc)
+        for turn in list(self._turns):
+            turn._fail(exc)
+
+    def _dispatch(self, ev: Event) -> None:
+        seq = ev.get("seq")
+        if isinstance(seq, int) and not isinstance(seq, bool):
+            if self.last_seq is not None and seq <= self.last_seq:
+                return  # already delivered (replayed after a reconnect)
+            self.last_seq = seq
+        kind = ev.get("event")
+        if kind == "monitor_ready":
+            self._on_server_info(ev)
+        re_ = ev.get("re")
+        if re_ is not None:
+            pending = self._pending.get(str(re_))
+            if pending is not None and not pending.future.done():
+                del self._pending[str(re_)]
+                if kind == "error":
+                    pending.future.set_exception(
+                        LitbridgeError(str(ev.get("code") or "error"), str(ev.get("message", "")), ev)
+                    )
+                else:
+                    try:
+                        result = pending.on_reply(ev) if pending.on_reply else ev
+                    except Exception as exc:  # a bad reply must not kill the reader
+                        pending.future.set_exception(exc)
+                    else:
+                        pending.future.set_result(result)
+        if ev.get("turn_id") is not None:
+            self._recent.append(ev)
+        for turn in list(self._turns):
+            turn._offer(ev)
+        for sub in list(self._subscribers):
+            sub._offer(ev)
+
+    async def _write(self, line: bytes) -> None:
+        async with self._write_lock:
+            writer = self._writer
+            if writer is None:
+                raise ConnectionResetError("not connected")
+            writer.write(line)
+            await writer.drain()
+
+    async def close(self) -> None:
+        """Close the connection; pending commands, streams and turns end with `ConnectionLost`."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._writer is not None:
+            self._writer.close()
+            with contextlib.suppress(Exception):
+                await self._writer.wait_closed()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        self._connected.clear()
+        self._fail_everything(ConnectionLost("the client was closed"))
+
+    async def __aenter__(self) -> Client:
+        return await self._start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _drop_connection(self) -> None:
+        """Abort the socket under the client (tests use it to prove reconnect loses nothing)."""
+        if self._writer is not None:
+            self._writer.transport.abort()
+
+    # --- commands -----------------------------------------------------------------------------------
+
+    async def request(
+        self,
+        cmd: str,
+        fields: dict[str, Any] | None = None,
+        *,
+        timeout: float | Literal["default"] | None = "default",
+        id: str | None = None,
+        on_reply: Callable[[Event], Any] | None = None,
+    ) -> Any:
+        """Send any command and wait for its reply (the first event whose `re` is the command's `id`).
+
+        Fields whose value is None are left out. Raises `LitbridgeError` on an `error` reply, on timeout
+        (`code='timeout'`) and when the connection is gone for good (`ConnectionLost`).
+
+        >>> async def raw(c: Client) -> None:  # doctest: +SKIP
+        ...     pong = await c.request("ping")
+        """
+        if self._failed is not None:
+            raise self._failed
+        if self._task is None:
+            await self._start()
+        cmd_id = id or self._next_id()
+        msg: dict[str, Any] = {"cmd": cmd, "id": cmd_id}
+        for k, v in (fields or {}).items():
+            if v is not None:
+                msg[k] = v
+        line = encode(msg)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._pending[cmd_id] = _Pending(cmd, line, future, on_reply)
+        wait = self.request_timeout if timeout == "default" else timeout
+
+        async def _roundtrip() -> Any:
+            await self._send_when_connected(line, future)
+            return await future
+
+        try:
+            return await asyncio.wait_for(_roundtrip(), wait)
+        except asyncio.TimeoutError:
+            raise LitbridgeError("timeout", f"no reply to {cmd!r} within {wait} s") from None
+        finally:
+            self._pending.pop(cmd_id, None)
+
+    async def _send_when_connected(self, line: bytes, future: asyncio.Future[Any]) -> None:
+        while not future.done():
+            if self._failed is not None:
+                raise self._failed
+            await self._connected.wait()
+            try:
+                await self._write(line)
+                return
+            except (OSError, RuntimeError):
+                # The reader notices the drop and reconnects; read-only commands are re-sent then.
+                await asyncio.sleep(0.01)
+                if self._connected.is_set():
+                    continue
+
+    async def hello(
+        self, subscribe: Sequence[str] | str | None = None, since_seq: int | None = None, token: str | None = None
+    ) -> Event:
+        """Subscribe to some sessions (`"*"` = all), replay events after `since_seq`; returns `capabilities`.
+
+        The subscription is remembered and renewed on reconnect.
+        """
+        if subscribe is not None:
+            self.subscribe = subscribe
+        sub = subscribe if subscribe is None or isinstance(subscribe, str) else list(subscribe)
+        reply = await self.request("hello", {"subscribe": sub, "since_seq": since_seq, "token": token})
+        self.capabilities = reply
+        return reply
+
+    async def ping(self) -> Event:
+        """Liveness check; returns the `pong` event."""
+        return await self.request("ping")
+
+    async def create(
+        self,
+        session: str,
+        cli: str | None = None,
+        *,
+        args: Sequence[str] | None = None,
+        working_dir: str | os.PathLike[str] | None = None,
+        env: dict[str, str] | None = None,
+        model: str | None = None,
+        channel_id: str | None = None,
+        timeout: float | None = 600.0,
+        **extra: Any,
+    ) -> Event:
+        """Start `cli` (daemon default: "claude") as session `session`; returns the `ready` event.
+
+        `ready` arrives once startup dialogs are handled and the prompt is live (`ready.reused` is true when
+        the key already had a live CLI). Extra keyword arguments are passed through as driver options.
+
+        >>> async def start(c: Client) -> None:  # doctest: +SKIP
+        ...     ready = await c.create("sh", cli="bash", args=["--norc"], working_dir="/tmp")
+        ...     ready = await c.create("work", model="sonnet", working_dir="~/project")
+        """
+        fields: dict[str, Any] = {
+            "session": session,
+            "channel_id": channel_id,
+            "cli": cli,
+            "args": list(args) if args is not None else None,
+            "working_dir": os.fspath(working_dir) if working_dir is not None else None,
+            "env": dict(env) if env is not None else None,
+            "model": model,
+            **extra,
+        }
+        return await self.request("create", fields, timeout=timeout)
+
+    async def send(
+        self,
+        session: str,
+        content: str,
+        *,
+        channel_id: str | None = None,
+        msg_id: str | None = None,
+        timeout: float | Literal["default"] | None = "default",
+    ) -> Turn:
+        """Send `content` as a turn; returns a `Turn` once the daemon answers `accepted`.
+
+        `msg_id` is the idempotency key (default: a fresh unique id): a send repeated with the same id is
+        not delivered twice, which is what makes re-sending after a reconnect safe.
+
+        >>> async def go(c: Client) -> None:  # doctest: +SKIP
+        ...     turn = await c.send("work", "hi")
+        ...     async for ev in turn:
+        ...         print(ev["event"])
+        ...     print(turn.terminal)
+        """
+        key = session_key(session, channel_id)
+        return await self.request(
+            "send",
+            {"session": session, "channel_id": channel_id, "content": content},
+            id=msg_id,
+            timeout=timeout,
+            on_reply=lambda ev: Turn(self, ev, str(ev.get("session") or key)),
+        )
+
+    async def input(self, session: str, content: str, *, channel_id: str | None = None) -> Event:
+        """Type `content` + Enter without observing a turn (slash commands); returns `input_sent`."""
+        return await self.request("input", {"session": session, "channel_id": channel_id, "content": content})
+
+    async def keystroke(self, session: str, keys: Sequence[str] | str, *, channel_id: str | None = None) -> Event:
+        """Send named keys (`Enter`, `Esc`, `Up`, `C-c`, tmux names...); returns `keystroke_sent`.
+
+        A single string is one key name. Unknown names raise `LitbridgeError('bad_key')` and type nothing.
+
+        >>> async def pick_second(c: Client) -> None:  # doctest: +SKIP
+        ...     await c.keystroke("work", ["Down", "Enter"])
+        """
+        key_list = [keys] if isinstance(keys, str) else list(keys)
+        return await self.request("keystroke", {"session": session, "channel_id": channel_id, "keys": key_list})
+
+    async def answer(
+        self,
+        session: str,
+        *,
+        question_id: str | None = None,
+        digit: str | int | None = None,
+        option: str | None = None,
+        text: str | None = None,
+        channel_id: str | None = None,
+    ) -> Event:
+        """Answer an open `question` by digit, option label or free text; returns `answer_sent`.
+
+        >>> async def allow(c: Client, q: dict) -> None:  # doctest: +SKIP
+        ...     await c.answer("work", question_id=q["question_id"], digit=1)
+        """
+        return await self.request(
+            "answer",
+            {
+                "session": session,
+                "channel_id": channel_id,
+                "question_id": question_id,
+                "digit": str(digit) if digit is not None else None,
+                "option": option,
+                "text": text,
+            },
+        )
+
+    async def interrupt(self, session: str, *, channel_id: str | None = None) -> Event:
+        """Interrupt the running turn; returns the daemon's reply (the turn ends with `interrupted`)."""
+        return await self.request("interrupt", {"session": session, "channel_id": channel_id})
+
+    async def dump(self, session: str, *, channel_id: str | None = None) -> Event:
+        """The session's screen (`capture`: 50 rows of text) and bookkeeping (`state`, `cursor`, ...)."""
+        return await self.request("dump", {"session": session, "channel_id": channel_id})
+
+    async def kill(self, session: str, *, store_resume: bool = False, channel_id: str | None = None) -> Event:
+        """Kill the CLI and its process group; returns `killed`. `store_resume` lets the next create resume."""
+        return await self.request(
+            "kill", {"session": session, "channel_id": channel_id, "store_resume": store_resume or None}
+        )
+
+    def events(
+        self,
+        session: str | None = None,
+        *,
+        channel_id: str | None = None,
+        turn: str | Turn | None = None,
+        kinds: Collection[str] | None = None,
+        where: EventFilter | None = None,
+    ) -> EventStream:
+        """An `EventStream` of this connection's events, filtered by session key, turn id, kinds, predicate.
+
+        >>> async def watch(c: Client) -> None:  # doctest: +SKIP
+        ...     async with c.events("work", kinds={"state", "complete"}) as stream:
+        ...         async for ev in stream:
+        ...             print(ev)
+        """
+        key = session_key(session, channel_id) if session is not None else None
+        turn_id = turn.turn_id if isinstance(turn, Turn) else turn
+        kind_set = frozenset(kinds) if kinds is not None else None
+
+        def accept(ev: Event) -> bool:
+            if key is not None and ev.get("session") != key:
+                return False
+            if turn_id is not None and ev.get("turn_id") != turn_id:
+                return False
+            if kind_set is not None and ev.get("event") not in kind_set:
+                return False
+            return where is None or where(ev)
+
+        return EventStream(self, accept)
+
+    async def list(self) -> builtins.list[Event]:
+        """The sessions: `[{name, state, cli, model, pid, turn_id, queued, channel_id}, ...]`."""
+        reply = await self.request("list")
+        return builtins.list(reply.get("sessions") or [])
+
