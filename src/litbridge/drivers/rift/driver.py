@@ -1,0 +1,243 @@
+"""The rift driver: runs `rift --serve` on pipes (no PTY), speaks its JSON-lines protocol v1 and hands each event
+to `RiftMapping`; renders a readable transcript into the session's Terminal so dump and attach work.
+
+Spawning, process groups and killing are the session's (LaunchSpec transport "pipes"); the event mapping is
+`mapping.py`; the transcript formatting is `render.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections import deque
+from typing import Any
+
+import orjson
+
+from litbridge.drivers.base import Driver, DriverError, DriverHost, LaunchSpec
+from litbridge.drivers.rift import render
+from litbridge.drivers.rift.mapping import AnswerError, RiftMapping
+
+STARTUP_TIMEOUT = 30.0  # model preflight plus MCP spawns can be slow
+STOP_GRACE = 5.0  # after stdin EOF a cancelled turn can still run idle compaction
+STDERR_TAIL = 15
+EXECUTABLE_ENV = "LITBRIDGE_RIFT_BIN"  # override the `rift` found on PATH (tests, non-standard installs)
+
+
+def _flag(options: dict[str, Any], name: str) -> bool | None:
+    value = options.get(name)
+    return value if isinstance(value, bool) else None
+
+
+class RiftDriver(Driver):
+    """One `rift --serve` process = one conversation.
+
+    create options understood beyond the common ones: `approve` (bool; default True = approval prompts are relayed
+    as questions), `preapprove` (bool, the inverse of `approve`), `edit_review` (bool; relay write/edit proposals as
+    apply/reject questions, default False), `startup_timeout` (seconds, default 30).
+    """
+
+    name = "rift"
+
+    def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
+        super().__init__(host, options)
+        approve = _flag(options, "approve")
+        preapprove = _flag(options, "preapprove")
+        self.approve = approve if approve is not None else (not preapprove if preapprove is not None else True)
+        self.edit_review = _flag(options, "edit_review") is True
+        self.resume: str | None = options.get("resume") if isinstance(options.get("resume"), str) else None
+        self._stdout = bytearray()
+        self._stderr_partial = bytearray()
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self.exit_code: int | None = None
+        self._ready: asyncio.Future[dict] | None = None
+        self._exited: asyncio.Event | None = None
+        self.mapping = RiftMapping(
+            host, self._send, self._render, schedule=self._schedule, edit_review=self.edit_review
+        )
+
+    # ---------- plumbing ----------
+    def _send(self, cmd: dict) -> None:
+        self.host.write(orjson.dumps(cmd) + b"\n")
+
+    def _render(self, data: bytes) -> None:
+        render_fn = getattr(self.host, "render", None)  # a host that also forwards to attachers
+        if callable(render_fn):
+            render_fn(data)
+        else:
+            self.host.terminal.feed(data)
+
+    def _schedule(self, delay: float, fn: Any) -> Any:
+        return self.host.call_later(delay, fn)
+
+    @property
+    def commands(self) -> list[str]:
+        return list(self.mapping.meta.get("commands") or [])
+
+    # ---------- lifecycle ----------
+    def launch(self) -> LaunchSpec:
+        exe = os.environ.get(EXECUTABLE_ENV) or "rift"
+        argv = [exe, "--serve"]
+        model = self.options.get("model")
+        if isinstance(model, str) and model:
+            argv += ["--model", model]
+        if self.resume:
+            argv += ["--resume", self.resume]
+        argv += [str(a) for a in self.options.get("args") or []]
+        return LaunchSpec(argv=argv, env={"RIFT_NO_UPDATE_CHECK": "1"}, transport="pipes")
+
+    async def startup(self) -> dict[str, Any]:
+        """Send `hello` at once (rift buffers it until `ready`), then wait for `ready` or an early exit."""
+        loop = self.host.loop
+        if self._ready is None:
+            self._ready = loop.create_future()
+        self._exited = self._exited or asyncio.Event()
+        if self.mapping.ready is not None and not self._ready.done():
+            self._ready.set_result(self.mapping.ready)
+        self._send({"cmd": "hello", "edit_review": self.edit_review, "approve": self.approve})
+        timeout = self.options.get("startup_timeout")
+        timeout = float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else STARTUP_TIMEOUT
+        try:
+            ready = await asyncio.wait_for(asyncio.shield(self._ready), timeout)
+        except asyncio.TimeoutError:
+            raise DriverError("spawn_failed", f"rift sent no `ready` within {timeout:g}s"
+                              + self._tail_suffix()) from None
+        return {
+            "model": ready.get("model"),
+            "resumed": self.resume is not None,
+            "cli_version": ready.get("version"),
+            "transcript_path": ready.get("session"),
+        }
+
+    def _tail_suffix(self) -> str:
+        tail = self.stderr_tail_text()
+        return f"; stderr: {tail}" if tail else ""
+
+    def stderr_tail_text(self, lines: int = 4) -> str:
+        return " | ".join(list(self.stderr_tail)[-lines:])
+
+    def on_exit(self, exit_code: int | None) -> None:
+        self.exit_code = exit_code
+        self._drain_stderr_partial()
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(DriverError(
+                "spawn_failed", f"rift exited (code {exit_code}) before `ready`" + self._tail_suffix()))
+            self._ready.exception()  # mark retrieved: startup() may already have given up
+        self.mapping.on_exit(exit_code)
+        if self._exited is not None:
+            self._exited.set()
+
+    async def stop(self, store_resume: bool) -> str | None:
+        """Graceful end: close stdin (rift cancels, saves and exits 0), wait up to STOP_GRACE, then the session
+        signals the group. The resume token is rift's session file path from `ready`."""
+        close = getattr(self.host, "close_stdin", None)
+        if callable(close) and self.exit_code is None:
+            self._exited = self._exited or asyncio.Event()
+            close()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._exited.wait(), STOP_GRACE)
+        path = self.mapping.meta.get("session_path")
+        return path if store_resume and isinstance(path, str) and path else None
+
+    # ---------- events in ----------
+    def on_output(self, data: bytes) -> None:
+        self._stdout += data
+        while True:
+            nl = self._stdout.find(b"\n")
+            if nl < 0:
+                break
+            line = bytes(self._stdout[:nl]).strip()
+            del self._stdout[: nl + 1]
+            if line:
+                self.mapping.on_line(line)
+        if self.mapping.ready is not None and self._ready is None:
+            self._ready = self.host.loop.create_future()
+        if self.mapping.ready is not None and self._ready is not None and not self._ready.done():
+            self._ready.set_result(self.mapping.ready)
+
+    def on_stderr(self, data: bytes) -> None:
+        """Keep draining stderr (a full pipe blocks rift); keep a tail for errors and show lines dimly."""
+        self._stderr_partial += data
+        while True:
+            nl = self._stderr_partial.find(b"\n")
+            if nl < 0:
+                break
+            self._stderr_line(bytes(self._stderr_partial[:nl]))
+            del self._stderr_partial[: nl + 1]
+
+    def _drain_stderr_partial(self) -> None:
+        if self._stderr_partial.strip():
+            self._stderr_line(bytes(self._stderr_partial))
+        self._stderr_partial.clear()
+
+    def _stderr_line(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace").rstrip()
+        if line:
+            self.stderr_tail.append(line)
+            self._render(render.notice("rift: " + line))
+
+    # ---------- input ----------
+    def can_accept_input(self) -> bool:
+        return self.exit_code is None and self.mapping.can_accept_input()
+
+    def validate_send(self, text: str) -> None:
+        """Reject what rift would silently drop: an empty prompt never gets a `done`, so the turn would hang."""
+        if not text.strip():
+            raise DriverError("bad_field", "empty message: rift ignores empty prompts (the turn would never end)")
+
+    async def submit(self, text: str) -> None:
+        self.validate_send(text)
+        if self.mapping.busy:
+            raise DriverError("busy", "a rift turn is already running")
+        self.mapping.begin_turn(text)
+
+    def input(self, text: str) -> None:
+        """Type-like input: a few slash commands map onto rift control commands (feature-detected from
+        `ready.commands`); anything else is sent as an unobserved prompt."""
+        word, _, rest = text.strip().partition(" ")
+        rest = rest.strip()
+        control: dict[str, tuple[str, dict]] = {
+            "/model": ("set_model", {"model": rest}),
+            "/models": ("list_models", {}),
+            "/sessions": ("list_sessions", {}),
+            "/undo": ("undo", {}),
+            "/approve": ("set_approval", {"approve": rest.lower() not in ("off", "false", "no", "0")}),
+        }
+        if word in control:
+            cmd, fields = control[word]
+            if cmd not in self.commands:
+                self._render(render.notice(f"this rift does not support `{cmd}`", warn=True))
+                return
+            self._send({"cmd": cmd, **fields})
+            return
+        if text.strip():
+            self._send({"cmd": "prompt", "text": text})
+
+    def keys(self, data: bytes) -> None:
+        """rift has no keyboard in serve mode: Esc / Ctrl+C mean cancel, other keys are ignored."""
+        if data in (b"\x1b", b"\x03"):
+            self.interrupt()
+
+    def interrupt(self) -> None:
+        self.mapping.cancel()
+
+    async def answer(self, question_id: str | None, digit: str | None = None, option: str | None = None,
+                     text: str | None = None) -> None:
+        qid = question_id
+        if qid is None:
+            if not self.mapping.questions:
+                raise DriverError("no_question", "no rift question is waiting on this session")
+            qid = next(iter(self.mapping.questions))
+        try:
+            self.mapping.answer(qid, digit=digit, option=option, text=text)
+        except AnswerError as e:
+            raise DriverError(e.code, str(e)) from None
+
+    # ---------- reporting ----------
+    def info(self) -> dict[str, Any]:
+        out = self.mapping.info()
+        out["rift"]["stderr_tail"] = list(self.stderr_tail)
+        out["rift"]["exit_code"] = self.exit_code
+        out["observing"] = True
+        return out
