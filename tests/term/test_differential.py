@@ -1,0 +1,416 @@
+"""Differential test at 200x50: `litbridge.pyte` against real pyte 0.8.2 plus the documented corrections only.
+
+The oracle is pyte with exactly the deliberate fixes of docs/emulator-divergences.md applied (alternate screen,
+private/intermediate CSI and DCS/APC/PM/SOS strings removed from its input, SGR 58 arguments skipped), so any
+other difference fails. Also holds the focused tests that pin each deliberate fix on litbridge alone.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import pyte  # real pyte 0.8.2; litbridge.pyte is a different module
+import pytest
+from pyte.screens import StaticDefaultDict
+
+COLS, LINES = 200, 50
+CELL_EVERY = 10  # compare every cell (all Char fields) every N chunks, and after the last one
+DEFAULT_SEEDS = (0, 1, 2)
+SLOW_SEEDS = tuple(range(3, 12))
+MAX_CHUNK = 8192
+
+# ---------------------------------------------------------------------------------------------------------------
+# The oracle: pyte + the documented corrections (each names its section in docs/emulator-divergences.md).
+# ---------------------------------------------------------------------------------------------------------------
+
+# D2/D3: sequences a real terminal consumes whole but pyte 0.8.2 half-executes. A CSI whose parameter bytes carry a
+# private marker other than a leading "?" (`<`, `=`, `>`) or a colon sub-parameter, or that has intermediate bytes
+# (0x20-0x2f); and DCS/SOS/PM/APC strings (ESC P/X/^/_ ... up to ST; any ESC ends the string, as in the VT500
+# parser). The oracle never sees them; litbridge gets the raw bytes.
+_NORMALISE_RE = re.compile(
+    rb"\x1b\[(?P<params>[0-?]*)(?P<inter>[ -/]*)[@-~]"
+    rb"|\x1b[P_^X][^\x1b]*(?:\x1b\\)?"
+)
+
+
+def _removable(m: re.Match[bytes]) -> bool:
+    if m.group(0)[1:2] != b"[":
+        return True  # a DCS/SOS/PM/APC string
+    params = m.group("params")
+    return bool(m.group("inter")) or re.search(rb"[<=>:]", params) is not None
+
+
+@dataclass
+class Normalised:
+    """`data` without the removed sequences, and a map from offsets in the raw stream to offsets in `data`."""
+
+    data: bytes
+    span_starts: list[int]
+    span_ends: list[int]
+    removed_before: list[int]  # bytes removed by spans[:i]
+
+    def map(self, pos: int) -> int:
+        i = bisect.bisect_right(self.span_starts, pos) - 1  # the last span starting at or before pos
+        if i < 0:
+            return pos
+        if pos < self.span_ends[i]:  # inside a removed span: map to its start
+            return self.span_starts[i] - self.removed_before[i]
+        return pos - self.removed_before[i] - (self.span_ends[i] - self.span_starts[i])
+
+
+def normalise(raw: bytes) -> Normalised:
+    keep: list[bytes] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    before: list[int] = []
+    last = removed = 0
+    for m in _NORMALISE_RE.finditer(raw):
+        if not _removable(m):
+            continue
+        keep.append(raw[last:m.start()])
+        starts.append(m.start())
+        ends.append(m.end())
+        before.append(removed)
+        removed += m.end() - m.start()
+        last = m.end()
+    keep.append(raw[last:])
+    return Normalised(b"".join(keep), starts, ends, before)
+
+
+def _fresh_buffer(screen: pyte.Screen) -> defaultdict:
+    return defaultdict(lambda: StaticDefaultDict(screen.default_char))
+
+
+class OracleScreen(pyte.Screen):
+    """pyte 0.8.2 Screen with the deliberate fixes of docs/emulator-divergences.md, and nothing else."""
+
+    ALT_MODES = (47, 1047, 1049)
+
+    def reset(self) -> None:
+        super().reset()
+        self._main_buffer: defaultdict | None = None  # the normal screen while the alternate one is shown
+        self._alt_buffer = _fresh_buffer(self)
+        self._alt_saved: Any = None
+
+    # D1: alternate screen, xterm semantics (ctlseqs: 47 and 1047 switch, 1047l clears the alternate screen
+    # first, 1049h saves the cursor as DECSC then switches and clears, 1049l switches back and restores).
+    def set_mode(self, *modes: int, **kwargs: Any) -> None:
+        super().set_mode(*modes, **kwargs)
+        if not kwargs.get("private"):
+            return
+        for m in modes:
+            if m in self.ALT_MODES and self._main_buffer is None:
+                if m == 1049:
+                    self.save_cursor()
+                    self._alt_saved = self.savepoints.pop()
+                    self._alt_buffer = _fresh_buffer(self)
+                self._main_buffer, self.buffer = self.buffer, self._alt_buffer
+                self.dirty.update(range(self.lines))
+
+    def reset_mode(self, *modes: int, **kwargs: Any) -> None:
+        super().reset_mode(*modes, **kwargs)
+        if not kwargs.get("private"):
+            return
+        for m in modes:
+            if m in self.ALT_MODES and self._main_buffer is not None:
+                self._alt_buffer = _fresh_buffer(self) if m == 1047 else self.buffer
+                self.buffer, self._main_buffer = self._main_buffer, None
+                self.dirty.update(range(self.lines))
+                if m == 1049 and self._alt_saved is not None:
+                    self.savepoints.append(self._alt_saved)
+                    self._alt_saved = None
+                    self.restore_cursor()
+
+    # D5: SGR 58 (underline colour) takes its arguments with it: 58;5;n and 58;2;r;g;b are skipped whole.
+    def select_graphic_rendition(self, *attrs: int, **kwargs: Any) -> None:
+        kept: list[int] = []
+        i = 0
+        while i < len(attrs):
+            a = attrs[i]
+            if a in (38, 48) and i + 1 < len(attrs):  # keep pyte's own 38/48 handling intact
+                n = 3 if attrs[i + 1] == 5 else 5 if attrs[i + 1] == 2 else 2
+                kept.extend(attrs[i:i + n])
+                i += n
+            elif a == 58:
+                i += 3 if i + 1 < len(attrs) and attrs[i + 1] == 5 else 5 if i + 1 < len(attrs) and attrs[i + 1] == 2 else 1
+            else:
+                kept.append(a)
+                i += 1
+        if attrs and not kept:
+            return  # only skipped codes: no change (pyte would treat an empty SGR as reset)
+        super().select_graphic_rendition(*kept, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The comparison loop.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def chunk_cuts(size: int, seed: int, name: str) -> list[int]:
+    """Cut offsets for log-uniform chunk sizes of 1 B .. 8 KiB, deterministic per (input, seed)."""
+    rng = random.Random(f"{name}:{seed}")
+    cuts, pos = [], 0
+    while pos < size:
+        pos = min(size, pos + int(2 ** rng.uniform(0, 13.0)))
+        cuts.append(pos)
+    return cuts
+
+
+def _state(screen: Any) -> dict[str, Any]:
+    c = screen.cursor
+    m = screen.margins
+    return {
+        "cursor": (c.x, c.y, c.hidden),
+        "cursor.attrs": tuple(c.attrs),
+        "title": screen.title,
+        "icon_name": screen.icon_name,
+        "margins": None if m is None else (m.top, m.bottom),
+        "mode": set(screen.mode),
+        "dirty": set(screen.dirty),
+    }
+
+
+def _cells(screen: Any) -> list[list[tuple]]:
+    buf = screen.buffer
+    return [[tuple(row[x]) for x in range(screen.columns)] for row in (buf[y] for y in range(screen.lines))]
+
+
+def _describe_rows(a: list[str], b: list[str], limit: int = 4) -> str:
+    rows = [y for y in range(min(len(a), len(b))) if a[y] != b[y]]
+    out = [f"  row {y}:\n    litbridge {a[y]!r}\n    oracle    {b[y]!r}" for y in rows[:limit]]
+    return "\n".join(out) + (f"\n  ... {len(rows)} rows differ" if len(rows) > limit else "")
+
+
+def _describe_cells(a: list[list[tuple]], b: list[list[tuple]], limit: int = 6) -> str:
+    diffs = [(y, x) for y in range(len(a)) for x in range(len(a[y])) if a[y][x] != b[y][x]]
+    out = [f"  cell (y={y}, x={x}): litbridge {a[y][x]} oracle {b[y][x]}" for y, x in diffs[:limit]]
+    return "\n".join(out) + f"\n  {len(diffs)} cells differ"
+
+
+def first_divergence(
+    make_subject: Callable[[], tuple[Any, Any]],
+    raw: bytes,
+    name: str,
+    seed: int,
+    *,
+    oracle_cls: type[pyte.Screen] = OracleScreen,
+    normalise_input: bool = True,
+) -> str | None:
+    """Feed `raw` to the subject and to the oracle in the same chunking; describe the first difference."""
+    subject, subject_stream = make_subject()
+    oracle = oracle_cls(COLS, LINES)
+    oracle_stream = pyte.ByteStream(oracle)
+    norm = normalise(raw) if normalise_input else Normalised(raw, [], [], [])
+    prev = prev_o = 0
+    for i, cut in enumerate(chunk_cuts(len(raw), seed, name)):
+        cut_o = norm.map(cut)
+        subject_stream.feed(raw[prev:cut])
+        oracle_stream.feed(norm.data[prev_o:cut_o])
+        where = f"{name} seed={seed} chunk #{i} raw bytes [{prev}:{cut}] = {raw[prev:cut][:160]!r}"
+        prev, prev_o = cut, cut_o
+        a, b = subject.display, oracle.display
+        if a != b:
+            return f"display differs after {where}\n{_describe_rows(a, b)}"
+        sa, sb = _state(subject), _state(oracle)
+        for key in sa:
+            if sa[key] != sb[key]:
+                return f"{key} differs after {where}\n  litbridge {sa[key]!r}\n  oracle    {sb[key]!r}"
+        subject.dirty.clear()
+        oracle.dirty.clear()
+        if i % CELL_EVERY == CELL_EVERY - 1 or cut == len(raw):
+            ca, cb = _cells(subject), _cells(oracle)
+            if ca != cb:
+                return f"cells differ after {where}\n{_describe_cells(ca, cb)}"
+    return None
+
+
+def _subject_factory(mod: ModuleType) -> Callable[[], tuple[Any, Any]]:
+    def make() -> tuple[Any, Any]:
+        screen = mod.Screen(COLS, LINES)
+        return screen, mod.ByteStream(screen)
+
+    return make
+
+
+def _check(native_pyte: ModuleType, emu_input: tuple[str, bytes], seed: int) -> None:
+    name, raw = emu_input
+    problem = first_divergence(_subject_factory(native_pyte), raw, name, seed)
+    assert problem is None, (
+        f"litbridge.pyte diverges from pyte+documented fixes (see docs/emulator-divergences.md):\n{problem}"
+    )
+
+
+@pytest.mark.parametrize("seed", DEFAULT_SEEDS)
+def test_differential(native_pyte: ModuleType, emu_input: tuple[str, bytes], seed: int) -> None:
+    _check(native_pyte, emu_input, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SLOW_SEEDS)
+def test_differential_more_seeds(native_pyte: ModuleType, emu_input: tuple[str, bytes], seed: int) -> None:
+    _check(native_pyte, emu_input, seed)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The harness itself: it must be able to fail, and the normaliser must be exact.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_harness_flags_plain_pyte_quirks() -> None:
+    """Plain pyte against the oracle diverges on every deliberate fix, so a silent pass would be noticed."""
+    plain = _subject_factory(pyte)
+    cases = {
+        "xtmodkeys": b"\x1b[>4;2mA",
+        "kitty-set": b"\x1b[=1uA",
+        "kitty-pop": b"\x1b[<uA",
+        "colon-sgr": b"\x1b[4:3mA",
+        "dcs": b"\x1bPq#0;2;0;0;0\x1b\\A",
+        "apc": b"\x1b_Gf=100;AAAA\x1b\\A",
+        "alt-1049": b"main\x1b[?1049halt",
+        "alt-47": b"main\x1b[?47halt\x1b[?47l",
+        "sgr58-idx": b"\x1b[58;5;1mA",
+        "sgr58-rgb": b"\x1b[1;58;2;255;0;0mA",
+    }
+    for case, raw in cases.items():
+        assert first_divergence(plain, raw, case, 0) is not None, case
+
+
+def test_harness_plain_pyte_agrees_with_itself_without_fixes(emu_input: tuple[str, bytes]) -> None:
+    """With no corrections the loop reports nothing for pyte vs pyte (no false positives from the loop)."""
+    name, raw = emu_input
+    raw = raw[:20000]
+    assert first_divergence(_subject_factory(pyte), raw, name, 0, oracle_cls=pyte.Screen,
+                            normalise_input=False) is None
+
+
+def test_normaliser_maps_offsets() -> None:
+    raw = b"ab\x1b[>4mcd\x1bPxyz\x1b\\ef\x1b[1mg"
+    norm = normalise(raw)
+    assert norm.data == b"abcdef\x1b[1mg"
+    assert [norm.map(p) for p in (0, 2, 3, 7, 8, 9, 10, 16, 17, 18, len(raw))] == [0, 2, 2, 2, 3, 4, 4, 4, 5, 6, 11]
+    assert normalise(b"\x1b[?25l\x1b[2J\x1b]0;t\x07").data == b"\x1b[?25l\x1b[2J\x1b]0;t\x07"
+
+
+def test_chunking_covers_small_and_large() -> None:
+    cuts = chunk_cuts(1 << 20, 0, "x")
+    sizes = [b - a for a, b in zip([0, *cuts], cuts, strict=False)]
+    assert cuts[-1] == 1 << 20 and min(sizes) == 1 and max(sizes) > 4096 and max(sizes) <= MAX_CHUNK
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Focused tests: each deliberate fix, asserted on litbridge alone (names match docs/emulator-divergences.md).
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _feed(mod: ModuleType, data: bytes, cols: int = 20, lines: int = 5) -> Any:
+    screen = mod.Screen(cols, lines)
+    mod.ByteStream(screen).feed(data)
+    return screen
+
+
+def _plain(screen: Any) -> tuple:
+    return tuple(screen.default_char)
+
+
+@pytest.mark.parametrize("seq", [b"\x1b[>4;2m", b"\x1b[>4m", b"\x1b[>1u", b"\x1b[<u", b"\x1b[=1u", b"\x1b[=1;1u",
+                                 b"\x1b[4:3m", b"\x1b[58:2::255:0:0m", b"\x1b[>0q", b"\x1b[2 q", b"\x1b[!p",
+                                 b"\x1b[?1$p"])
+def test_private_and_intermediate_csi_is_consumed_whole(native_pyte: ModuleType, seq: bytes) -> None:
+    screen = _feed(native_pyte, seq + b"A")
+    assert screen.display[0] == "A" + " " * 19
+    assert tuple(screen.buffer[0][0]) == ("A", *_plain(screen)[1:])
+    assert tuple(screen.cursor.attrs) == _plain(screen)
+    assert (screen.cursor.x, screen.cursor.y) == (1, 0)
+
+
+@pytest.mark.parametrize("intro", [b"\x1bP", b"\x1b_", b"\x1b^", b"\x1bX"], ids=["DCS", "APC", "PM", "SOS"])
+def test_string_sequences_do_not_print(native_pyte: ModuleType, intro: bytes) -> None:
+    screen = _feed(native_pyte, b"\x1b[1m" + intro + b"1;2|payload\x1b[31m text\x1b\\B")
+    assert screen.display[0] == "B" + " " * 19
+    assert screen.buffer[0][0].bold and screen.buffer[0][0].fg == "default"
+
+
+def test_string_sequence_split_across_feeds(native_pyte: ModuleType) -> None:
+    screen = native_pyte.Screen(20, 5)
+    stream = native_pyte.ByteStream(screen)
+    for part in (b"X\x1bP", b"q#0;2", b";0;0\x1b", b"\\Y"):
+        stream.feed(part)
+    assert screen.display[0].rstrip() == "XY"
+
+
+def test_sgr58_indexed_is_skipped_whole(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"\x1b[58;5;1mA")
+    cell = screen.buffer[0][0]
+    assert not cell.blink and not cell.bold and cell.fg == "default"
+
+
+def test_sgr58_truecolor_does_not_reset(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"\x1b[1;31;58;2;255;0;0;4mA")
+    cell = screen.buffer[0][0]
+    assert cell.bold and cell.underscore and cell.fg == "red"
+
+
+def test_sgr_dim_does_not_change_pyte_fields(native_pyte: ModuleType) -> None:
+    """SGR 2 is kept by litbridge (see docs) but pyte's 9 Char fields have no slot for it; they stay put."""
+    screen = _feed(native_pyte, b"\x1b[2mA\x1b[22mB")
+    assert tuple(screen.buffer[0][0])[1:] == _plain(screen)[1:]
+    assert tuple(screen.buffer[0][1])[1:] == _plain(screen)[1:]
+
+
+def test_alternate_screen_1049(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"main\r\nline2\x1b[?1049h")
+    assert screen.display[0].strip() == "" and screen.display[1].strip() == ""
+    assert (screen.cursor.x, screen.cursor.y) == (5, 1)  # 1049h keeps the position
+    stream = native_pyte.ByteStream(screen)
+    stream.feed(b"\x1b[Halt\x1b[?1049l")
+    assert screen.display[0].rstrip() == "main" and screen.display[1].rstrip() == "line2"
+    assert (screen.cursor.x, screen.cursor.y) == (5, 1)  # restored
+    stream.feed(b"\x1b[?1049h")
+    assert screen.display[0].strip() == ""  # 1049h clears the alternate screen on entry
+
+
+def test_alternate_screen_47_keeps_contents(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"main\x1b[?47h\x1b[Halt\x1b[?47l")
+    assert screen.display[0].rstrip() == "main"
+    native_pyte.ByteStream(screen).feed(b"\x1b[?47h")
+    assert screen.display[0].rstrip() == "alt"
+
+
+def test_alternate_screen_1047_clears_on_exit(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"main\x1b[?1047h\x1b[Halt\x1b[?1047l")
+    assert screen.display[0].rstrip() == "main"
+    native_pyte.ByteStream(screen).feed(b"\x1b[?1047h")
+    assert screen.display[0].strip() == ""
+
+
+def test_alternate_screen_switch_marks_all_dirty(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"main")
+    screen.dirty.clear()
+    native_pyte.ByteStream(screen).feed(b"\x1b[?1049h")
+    assert set(screen.dirty) == set(range(screen.lines))
+
+
+def test_oracle_alternate_screen_matches_focused_expectations() -> None:
+    """The oracle's own D1 implementation passes the same expectations as the focused tests above."""
+    screen = OracleScreen(20, 5)
+    stream = pyte.ByteStream(screen)
+    stream.feed(b"main\r\nline2\x1b[?1049h")
+    assert screen.display[0].strip() == "" and (screen.cursor.x, screen.cursor.y) == (5, 1)
+    stream.feed(b"\x1b[Halt\x1b[?1049l")
+    assert screen.display[0].rstrip() == "main" and (screen.cursor.x, screen.cursor.y) == (5, 1)
+    screen = OracleScreen(20, 5)
+    pyte.ByteStream(screen).feed(b"\x1b[1;31;58;2;255;0;0;4mA")
+    assert screen.buffer[0][0].bold and screen.buffer[0][0].underscore and screen.buffer[0][0].fg == "red"
+
+
+if os.environ.get("LITBRIDGE_DIFF_DEBUG"):  # pragma: no cover - manual aid: print the first divergence per input
+    def test_print_all_divergences(native_pyte: ModuleType, emu_input: tuple[str, bytes]) -> None:
+        print("\n", first_divergence(_subject_factory(native_pyte), emu_input[1], emu_input[0], 0))
