@@ -1,0 +1,364 @@
+"""Claude Code's JSONL transcript: where it lives, tailing it in whole lines, and what its entries mean for a turn.
+
+Owns the one copy of the project-slug rule, the pinned-file tailer (`--session-id`, `/clear` roll, resume) and
+the turn tracker (text parts, tool_use/tool_result, usage once per message id, end_turn + turn_duration,
+API errors, interrupts). It knows nothing about screens or PTYs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+TOOL_RESULT_LIMIT = 5000
+INTERRUPT_PREFIX = "[Request interrupted by user"
+_B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _java_hash(s: str) -> int:
+    """32-bit `h = (h << 5) - h + code | 0` over UTF-16 code units (JS string hash)."""
+    h = 0
+    data = s.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = ((h << 5) - h + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _base36(n: int) -> str:
+    if n == 0:
+        return "0"
+    out = ""
+    while n:
+        n, r = divmod(n, 36)
+        out = _B36[r] + out
+    return out
+
+
+def project_slug(cwd: str) -> str:
+    """`cwd` with every non-[A-Za-z0-9] UTF-16 code unit -> "-"; >200 chars -> first 200 + "-" + base36 hash."""
+    units = cwd.encode("utf-16-le", "surrogatepass")
+    out = []
+    for i in range(0, len(units), 2):
+        code = units[i] | units[i + 1] << 8
+        ch = chr(code) if code < 0xD800 or code > 0xDFFF else "-"
+        out.append(ch if ch.isascii() and ch.isalnum() else "-")
+    slug = "".join(out)
+    if len(slug) > 200:
+        slug = slug[:200] + "-" + _base36(abs(_java_hash(cwd)))
+    return slug
+
+
+def config_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Claude's config dir: the create env's CLAUDE_CONFIG_DIR, the daemon's, else `$HOME/.claude`."""
+    env = env or {}
+    explicit = env.get("CLAUDE_CONFIG_DIR") or os.environ.get("CLAUDE_CONFIG_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = env.get("HOME") or os.environ.get("HOME") or str(Path.home())
+    return Path(home) / ".claude"
+
+
+def global_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """`~/.claude.json` (or `$CLAUDE_CONFIG_DIR/.claude.json`)."""
+    env = env or {}
+    explicit = env.get("CLAUDE_CONFIG_DIR") or os.environ.get("CLAUDE_CONFIG_DIR")
+    if explicit:
+        return Path(explicit).expanduser() / ".claude.json"
+    home = env.get("HOME") or os.environ.get("HOME") or str(Path.home())
+    return Path(home) / ".claude.json"
+
+
+def project_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
+    return config_dir(env) / "projects" / project_slug(cwd)
+
+
+# ---------------------------------------------------------------------------------------------- tailer
+
+
+class TranscriptTailer:
+    """Reads the pinned `<session-id>.jsonl` in whole lines; follows `/clear` rolls to a new file.
+
+    Never switches to a sibling because it is newer: the only switch is to a file created after the pin
+    whose first prompt entry is `/clear` (Claude's own roll), or an explicit `pin()`.
+    """
+
+    def __init__(self, directory: Path, session_id: str | None, *, from_start: bool = False) -> None:
+        self.directory = Path(directory)
+        self.session_id = session_id
+        self._pos = 0
+        self._buf = b""
+        self._ino: int | None = None
+        self._snapshot = self._list()
+        self.corrupt_lines = 0
+        if session_id and not from_start and self.path is not None and self.path.exists():
+            self._pos = self.path.stat().st_size
+
+    @property
+    def path(self) -> Path | None:
+        return self.directory / f"{self.session_id}.jsonl" if self.session_id else None
+
+    def _list(self) -> set[str]:
+        try:
+            return {p.name for p in self.directory.glob("*.jsonl")}
+        except OSError:
+            return set()
+
+    def pin(self, session_id: str, *, from_start: bool = True) -> None:
+        """Follow another file of this session (resume discovery, `/clear`)."""
+        self.session_id = session_id
+        self._pos, self._buf, self._ino = 0, b"", None
+        self._snapshot = self._list()
+        if not from_start and self.path is not None and self.path.exists():
+            self._pos = self.path.stat().st_size
+
+    def poll(self) -> list[dict[str, Any]]:
+        """New complete entries since the last poll (a partial last line waits; corrupt lines are skipped)."""
+        if self.path is None:
+            return []
+        try:
+            st = self.path.stat()
+        except OSError:
+            return []
+        if self._ino is not None and (st.st_ino != self._ino or st.st_size < self._pos):
+            self._pos, self._buf = 0, b""  # replaced or truncated: read it again from the start
+        self._ino = st.st_ino
+        if st.st_size <= self._pos:
+            return []
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self._pos)
+                data = fh.read(st.st_size - self._pos)
+        except OSError:
+            return []
+        self._pos += len(data)
+        data = self._buf + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self._buf = data
+            return []
+        self._buf = data[cut + 1 :]
+        out = []
+        for line in data[:cut].split(b"\n"):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                self.corrupt_lines += 1
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+            else:
+                self.corrupt_lines += 1
+        return out
+
+    def find_clear_roll(self, cwd: str | None = None) -> str | None:
+        """Session id of a file created since the pin that starts with a `/clear` command (Claude's roll)."""
+        for name in sorted(self._list() - self._snapshot):
+            path = self.directory / name
+            try:
+                with open(path, "rb") as fh:
+                    head = fh.read(16384)
+            except OSError:
+                continue
+            for raw in head.split(b"\n")[:12]:
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if obj.get("type") != "user":
+                    continue
+                content = (obj.get("message") or {}).get("content")
+                if isinstance(content, str) and content.startswith("<command-name>/clear</command-name>"):
+                    if cwd is None or obj.get("cwd") in (None, cwd):
+                        return name[: -len(".jsonl")]
+        return None
+
+    def newest_since(self, since: float) -> str | None:
+        """Session id of the newest conversation file modified after `since` (for `--continue`)."""
+        best: tuple[float, str] | None = None
+        for p in self.directory.glob("*.jsonl"):
+            try:
+                m = p.stat().st_mtime
+            except OSError:
+                continue
+            if m >= since and (best is None or m > best[0]):
+                best = (m, p.stem)
+        return best[1] if best else None
+
+
+# ---------------------------------------------------------------------------------------------- turns
+
+
+@dataclass
+class TurnEvent:
+    """What an entry means: kind = prompt, text, tool_use, tool_result, complete, interrupted, error, abandoned."""
+
+    kind: str
+    text: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def flatten_tool_content(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        parts = []
+        for item in content:
+            if isinstance(item, str):
+                parts.append(item)
+            elif isinstance(item, dict) and item.get("type") == "text":
+                parts.append(str(item.get("text", "")))
+            elif isinstance(item, dict):
+                parts.append(orjson.dumps(item).decode())
+        text = "\n".join(parts)
+    else:
+        text = orjson.dumps(content).decode()
+    if len(text) > TOOL_RESULT_LIMIT:
+        text = text[:TOOL_RESULT_LIMIT] + "…"
+    return text
+
+
+_LOCAL_CMD_RE = re.compile(r"^\s*<(command-name|local-command-|command-message|bash-)")
+
+
+def prompt_text(entry: Mapping[str, Any]) -> str | None:
+    """The typed prompt of a `user` entry, or None for meta/tool-result/command/interrupt entries."""
+    if entry.get("type") != "user" or entry.get("isMeta") or entry.get("isCompactSummary"):
+        return None
+    if entry.get("isSidechain"):
+        return None
+    content = (entry.get("message") or {}).get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        if not texts or any(b.get("type") == "tool_result" for b in content if isinstance(b, dict)):
+            return None
+        text = "\n".join(texts)
+    else:
+        return None
+    if text.startswith(INTERRUPT_PREFIX) or _LOCAL_CMD_RE.match(text):
+        return None
+    return text
+
+
+class TurnTracker:
+    """Turns a stream of transcript entries into turn events; one terminal event per prompt."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.open = False
+        self.parts: list[str] = []
+        self.tool_ids: set[str] = set()
+        self.usage_by_msg: dict[str, dict[str, int]] = {}
+        self.pending_complete = False
+        self.prompt: str | None = None
+
+    @property
+    def content(self) -> str:
+        return "\n\n".join(self.parts)
+
+    @property
+    def usage(self) -> dict[str, int] | None:
+        if not self.usage_by_msg:
+            return None
+        total = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_creation_tokens": 0}
+        for u in self.usage_by_msg.values():
+            for k in total:
+                total[k] += u.get(k, 0)
+        return total
+
+    def _finish(self, kind: str, text: str = "", **data: Any) -> TurnEvent:
+        ev = TurnEvent(kind, text, data)
+        self.open = False
+        self.pending_complete = False
+        return ev
+
+    def feed(self, entries: Iterable[Mapping[str, Any]]) -> list[TurnEvent]:
+        out: list[TurnEvent] = []
+        for e in entries:
+            out.extend(self._feed_one(e))
+        return out
+
+    def _feed_one(self, e: Mapping[str, Any]) -> list[TurnEvent]:
+        out: list[TurnEvent] = []
+        typ = e.get("type")
+        if e.get("isSidechain"):
+            return out
+        if typ == "user":
+            text = prompt_text(e)
+            content = (e.get("message") or {}).get("content")
+            if text is not None:
+                if self.pending_complete:
+                    out.append(self._finish("complete", self.content, usage=self.usage))
+                elif self.open:
+                    # Esc before the first token leaves nothing after the prompt: the turn was abandoned.
+                    out.append(self._finish("abandoned", self.content))
+                self.reset()
+                self.open = True
+                self.prompt = text
+                out.append(TurnEvent("prompt", text, {"uuid": e.get("uuid"), "session_id": e.get("sessionId")}))
+                return out
+            if isinstance(content, list):
+                for b in content:
+                    if not isinstance(b, dict):
+                        continue
+                    if b.get("type") == "tool_result":
+                        tid = str(b.get("tool_use_id", ""))
+                        out.append(TurnEvent("tool_result", flatten_tool_content(b.get("content")),
+                                             {"tool_use_id": tid, "is_error": bool(b.get("is_error"))}))
+                    elif b.get("type") == "text" and str(b.get("text", "")).startswith(INTERRUPT_PREFIX):
+                        if self.open:
+                            out.append(self._finish("interrupted", self.content))
+            elif isinstance(content, str) and content.startswith(INTERRUPT_PREFIX) and self.open:
+                out.append(self._finish("interrupted", self.content))
+            return out
+        if typ == "assistant":
+            msg = e.get("message") or {}
+            if e.get("isApiErrorMessage"):
+                texts = [b.get("text", "") for b in msg.get("content") or [] if isinstance(b, dict)]
+                message = "\n".join(t for t in texts if t) or str(e.get("error") or "API error")
+                if self.open:
+                    out.append(self._finish("error", message, error=e.get("error")))
+                return out
+            mid = msg.get("id")
+            usage = msg.get("usage") or {}
+            if mid and usage:
+                self.usage_by_msg[mid] = {
+                    "input_tokens": int(usage.get("input_tokens") or 0),
+                    "output_tokens": int(usage.get("output_tokens") or 0),
+                    "cache_read_tokens": int(usage.get("cache_read_input_tokens") or 0),
+                    "cache_creation_tokens": int(usage.get("cache_creation_input_tokens") or 0),
+                }
+            for b in msg.get("content") or []:
+                if not isinstance(b, dict):
+                    continue
+                if b.get("type") == "text":
+                    t = str(b.get("text", ""))
+                    if t.strip():
+                        self.parts.append(t)
+                        out.append(TurnEvent("text", self.content))
+                elif b.get("type") == "tool_use":
+                    tid = str(b.get("id", ""))
+                    if tid not in self.tool_ids:
+                        self.tool_ids.add(tid)
+                        out.append(TurnEvent("tool_use", str(b.get("name", "")),
+                                             {"tool_use_id": tid, "input": b.get("input")}))
+            if msg.get("stop_reason") == "end_turn" and self.open:
+                self.pending_complete = True
+            return out
+        if typ == "system" and e.get("subtype") == "turn_duration" and self.open:
+            out.append(self._finish("complete", self.content, usage=self.usage))
+        return out
