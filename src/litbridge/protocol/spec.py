@@ -34,6 +34,7 @@ ERROR_CODES = (
     "slow_consumer",
     "busy",
     "unauthorized",
+    "no_turn",
     "internal",
 )
 

@@ -1,0 +1,628 @@
+"""One session: the CLI process -> Terminal -> driver wiring, and the turn bookkeeping around it.
+
+Owns turn ids, the FIFO send queue, client message-id de-duplication, the exactly-one-terminal-event-per-
+turn invariant, question ids and their orphaning, and death handling (`exited` + `turn_error{cli_exited}`).
+It is the `DriverHost` of `drivers/base.py`. It emits event dicts (built by `protocol.events`) through a
+callback and knows nothing of sockets or the wire format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from litbridge import pty as ptymod
+from litbridge.drivers import get_driver
+from litbridge.drivers.base import Driver, DriverError
+from litbridge.keys import encode_keys
+from litbridge.protocol import events as ev
+from litbridge.term import Terminal
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[dict[str, Any]], None]
+
+_turn_ids = itertools.count(1)
+_question_ids = itertools.count(1)
+_TURN_KINDS = ("api_error", "cli_exited", "timeout")
+INTERRUPT_FALLBACK = 10.0  # seconds: end an interrupted turn ourselves if the driver never does
+SYNC_FRAME_FALLBACK = 0.25  # seconds: evaluate anyway if a synchronized frame never ends
+SEEN_IDS_MAX = 4096
+
+
+def _new_turn_id() -> str:
+    return f"t{next(_turn_ids)}"
+
+
+@dataclass
+class Turn:
+    id: str
+    text: str
+    re: Any = None
+    last_text: str = ""
+    interrupt_re: Any = None
+
+
+@dataclass
+class Question:
+    id: str
+    turn_id: str | None
+    kind: str
+    text: str
+    options: list[dict[str, Any]] = field(default_factory=list)
+
+
+class SessionCommandError(Exception):
+    """A command on this session failed; the daemon turns it into `error{code,message,re}`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class _TeeTerminal:
+    """For pipes drivers: the Terminal they render into, teeing fed bytes to attach viewers."""
+
+    def __init__(self, term: Any, session: Session) -> None:
+        self._term, self._session = term, session
+
+    def feed(self, data: bytes) -> None:
+        self._term.feed(data)
+        self._session._tee(data)
+        self._session._schedule_eval()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._term, name)
+
+
+class Session:
+    """A CLI under a PTY (or pipes) driven by a driver; see the module docstring."""
+
+    def __init__(
+        self,
+        key: str,
+        options: dict[str, Any],
+        emit: Emit,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+        on_dead: Callable[[Session], None] | None = None,
+        kill_grace: float = 2.0,
+    ) -> None:
+        self.key = key
+        self.name: str = options.get("session", key)
+        self.channel_id: str | None = options.get("channel_id")
+        self.options = options
+        self.cli: str = options.get("cli", "claude")
+        self._emit_cb = emit
+        self.loop = loop or asyncio.get_event_loop()
+        self.log = logging.getLogger(f"litbridge.session.{key}")
+        self._on_dead = on_dead
+        self.kill_grace = kill_grace
+        self.state = "starting"
+        self.turn: Turn | None = None
+        self.queue: deque[Turn] = deque()
+        self._seen_ids: OrderedDict[Any, Turn] = OrderedDict()
+        self.questions: dict[str, Question] = {}
+        self.model: str | None = options.get("model")
+        self.resumed = False
+        self.started = False  # startup() finished (successfully or not)
+        self.ready = False
+        self.dead = False
+        self.exit_code: int | None = None
+        self.killing = False
+        self.pid: int | None = None
+        self.last_output_at = 0.0
+        self.spawned_at = 0.0
+        self.created_wall = time.time()
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._eval_pending = False
+        self._sync_timer: asyncio.TimerHandle | None = None
+        self._pump_pending = False
+        self._dispatching = False
+        self._last_thinking: str | None = None
+        self._stderr_tail = bytearray()
+        self._output_listeners: list[Callable[[bytes | None], None]] = []
+        self._startup_task: asyncio.Task[Any] | None = None
+        self._create_re: Any = None
+        self.child: ptymod.ChildProcess | None = None
+        self._real_terminal = Terminal(
+            200,
+            50,
+            on_reply=self._on_reply,
+            on_status=self._on_status,
+            on_frame_end=self._schedule_eval,
+        )
+        self.terminal: Any = self._real_terminal
+        self.driver: Driver = get_driver(self.cli)(self, options)
+        self.transport = "pty"
+
+    # ------------------------------------------------------------------ lifecycle
+    def spawn(self) -> None:
+        """Launch the CLI now. Raises SessionCommandError(cli_not_found | spawn_failed)."""
+        try:
+            spec = self.driver.launch()
+        except DriverError as exc:
+            raise SessionCommandError(exc.code, exc.message) from exc
+        self.transport = spec.transport
+        env = ptymod.child_env(spec.env, self.options.get("env") or {})
+        if not spec.argv:
+            raise SessionCommandError("spawn_failed", "driver produced an empty argv")
+        exe = ptymod.resolve(spec.argv[0], env)
+        if exe is None:
+            raise SessionCommandError("cli_not_found", f"CLI not found: {spec.argv[0]}")
+        cwd = spec.cwd or self.options.get("working_dir") or os.path.expanduser("~")
+        if spec.transport == "pipes":
+            self.terminal = _TeeTerminal(self._real_terminal, self)
+        try:
+            self.child = ptymod.spawn([exe, *spec.argv[1:]], env, cwd, spec.transport)
+        except ptymod.SpawnError as exc:
+            raise SessionCommandError("spawn_failed", str(exc)) from exc
+        self.pid = self.child.pid
+        self.spawned_at = self.loop.time()
+        self.log.info("spawned %s pid %d (%s) in %s", os.path.basename(exe), self.pid, spec.transport, cwd)
+        self.child.start(
+            self.loop,
+            self._on_output if spec.transport == "pty" else self._on_pipe_output,
+            self._on_exit,
+            self._on_stderr,
+        )
+
+    def start(self, re: Any = None) -> None:
+        """Run the driver's startup in the background; emits `ready` (or `error`) when done."""
+        self._create_re = re
+        self._startup_task = self._spawn_task(self._run_startup(re))
+
+    async def _run_startup(self, re: Any) -> None:
+        try:
+            result = await self.driver.startup()
+        except asyncio.CancelledError:
+            raise
+        except DriverError as exc:
+            self.started = True
+            self._emit(ev.error(exc.message, exc.code, re, self.key, self.channel_id))
+            self._schedule_pump()
+            return
+        except Exception as exc:
+            self.log.exception("driver startup failed")
+            self.started = True
+            self._emit(ev.error(f"startup failed: {exc}", "internal", re, self.key, self.channel_id))
+            self._schedule_pump()
+            return
+        if self.dead:
+            return
+        result = result or {}
+        self.model = result.get("model", self.model)
+        self.resumed = bool(result.get("resumed", False))
+        self.started = self.ready = True
+        self._emit(ev.ready(self.key, self.channel_id, model=self.model, resumed=self.resumed, re=re))
+        self._schedule_pump()
+
+    async def kill(self, store_resume: bool = False) -> tuple[int | None, str | None]:
+        """Stop the driver (resume token when asked), kill + reap the process group. -> (exit_code, token)."""
+        token: str | None = None
+        if not self.dead:
+            try:
+                token = await asyncio.wait_for(self.driver.stop(store_resume), 10.0)
+            except Exception as exc:
+                self.log.warning("driver stop failed: %s", exc)
+        self.killing = True
+        if self.child is not None and not self.dead:
+            await self.child.kill(self.kill_grace)
+        if not self.dead:  # never spawned (or the exit callback did not run)
+            self._on_exit(self.child.exit_code if self.child else None)
+        return self.exit_code, token if store_resume else None
+
+    # ------------------------------------------------------------------ I/O from the child
+    def _on_output(self, data: bytes) -> None:
+        self.last_output_at = self.loop.time()
+        self.terminal.feed(data)
+        try:
+            self.driver.on_output(data)
+        except Exception:
+            self.log.exception("driver.on_output")
+        self._tee(data)
+        self._schedule_eval()
+
+    def _on_pipe_output(self, data: bytes) -> None:
+        self.last_output_at = self.loop.time()
+        try:
+            self.driver.on_output(data)
+        except Exception:
+            self.log.exception("driver.on_output")
+        self._schedule_eval()
+
+    def _on_stderr(self, data: bytes) -> None:
+        self._stderr_tail += data
+        del self._stderr_tail[:-4000]
+        try:
+            self.driver.on_stderr(data)
+        except Exception:
+            self.log.exception("driver.on_stderr")
+
+    def _tee(self, data: bytes) -> None:
+        for cb in list(self._output_listeners):
+            try:
+                cb(data)
+            except Exception:
+                self.log.exception("output listener")
+
+    def _on_reply(self, data: bytes) -> None:
+        if self.child is not None and self.transport == "pty":
+            self.child.write(data)
+
+    def _on_status(self, fields: dict[str, Any]) -> None:
+        try:
+            self.driver.on_status(fields)
+        except Exception:
+            self.log.exception("driver.on_status")
+
+    def _schedule_eval(self) -> None:
+        if self._eval_pending or self.dead:
+            return
+        if self._real_terminal.in_sync_frame:
+            # the frame's end (on_frame_end) schedules us; the timer only guards a frame that never ends
+            if self._sync_timer is None:
+                self._sync_timer = self.loop.call_later(SYNC_FRAME_FALLBACK, self._sync_fallback)
+            return
+        self._eval_pending = True
+        self.loop.call_soon(self._evaluate)
+
+    def _sync_fallback(self) -> None:
+        self._sync_timer = None
+        if not self._eval_pending and not self.dead:
+            self._eval_pending = True
+            self._evaluate()
+
+    def _evaluate(self) -> None:
+        self._eval_pending = False
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
+        if self.dead:
+            return
+        rows = self._real_terminal.changed_rows()
+        if rows:
+            try:
+                self.driver.on_screen(rows)
+            except Exception:
+                self.log.exception("driver.on_screen")
+        self._schedule_pump()
+
+    def _on_exit(self, code: int | None) -> None:
+        if self.dead:
+            return
+        self.dead = True
+        self.exit_code = code
+        if self._eval_pending or self._real_terminal is not None:
+            with contextlib.suppress(Exception):
+                rows = self._real_terminal.changed_rows()
+                if rows:
+                    self.driver.on_screen(rows)
+        self.log.info("pid %s exited with %s%s", self.pid, code, " (killed)" if self.killing else "")
+        for t in list(self._timers):
+            t.cancel()
+        self._timers.clear()
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+        startup_pending = self._startup_task is not None and not self._startup_task.done()
+        for task in list(self._tasks):
+            task.cancel()
+        try:
+            self.driver.on_exit(code)
+        except Exception:
+            self.log.exception("driver.on_exit")
+        why = "session was killed" if self.killing else f"CLI exited (code {code})"
+        if startup_pending and not self.killing:
+            self._emit(
+                ev.error(f"{why} during startup: {self.stderr_tail()[-500:]}", "spawn_failed", self._create_re, self.key, self.channel_id)
+            )
+        if self.turn is not None:
+            self._end_turn(ev.turn_error(self.key, self.channel_id, self.turn.id, why, "cli_exited"))
+        while self.queue:
+            t = self.queue.popleft()
+            self._emit(ev.turn_error(self.key, self.channel_id, t.id, f"{why} before the message was sent", "cli_exited"))
+        for q in list(self.questions.values()):
+            self.close_question(q.id, "orphaned")
+        self.set_state("dead")
+        if not self.killing:
+            self._emit(ev.exited(self.key, self.channel_id, code, self.stderr_tail()))
+        for cb in list(self._output_listeners):
+            with contextlib.suppress(Exception):
+                cb(None)
+        self._output_listeners.clear()
+        if self._on_dead is not None:
+            self._on_dead(self)
+
+    def stderr_tail(self) -> str:
+        """Last stderr bytes (pipes) or the last non-blank screen rows (PTY: stderr is the screen)."""
+        if self._stderr_tail:
+            return self._stderr_tail.decode("utf-8", "replace")[-2000:]
+        rows = [r.rstrip() for r in self._real_terminal.display if r.strip()]
+        return "\n".join(rows[-8:])
+
+    # ------------------------------------------------------------------ commands (from the daemon)
+    def _check_alive(self) -> None:
+        if self.dead:
+            raise SessionCommandError(
+                "session_not_found", f"session {self.key!r} is dead (exit code {self.exit_code}); create it again"
+            )
+
+    def send(self, content: str, msg_id: Any = None, re: Any = None) -> None:
+        self._check_alive()
+        if msg_id is not None:
+            seen = self._seen_ids.get(msg_id)
+            if seen is not None:
+                self._emit(ev.accepted(self.key, self.channel_id, seen.id, False, re, duplicate=True))
+                return
+        turn = Turn(_new_turn_id(), content, re)
+        if msg_id is not None:
+            self._seen_ids[msg_id] = turn
+            while len(self._seen_ids) > SEEN_IDS_MAX:
+                self._seen_ids.popitem(last=False)
+        immediate = self.ready and self.turn is None and not self.queue and self._can_accept()
+        self._emit(ev.accepted(self.key, self.channel_id, turn.id, not immediate, re))
+        if not self.started:
+            self._emit(ev.startup_hold(self.key, self.channel_id))
+        self.queue.append(turn)
+        if immediate:
+            self._pump()
+        else:
+            self._schedule_pump()
+
+    def input(self, content: str, re: Any = None) -> None:
+        self._check_alive()
+        self.driver.input(content)
+        self._emit(ev.input_sent(self.key, self.channel_id, re))
+
+    def keystroke(self, keys: list[str], re: Any = None) -> None:
+        """Raises keys.BadKey (nothing typed) for an unknown name."""
+        self._check_alive()
+        data = encode_keys(keys)
+        self.driver.keys(data)
+        self._emit(ev.keystroke_sent(self.key, self.channel_id, keys, re))
+
+    async def answer(
+        self, question_id: str | None, digit: str | None, option: str | None, text: str | None, re: Any = None
+    ) -> None:
+        self._check_alive()
+        if question_id is not None and question_id not in self.questions:
+            raise SessionCommandError("no_question", f"no open question {question_id!r} on this session")
+        if digit is not None and not (len(digit) == 1 and digit.isdigit()):
+            raise SessionCommandError("bad_field", f"invalid answer digit: {digit!r}")
+        if question_id is None and digit is None and option is None and text is None:
+            raise SessionCommandError("bad_field", "answer needs question_id, digit, option or text")
+        try:
+            await self.driver.answer(question_id, digit=digit, option=option, text=text)
+        except DriverError as exc:
+            raise SessionCommandError(exc.code, exc.message) from exc
+        self._emit(ev.answer_sent(self.key, self.channel_id, digit, question_id, re))
+
+    def interrupt(self, re: Any = None) -> None:
+        self._check_alive()
+        turn = self.turn
+        if turn is None:
+            raise SessionCommandError("no_turn", "no turn is running on this session")
+        turn.interrupt_re = re
+        self.driver.interrupt()
+        if self.turn is turn:
+            self.call_later(INTERRUPT_FALLBACK, lambda: self._interrupt_fallback(turn))
+
+    def _interrupt_fallback(self, turn: Turn) -> None:
+        if self.turn is turn:
+            self.turn_interrupted(turn.last_text)
+
+    def write_raw(self, data: bytes) -> None:
+        """Attach controller bytes straight to the CLI."""
+        if not self.dead and self.child is not None:
+            self.child.write(data)
+
+    def add_output_listener(self, cb: Callable[[bytes | None], None]) -> None:
+        """Raw output chunks (None once the session is dead) for attach viewers."""
+        self._output_listeners.append(cb)
+
+    def remove_output_listener(self, cb: Callable[[bytes | None], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._output_listeners.remove(cb)
+
+    def info(self) -> dict[str, Any]:
+        try:
+            return dict(self.driver.info() or {})
+        except Exception:
+            self.log.exception("driver.info")
+            return {}
+
+    def list_item(self) -> dict[str, Any]:
+        info = self.info()
+        item: dict[str, Any] = {
+            "name": self.key,
+            "state": self.state,
+            "channel_id": self.channel_id,
+            "cli": self.cli,
+            "model": info.get("model", self.model),
+            "pid": self.pid,
+            "turn_id": self.turn.id if self.turn else None,
+            "queued": len(self.queue),
+            "alive": not self.dead,
+        }
+        for k, v in info.items():
+            item.setdefault(k, v)
+        return item
+
+    def dump(self, re: Any = None) -> dict[str, Any]:
+        info = self.info()
+        term = self._real_terminal
+        x, y, hidden = term.cursor
+        fields: dict[str, Any] = {
+            "state": self.state,
+            "capture": "\n".join(r.rstrip() for r in term.display),
+            "count": info.pop("count", 0),
+            "observing": self.turn is not None,
+            "cursor": {"x": x, "y": y, "hidden": hidden},
+            "modes": term.modes,
+            "osc_state": term.program_status,
+            "driver": self.driver.name,
+            "cli_version": info.pop("cli_version", None),
+            "transcript_path": info.pop("transcript_path", None),
+            "turn_id": self.turn.id if self.turn else None,
+            "queued": len(self.queue),
+            "pid": self.pid,
+            "cli": self.cli,
+            "model": info.pop("model", self.model),
+        }
+        for k, v in info.items():
+            fields.setdefault(k, v)
+        return ev.dump(self.key, self.channel_id, re, **fields)
+
+    # ------------------------------------------------------------------ queue
+    def _can_accept(self) -> bool:
+        try:
+            return bool(self.driver.can_accept_input())
+        except Exception:
+            self.log.exception("driver.can_accept_input")
+            return False
+
+    def _schedule_pump(self) -> None:
+        if not self._pump_pending and not self.dead:
+            self._pump_pending = True
+            self.loop.call_soon(self._pump)
+
+    def _pump(self) -> None:
+        """Dispatch the next queued send if no turn runs and the driver says input is live."""
+        self._pump_pending = False
+        if self.dead or self.turn is not None or not self.queue or not self.started or self._dispatching:
+            return
+        if not self._can_accept():
+            return
+        turn = self.queue.popleft()
+        self.turn = turn
+        self._last_thinking = None
+        self.set_state("thinking")
+        self._dispatching = True
+        self._spawn_task(self._submit(turn))
+
+    async def _submit(self, turn: Turn) -> None:
+        try:
+            await self.driver.submit(turn.text)
+        except asyncio.CancelledError:
+            raise
+        except DriverError as exc:
+            if self.turn is turn:
+                kind = exc.code if exc.code in _TURN_KINDS else "api_error"
+                self.turn_error(exc.message, kind)
+        except Exception as exc:
+            self.log.exception("driver.submit")
+            if self.turn is turn:
+                self.turn_error(f"submit failed: {exc}", "api_error")
+        finally:
+            self._dispatching = False
+            self._schedule_pump()
+
+    def _spawn_task(self, coro: Any) -> asyncio.Task[Any]:
+        task = self.loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _end_turn(self, event: dict[str, Any]) -> bool:
+        turn = self.turn
+        if turn is None or event.get("turn_id") != turn.id:
+            return False
+        self.turn = None
+        for q in list(self.questions.values()):
+            if q.turn_id == turn.id:
+                self.close_question(q.id, "orphaned")
+        self._emit(event)
+        self._schedule_pump()
+        return True
+
+    # ------------------------------------------------------------------ DriverHost
+    def _emit(self, event: dict[str, Any]) -> None:
+        try:
+            self._emit_cb(event)
+        except Exception:
+            self.log.exception("emit %s", event.get("event"))
+
+    def write(self, data: bytes) -> None:
+        if self.child is not None and not self.dead:
+            self.child.write(data)
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        handle: asyncio.TimerHandle
+
+        def run() -> None:
+            self._timers.discard(handle)
+            if not self.dead:
+                callback()
+
+        handle = self.loop.call_later(delay, run)
+        self._timers.add(handle)
+        return handle
+
+    def set_state(self, state: str) -> None:
+        if state != self.state:
+            old, self.state = self.state, state
+            self._emit(ev.state(self.key, self.channel_id, old, state))
+
+    @property
+    def turn_id(self) -> str | None:
+        return self.turn.id if self.turn else None
+
+    def turn_text(self, text: str) -> None:
+        turn = self.turn
+        if turn is None or text == turn.last_text:
+            return
+        turn.last_text = text
+        self._emit(ev.replace(self.key, self.channel_id, text, turn.id))
+
+    def turn_thinking(self, text: str) -> None:
+        if text != self._last_thinking:
+            self._last_thinking = text
+            self._emit(ev.thinking(self.key, self.channel_id, text))
+
+    def tool_use(self, tool_use_id: str, name: str, input: Any) -> None:
+        self._emit(ev.tool_use(self.key, self.channel_id, tool_use_id, name, input, self.turn_id))
+
+    def tool_result(self, tool_use_id: str, content: str, is_error: bool = False) -> None:
+        self._emit(ev.tool_result(self.key, self.channel_id, tool_use_id, content, is_error, self.turn_id))
+
+    def turn_complete(self, content: str, usage: dict[str, int] | None = None, source: str = "screen") -> None:
+        if self.turn is not None:
+            self._end_turn(ev.complete(self.key, self.channel_id, content, self.turn.id, usage, source))
+
+    def turn_interrupted(self, content: str = "") -> None:
+        if self.turn is not None:
+            self._end_turn(ev.interrupted(self.key, self.channel_id, self.turn.id, content, self.turn.interrupt_re))
+
+    def turn_error(self, message: str, kind: str = "api_error") -> None:
+        if self.turn is not None:
+            self._end_turn(ev.turn_error(self.key, self.channel_id, self.turn.id, message, kind))
+
+    def open_question(
+        self, kind: str, text: str, options: list[dict[str, Any]], detail: Any = None, source: str | None = None
+    ) -> str:
+        qid = f"q{next(_question_ids)}"
+        self.questions[qid] = Question(qid, self.turn_id, kind, text, list(options))
+        self._emit(ev.question(self.key, self.channel_id, qid, kind, text, options, detail, source))
+        return qid
+
+    def close_question(self, question_id: str, reason: str = "answered") -> None:
+        if self.questions.pop(question_id, None) is not None:
+            self._emit(ev.question_closed(self.key, self.channel_id, question_id, reason))
+
+    def open_questions(self) -> list[str]:
+        return list(self.questions)
+
+    def input_ready(self) -> None:
+        self._schedule_pump()
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self._emit(ev.generic(event, self.key, self.channel_id, **fields))
