@@ -291,12 +291,12 @@ class Rift:
         if not self.busy:
             return
         with self.state_lock:
-            reviews = [i for i, e in self.pending.items() if e["kind"] == "review"]
-            for i in reviews:
-                self.pending.pop(i)["done"].set()
-        for i in reviews:
-            self.emit("edit_review_closed", id=i)
+            reviews = [self.pending.pop(i) for i, e in list(self.pending.items()) if e["kind"] == "review"]
+        for entry in reviews:  # closed at once, before the turn's "turn cancelled" warning
+            self.emit("edit_review_closed", id=entry["id"])
         self.cancel.set()
+        for entry in reviews:
+            entry["done"].set()
 
     def cmd_undo(self, cmd: dict) -> None:
         if self.busy:
