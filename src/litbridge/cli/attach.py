@@ -1,0 +1,198 @@
+"""`litbridge attach SESSION`: the session's raw 200x50 terminal in your terminal; Ctrl-] detaches.
+
+Connects to the attach socket (`<socket>.attach`, or TCP port+1), sends the selector line, then pipes
+bytes both ways with the user's terminal in raw mode. It never parses the stream and never resizes the
+session (the grid stays 200x50; a smaller terminal gets a warning).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import selectors
+import shutil
+import socket
+import sys
+from typing import Any
+
+import orjson
+
+from litbridge.cli import common
+from litbridge.client import default_socket_path
+
+DETACH = b"\x1d"  # Ctrl-]
+GRID = (200, 50)
+# Modes a TUI may leave on; switched off on detach so the user's shell is usable again.
+_RESTORE = b"\x1b[0m\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?25h"
+_PEEK_SECONDS = 3.0
+
+
+def _open(args: argparse.Namespace) -> tuple[socket.socket, str]:
+    if args.port is not None:
+        address = f"127.0.0.1:{args.port + 1}"
+        try:
+            return socket.create_connection(("127.0.0.1", args.port + 1), timeout=5), address
+        except OSError as exc:
+            raise _NoDaemon(address, exc.strerror or str(exc)) from None
+    base = args.socket or str(default_socket_path())
+    path = f"{base}.attach"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(5)
+    try:
+        sock.connect(path)
+    except OSError as exc:
+        sock.close()
+        raise _NoDaemon(base, exc.strerror or str(exc)) from None
+    return sock, path
+
+
+class _NoDaemon(Exception):
+    def __init__(self, address: str, detail: str) -> None:
+        super().__init__(f"no litbridge daemon at {address} — start it with `litbridge serve` ({detail})")
+
+
+def selector_line(args: argparse.Namespace) -> bytes:
+    sel: dict[str, Any] = {"session": args.session}
+    if args.channel_id is not None:
+        sel["channel_id"] = args.channel_id
+    if args.control:
+        sel["control"] = True
+    return orjson.dumps(sel) + b"\n"
+
+
+def _peek(sock: socket.socket) -> tuple[bytes, bool]:
+    """The first bytes the daemon sends, and whether it closed right after (a rejection, not a paint)."""
+    sock.settimeout(_PEEK_SECONDS)
+    data = b""
+    try:
+        data = sock.recv(65536)
+        if not data:
+            return b"", True
+        if data.startswith(b"\x1b"):
+            return data, False
+        # A rejection is a text line followed by close; read until close (briefly).
+        sock.settimeout(0.5)
+        while True:
+            more = sock.recv(65536)
+            if not more:
+                return data, True
+            data += more
+            if data.lstrip().startswith(b"\x1b"):
+                return data, False
+    except TimeoutError:
+        return data, False
+    except OSError:
+        return data, True
+
+
+def _warn_size(out: Any) -> None:
+    size = shutil.get_terminal_size((0, 0))
+    if size.columns and (size.columns < GRID[0] or size.lines < GRID[1]):
+        out.write(
+            f"litbridge: warning: your terminal is {size.columns}x{size.lines}, the session's screen is "
+            f"{GRID[0]}x{GRID[1]}; lines will wrap. Enlarge the window or zoom out for a faithful view.\r\n"
+        )
+        out.flush()
+
+
+def _pump(sock: socket.socket, stdin_fd: int, stdout_fd: int, read_only: bool) -> str:
+    """Pipe bytes both ways until detach or EOF; returns why it stopped."""
+    sock.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ, "sock")
+    sel.register(stdin_fd, selectors.EVENT_READ, "stdin")
+    try:
+        while True:
+            for key, _ in sel.select():
+                if key.data == "sock":
+                    try:
+                        data = sock.recv(65536)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        data = b""
+                    if not data:
+                        return "closed"
+                    _write_all(stdout_fd, data)
+                else:
+                    data = os.read(stdin_fd, 1024)
+                    if not data:
+                        sel.unregister(stdin_fd)
+                        continue
+                    cut = data.find(DETACH)
+                    if cut >= 0:
+                        if cut and not read_only:
+                            _send_all(sock, data[:cut])
+                        return "detached"
+                    if not read_only:
+                        _send_all(sock, data)
+    finally:
+        sel.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _send_all(sock: socket.socket, data: bytes) -> None:
+    sock.setblocking(True)
+    try:
+        sock.sendall(data)
+    finally:
+        sock.setblocking(False)
+
+
+def _main(args: argparse.Namespace) -> int:
+    try:
+        sock, _address = _open(args)
+    except _NoDaemon as exc:
+        common.eprint(f"litbridge: {exc}")
+        return common.EXIT_ERROR
+    with contextlib.closing(sock):
+        sock.sendall(selector_line(args))
+        first, closed = _peek(sock)
+        if closed:
+            msg = first.decode("utf-8", "replace").strip() or "the daemon closed the attach connection"
+            common.eprint(f"litbridge: {msg}")
+            return common.EXIT_ERROR
+        stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
+        is_tty = os.isatty(stdin_fd)
+        saved = None
+        if is_tty:
+            import termios
+            import tty
+
+            saved = termios.tcgetattr(stdin_fd)
+            _warn_size(sys.stderr)
+            tty.setraw(stdin_fd)
+        reason = "closed"
+        try:
+            if first:
+                _write_all(stdout_fd, first)
+            reason = _pump(sock, stdin_fd, stdout_fd, args.read_only)
+        finally:
+            if saved is not None:
+                import termios
+
+                _write_all(stdout_fd, _RESTORE)
+                termios.tcsetattr(stdin_fd, termios.TCSADRAIN, saved)
+        print("\r\n[detached]" if reason == "detached" else "\r\n[the session closed the connection]", flush=True)
+        return common.EXIT_OK
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "attach",
+        help="watch and type into a session's raw terminal (Ctrl-] detaches)",
+        description="Show SESSION's 200x50 terminal in yours and pipe your keystrokes to it. Ctrl-] detaches; the "
+        "session keeps running. Only the first attacher types unless --control is given.",
+    )
+    common.add_session_arg(p)
+    p.add_argument("--control", action="store_true", help="take the keyboard even if another attacher has it")
+    p.add_argument("--read-only", action="store_true", help="never send keystrokes (only Ctrl-] is read)")
+    common.add_connection_args(p, json_help="accepted for uniformity (attach is a raw byte stream)")
+    p.set_defaults(func=_main)

@@ -1,0 +1,114 @@
+"""What every client subcommand shares: the connection options, error-to-exit-code mapping, output helpers.
+
+Subcommands talk to the daemon through `litbridge.client` only. This module owns the friendly "no daemon"
+message and the exit codes (0 ok, 1 error, 2 usage, 3 turn_error, 4 interrupted, 130 Ctrl-C); it does
+not know any command's semantics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TextIO
+
+import orjson
+
+from litbridge.client import Client, DaemonNotRunning, LitbridgeError
+from litbridge.client.client import _Connecting
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_TURN_ERROR = 3
+EXIT_INTERRUPTED = 4
+EXIT_CTRL_C = 130
+
+
+def add_connection_args(parser: argparse.ArgumentParser, *, json_help: str | None = None) -> None:
+    """--socket / --port / --token / --json, the same on every client subcommand."""
+    g = parser.add_argument_group("connection")
+    g.add_argument(
+        "--socket",
+        metavar="PATH",
+        default=os.environ.get("LITBRIDGE_SOCKET") or None,
+        help="daemon control socket (default: $LITBRIDGE_SOCKET, else the daemon's default path)",
+    )
+    g.add_argument("--port", type=int, metavar="N", help="connect over TCP 127.0.0.1:N instead of a Unix socket")
+    g.add_argument("--token", metavar="TOKEN", help="TCP auth token (default: read from the daemon's token file)")
+    parser.add_argument(
+        "--json", action="store_true", help=json_help or "print the raw events as JSON lines instead of text"
+    )
+
+
+def add_session_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", metavar="SESSION", help="session name (the key is SESSION or SESSION:CHANNEL)")
+    parser.add_argument("--channel", dest="channel_id", metavar="CHANNEL", help="channel id of a sub-session")
+
+
+def connect(args: argparse.Namespace, **options: Any) -> _Connecting:
+    """A `Client.connect` for the connection options in `args`."""
+    return Client.connect(
+        socket=getattr(args, "socket", None), port=getattr(args, "port", None), token=getattr(args, "token", None),
+        **options,
+    )
+
+
+def eprint(*parts: object, file: TextIO | None = None) -> None:
+    print(*parts, file=file or sys.stderr, flush=True)
+
+
+def print_json(ev: Any, file: TextIO | None = None) -> None:
+    """One event as one compact JSON line (the `--json` output)."""
+    out = file or sys.stdout
+    out.write(orjson.dumps(ev).decode() + "\n")
+    out.flush()
+
+
+def run(main: Callable[[], Awaitable[int]]) -> int:
+    """Run a subcommand's coroutine; turn client errors into a message on stderr and exit code 1."""
+    try:
+        return asyncio.run(_guarded(main))
+    except KeyboardInterrupt:
+        return EXIT_CTRL_C
+
+
+async def _guarded(main: Callable[[], Awaitable[int]]) -> int:
+    try:
+        return await main()
+    except DaemonNotRunning as exc:
+        eprint(f"litbridge: {exc.message}")
+        return EXIT_ERROR
+    except LitbridgeError as exc:
+        eprint(f"litbridge: {exc.message} [{exc.code}]")
+        return EXIT_ERROR
+
+
+def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
+    """A plain left-aligned text table (wcwidth-aware, so CJK / emoji session names line up)."""
+    from wcwidth import wcswidth
+
+    def width(s: str) -> int:
+        w = wcswidth(s)
+        return w if w >= 0 else len(s)
+
+    cells = [[str(h) for h in headers]] + [["-" if v is None or v == "" else str(v) for v in r] for r in rows]
+    widths = [max(width(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for r in cells:
+        parts = [c + " " * (widths[i] - width(c)) for i, c in enumerate(r)]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def parse_env(pairs: Iterable[str]) -> dict[str, str]:
+    """`K=V` strings to a dict; raises ValueError naming the bad item."""
+    out: dict[str, str] = {}
+    for item in pairs:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--env expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out

@@ -1,0 +1,32 @@
+"""`litbridge kill SESSION`: stop a session's CLI and its process group (optionally keeping a resume point).
+
+A thin wrapper over the `kill` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from litbridge.cli import common
+
+
+async def _main(args: argparse.Namespace) -> int:
+    async with common.connect(args) as client:
+        ev = await client.kill(args.session, store_resume=args.store_resume, channel_id=args.channel_id)
+    if args.json:
+        common.print_json(ev)
+        return common.EXIT_OK
+    code = ev.get("exit_code")
+    note = " (the next create resumes the conversation)" if args.store_resume else ""
+    print(f"{ev.get('session') or args.session}: killed" + (f", exit code {code}" if code is not None else "") + note)
+    return common.EXIT_OK
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("kill", help="kill a session", description="Kill SESSION's CLI and its process group.")
+    common.add_session_arg(p)
+    p.add_argument(
+        "--store-resume", action="store_true", help="remember the conversation so the next create resumes it"
+    )
+    common.add_connection_args(p, json_help="print the `killed` reply as JSON")
+    p.set_defaults(func=lambda args: common.run(lambda: _main(args)))
