@@ -62,11 +62,8 @@ class RiftDriver(Driver):
         self.host.write(orjson.dumps(cmd) + b"\n")
 
     def _render(self, data: bytes) -> None:
-        render_fn = getattr(self.host, "render", None)  # a host that also forwards to attachers
-        if callable(render_fn):
-            render_fn(data)
-        else:
-            self.host.terminal.feed(data)
+        """Transcript text into the session's Terminal (for pipes the session tees it to attach viewers)."""
+        self.host.terminal.feed(data)
 
     def _schedule(self, delay: float, fn: Any) -> Any:
         return self.host.call_later(delay, fn)
@@ -131,7 +128,7 @@ class RiftDriver(Driver):
     async def stop(self, store_resume: bool) -> str | None:
         """Graceful end: close stdin (rift cancels, saves and exits 0), wait up to STOP_GRACE, then the session
         signals the group. The resume token is rift's session file path from `ready`."""
-        close = getattr(self.host, "close_stdin", None)
+        close = getattr(self.host, "close_stdin", None) or getattr(getattr(self.host, "child", None), "close_stdin", None)
         if callable(close) and self.exit_code is None:
             self._exited = self._exited or asyncio.Event()
             close()
