@@ -361,7 +361,7 @@ class Session:
         if msg_id is not None:
             seen = self._seen_ids.get(msg_id)
             if seen is not None:
-                self._emit(ev.accepted(self.key, self.channel_id, seen.id, False, re, duplicate=True))
+                self._emit(ev.accepted(self.key, self.channel_id, seen.id, seen in self.queue, re, duplicate=True))
                 return
         turn = Turn(_new_turn_id(), content, re)
         if msg_id is not None:

@@ -1,0 +1,41 @@
+"""`litbridge serve`: run the daemon (uvloop on Unix, asyncio elsewhere) until SIGTERM/SIGINT.
+
+Exit status: 0 after a clean shutdown, 3 when a live daemon already owns the socket, 1 when it cannot
+listen. Logs go to stderr (environment values are never logged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser("serve", help="run the daemon", description=__doc__)
+    p.add_argument("--socket", metavar="PATH", help="Unix socket path (default: $XDG_RUNTIME_DIR/litbridge/litbridge.sock)")
+    p.add_argument("--port", type=int, metavar="N", help="also listen on TCP 127.0.0.1:N (attach on N+1), token auth")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="stderr log level")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if sys.platform == "win32" and args.port is None:
+        print("litbridge serve: --port <N> is required on this platform", file=sys.stderr)
+        return 1
+    from litbridge.daemon import run
+
+    coro = run(args.socket, args.port)
+    if sys.platform != "win32":
+        try:
+            import uvloop
+        except ImportError:
+            return asyncio.run(coro)
+        return uvloop.run(coro)
+    return asyncio.run(coro)

@@ -1,0 +1,10 @@
+"""The litbridge daemon: sockets, auth, clients, broadcast with seq/replay, attach, command dispatch.
+
+`Daemon` (server.py) is the process; `Hub` (hub.py) delivers events; `paths` guards the socket place;
+`attach` serves raw terminal views. CLI specifics stay in drivers, turn bookkeeping in `session.py`.
+"""
+
+from litbridge.daemon.paths import AlreadyRunning, default_socket_path, token_path
+from litbridge.daemon.server import Daemon, run
+
+__all__ = ["AlreadyRunning", "Daemon", "default_socket_path", "run", "token_path"]

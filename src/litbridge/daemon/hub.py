@@ -1,0 +1,203 @@
+"""Event delivery: per-daemon `seq`, the replay ring, buffering while nobody listens, broadcast, slow clients.
+
+`Hub.publish(event)` stamps a session event with `seq`, keeps it in a ring of the last `limits.buffer`
+events and queues it for every subscribed client. Each `Client` has a bounded queue drained by its own
+writer task: past a soft limit its `replace` events are coalesced per session, past the hard limit it is
+disconnected with `error{code:"slow_consumer"}`. Knows nothing of commands or sessions' internals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from litbridge.protocol import events as ev
+from litbridge.protocol.framing import encode
+from litbridge.protocol.spec import BUFFER_EVENTS
+
+log = logging.getLogger(__name__)
+
+COALESCE_AT = int(os.environ.get("LITBRIDGE_CLIENT_COALESCE", "256"))
+MAX_QUEUE = int(os.environ.get("LITBRIDGE_CLIENT_QUEUE", "10000"))
+
+
+class _Entry:
+    __slots__ = ("kind", "line", "session")
+
+    def __init__(self, line: bytes | None, kind: str | None, session: str | None) -> None:
+        self.line, self.kind, self.session = line, kind, session
+
+
+class Client:
+    """One control connection's outbound side (a bounded, coalescing queue + writer task)."""
+
+    def __init__(self, hub: Hub, writer: asyncio.StreamWriter, peer: str, authed: bool = True) -> None:
+        self.hub = hub
+        self.writer = writer
+        self.peer = peer
+        self.authed = authed
+        self.subscribed: set[str] | None = None  # None = every session
+        self.covered_from = 0  # every event with seq >= covered_from (and subscribed) was queued for us
+        self.closed = False
+        self._queue: deque[_Entry] = deque()
+        self._live = 0
+        self._last_replace: dict[str | None, _Entry] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def wants(self, session: str | None) -> bool:
+        if self.subscribed is None or session is None:
+            return True
+        return session in self.subscribed or session.split(":", 1)[0] in self.subscribed
+
+    def send_event(self, event: dict[str, Any]) -> None:
+        """A reply for this client only (no seq)."""
+        self.send(encode(event), event.get("event"), event.get("session"))
+
+    def send(self, line: bytes, kind: str | None = None, session: str | None = None) -> None:
+        if self.closed:
+            return
+        if kind == "replace" and self._live >= COALESCE_AT:
+            older = self._last_replace.get(session)
+            if older is not None and older.line is not None:
+                older.line = None  # superseded: only the newest replace of a session is kept
+                self._live -= 1
+        entry = _Entry(line, kind, session)
+        self._queue.append(entry)
+        self._live += 1
+        if kind == "replace":
+            self._last_replace[session] = entry
+        if self._live > MAX_QUEUE:
+            self._overflow()
+            return
+        self._wake.set()
+
+    def _overflow(self) -> None:
+        log.warning("client %s is too slow (%d events queued); disconnecting", self.peer, self._live)
+        self.closed = True
+        self._queue.clear()
+        self._live = 0
+        err = ev.error(
+            f"client too slow: more than {MAX_QUEUE} events queued; reconnect with hello{{since_seq}}", "slow_consumer"
+        )
+        transport = self.writer.transport
+        with contextlib.suppress(Exception):
+            self.writer.write(encode(err))
+            self.writer.close()
+        # a peer that reads nothing would keep the buffered bytes forever: abort after a grace period
+        asyncio.get_running_loop().call_later(2.0, transport.abort)
+        self.hub.detach(self)
+
+    async def _run(self) -> None:
+        try:
+            while not self.closed:
+                await self._wake.wait()
+                self._wake.clear()
+                while self._queue and not self.closed:
+                    batch: list[bytes] = []
+                    while self._queue and len(batch) < 512:
+                        entry = self._queue.popleft()
+                        if entry.line is not None:
+                            batch.append(entry.line)
+                            self._live -= 1
+                            entry.line = None
+                    if batch:
+                        self.writer.write(b"".join(batch))
+                        await self.writer.drain()
+                if self._closing:
+                    return
+        except (ConnectionError, OSError, RuntimeError):
+            self.close()
+        except asyncio.CancelledError:
+            pass
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            with contextlib.suppress(Exception):
+                self.writer.close()
+        self.hub.detach(self)
+
+    async def aclose(self) -> None:
+        """Flush what is queued (best effort, bounded) and close."""
+        self._closing = True
+        self._wake.set()
+        if self._task is not None and not self.closed:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._task), 1.0)
+        self.close()
+        if self._task is not None:
+            self._task.cancel()
+
+
+class Hub:
+    """Seq stamping, the replay ring, buffering and broadcast."""
+
+    def __init__(self, buffer: int = BUFFER_EVENTS) -> None:
+        self.seq = 0
+        self.ring: deque[tuple[int, str | None, str | None, bytes]] = deque(maxlen=buffer)
+        self.clients: set[Client] = set()
+        self._idle_since: int | None = 0  # seq at which the last client left (None while clients exist)
+
+    def publish(self, event: dict[str, Any]) -> None:
+        """A session event: seq, ring, broadcast to every subscribed (authenticated) client."""
+        self.seq += 1
+        event["seq"] = self.seq
+        line = encode(event)
+        kind, session = event.get("event"), event.get("session")
+        self.ring.append((self.seq, session, kind, line))
+        for client in list(self.clients):
+            if client.wants(session):
+                client.send(line, kind, session)
+
+    def attach(self, client: Client, greeting: Callable[[int], dict[str, Any]]) -> int:
+        """Register a client: queue `greeting(n_buffered)` (monitor_ready), then the events buffered while
+        no client was connected. Returns n_buffered."""
+        buffered: list[tuple[int, str | None, str | None, bytes]] = []
+        if not self.clients and self._idle_since is not None:
+            buffered = [item for item in self.ring if item[0] > self._idle_since]
+            client.covered_from = self._idle_since + 1
+        else:
+            client.covered_from = self.seq + 1
+        self._idle_since = None
+        client.send_event(greeting(len(buffered)))
+        self._queue_items(client, buffered)
+        self.clients.add(client)
+        return len(buffered)
+
+    def _queue_items(self, client: Client, items: list[tuple[int, str | None, str | None, bytes]]) -> int:
+        for _, session, kind, line in items:
+            client.send(line, kind, session)
+        return len(items)
+
+    def buffered_count(self) -> int:
+        if self.clients or self._idle_since is None:
+            return 0
+        return sum(1 for item in self.ring if item[0] > self._idle_since)
+
+    def replay(self, client: Client, since_seq: int) -> int:
+        """Queue ring events with since_seq < seq < client.covered_from (never one it already got)."""
+        items = [
+            item for item in self.ring if since_seq < item[0] < client.covered_from and client.wants(item[1])
+        ]
+        client.covered_from = min(client.covered_from, since_seq + 1)
+        return self._queue_items(client, items)
+
+    @property
+    def oldest_seq(self) -> int | None:
+        return self.ring[0][0] if self.ring else None
+
+    def detach(self, client: Client) -> None:
+        if client in self.clients:
+            self.clients.discard(client)
+            if not self.clients:
+                self._idle_since = self.seq
