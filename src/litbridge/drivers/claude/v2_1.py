@@ -486,3 +486,20 @@ def extract_response(lines: Sequence[str], start: int | None = None, cols: int =
         flowed = reflow(b, cols)
         texts.append("\n".join(x[2:] if x.startswith("  ") else x.lstrip() for x in flowed).strip("\n"))
     return "\n\n".join(t for t in texts if t)
+
+
+_LOGO_CHARS = " ▐▛█▜▝▀▘▗▖▙▟▌"
+
+
+def header_info(rows: Sequence[str]) -> tuple[str | None, str | None]:
+    """(CLI version, model display name) from the logo header, e.g. ("2.1.328", "Opus 5.5")."""
+    rows = _strip(rows)
+    for i, r in enumerate(rows[:12]):
+        m = VERSION_RE.search(r)
+        if m:
+            model = None
+            if i + 1 < len(rows):
+                rest = rows[i + 1].lstrip(_LOGO_CHARS).strip()
+                model = rest.split(" · ", 1)[0].strip() or None
+            return m.group(1), model
+    return None, None

@@ -1,0 +1,760 @@
+"""The Claude Code driver: launch/pinning, startup dialogs, submit with verification, turn tracking, questions.
+
+State comes from OSC 7501 program-status reports when Claude sends them, corroborated (and otherwise
+replaced) by the screen rules of the version module (`v2_1`); turns end from the pinned JSONL transcript,
+with a slower screen fallback. Turn ids, the FIFO queue and the one-terminal-event rule belong to the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from litbridge.drivers.base import Driver, DriverError, DriverHost, LaunchSpec
+from litbridge.drivers.claude import v2_1
+from litbridge.drivers.claude.transcript import (
+    TranscriptTailer,
+    TurnEvent,
+    TurnTracker,
+    config_dir,
+    global_config_path,
+    project_dir,
+)
+from litbridge.keys import encode_keys
+
+PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+
+SETTLE = 0.15  # a classification must hold this long before it is believed (half-drawn frames)
+DIALOG_QUIET = 0.5  # output quiet this long after a dialog first paints before a key is sent
+ENTER_GAP = 0.12  # paste -> Enter, as separate writes
+STARTUP_TIMEOUT = 60.0
+SUBMIT_TIMEOUT = 15.0
+FALLBACK_QUIET = 8.0  # screen fallback: idle + completion line + silent transcript for this long
+FALLBACK_MIN_TURN = 2.0
+INTERRUPT_GRACE = 2.0
+POLL_BUSY, POLL_IDLE = 0.05, 0.25
+
+_RESUME_FLAGS = ("--resume", "-r", "--continue", "-c")
+
+
+@dataclass
+class _Turn:
+    text: str
+    started: float
+    organic: bool = False
+    witnessed: bool = False  # the transcript holds this turn's prompt
+    went_busy: bool = False
+    prompt_seen: bool = False  # the prompt row was on screen at least once
+    last_text: str = ""
+    interrupt_at: float | None = None
+    enters: int = 0
+    repastes: int = 0
+
+
+@dataclass
+class _Question:
+    id: str
+    dialog: v2_1.Dialog
+    first_paint: float
+    answered: bool = False
+    signature: tuple = field(default_factory=tuple)
+
+
+@dataclass
+class _StartupDialog:
+    kind: str
+    signature: tuple
+    first_paint: float
+    keys: list[str] = field(default_factory=list)
+    last_key_at: float = 0.0
+    changed_since_key: bool = True
+
+
+def _decode_status(fields: dict[str, Any]) -> dict[str, Any]:
+    """OSC 7501 fields with `msg`/`title` base64-decoded when they still are."""
+    out = dict(fields)
+    for k in ("msg", "title"):
+        v = out.get(k)
+        if isinstance(v, str) and v:
+            try:
+                out[k] = base64.b64decode(v, validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                pass
+    return out
+
+
+class ClaudeDriver(Driver):
+    """Claude Code (2.1.x) under a 200x50 PTY."""
+
+    name = "claude"
+    screen_rules = v2_1
+
+    def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
+        super().__init__(host, options)
+        self.cwd = str(options.get("working_dir") or os.environ.get("HOME") or os.getcwd())
+        self.env: dict[str, str] = {str(k): str(v) for k, v in (options.get("env") or {}).items()}
+        self.args: list[str] = [str(a) for a in (options.get("args") or [])]
+        self.resume_token: str | None = options.get("resume")
+        self.session_id: str | None = None
+        self.resumed = False
+        self.model: str | None = options.get("model")
+        self.cli_version: str | None = None
+        self.rules = self.screen_rules
+        self.screen = v2_1.ScreenState("blank")
+        self._pending_key: tuple | None = None
+        self._pending_since = 0.0
+        self._settle_handle: asyncio.TimerHandle | None = None
+        self._stream_handle: asyncio.TimerHandle | None = None
+        self._poll_handle: asyncio.TimerHandle | None = None
+        self.osc: dict[str, Any] | None = None
+        self.osc_seen = False
+        self.tailer: TranscriptTailer | None = None
+        self.tracker = TurnTracker()
+        self.turn: _Turn | None = None
+        self.question: _Question | None = None
+        self.started = False
+        self.exit_code: int | None = None
+        self.exited = False
+        self._waiters: list[asyncio.Future] = []
+        self._last_change = 0.0
+        self._last_transcript = 0.0
+        self._last_clear_check = 0.0
+        self._spawn_wall = 0.0
+        self._input_was_ready = False
+        self._prev_final = ""
+        self._dialog_paint: dict[tuple, float] = {}
+
+    # ------------------------------------------------------------------------------------------ launch
+    def launch(self) -> LaunchSpec:
+        exe = str(self.options.get("cli") or "claude")
+        if os.path.basename(exe) in ("claude", "claude.exe") or exe == "claude":
+            argv = [exe]
+        else:
+            argv = ["claude"]
+        args = list(self.args)
+        has_resume = any(a in _RESUME_FLAGS or a.startswith("--resume=") for a in args)
+        if self.resume_token and not has_resume:
+            args += ["--resume", self.resume_token]
+            self.session_id = self.resume_token
+            self.resumed = True
+        elif has_resume:
+            self.resumed = True
+            if "--continue" in args or "-c" in args:
+                self.session_id = _newest_transcript(project_dir(self.cwd, self.env))
+            for i, a in enumerate(args):
+                if a in ("--resume", "-r") and i + 1 < len(args) and not args[i + 1].startswith("-"):
+                    self.session_id = args[i + 1]
+                elif a.startswith("--resume="):
+                    self.session_id = a.split("=", 1)[1]
+        elif "--session-id" in args:
+            i = args.index("--session-id")
+            self.session_id = args[i + 1] if i + 1 < len(args) else None
+        else:
+            self.session_id = str(uuid.uuid4())
+            args += ["--session-id", self.session_id]
+        if self.model and "--model" not in args:
+            args += ["--model", str(self.model)]
+        if self.options.get("preapprove"):
+            self.preapprove()
+        # A resumed file's history is skipped: reading starts at its end.
+        self.tailer = TranscriptTailer(project_dir(self.cwd, self.env), self.session_id, from_start=False)
+        self._spawn_wall = _wall()
+        return LaunchSpec(argv=argv + args, env={}, cwd=self.cwd, transport="pty")
+
+    def preapprove(self) -> None:
+        """Write Claude's own config keys so the trust / API-key / bypass dialogs never show (reference §6)."""
+        gpath = global_config_path(self.env)
+        data = _read_json(gpath)
+        data.setdefault("hasCompletedOnboarding", True)
+        data.setdefault("theme", "dark")
+        data["hasSeenAutoDefaultNotice"] = True
+        projects = data.setdefault("projects", {})
+        proj = projects.setdefault(os.path.abspath(self.cwd), {})
+        proj["hasTrustDialogAccepted"] = True
+        key = self.env.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_API_KEY")
+        if key:
+            resp = data.setdefault("customApiKeyResponses", {"approved": [], "rejected": []})
+            approved = resp.setdefault("approved", [])
+            resp.setdefault("rejected", [])
+            if key[-20:] not in approved:
+                approved.append(key[-20:])
+            if key[-20:] in resp["rejected"]:
+                resp["rejected"].remove(key[-20:])
+        _write_json(gpath, data)
+        spath = config_dir(self.env) / "settings.json"
+        settings = _read_json(spath)
+        settings["skipDangerousModePermissionPrompt"] = True
+        _write_json(spath, settings)
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _now(self) -> float:
+        return self.host.loop.time()
+
+    def _rows(self) -> list[str]:
+        return list(self.host.terminal.display)
+
+    def _classify(self) -> v2_1.ScreenState:
+        return self.rules.classify(self._rows())
+
+    def _bracketed_paste(self) -> bool:
+        try:
+            return bool(self.host.terminal.modes.get("bracketed_paste"))
+        except Exception:  # a terminal without modes: do not block on it
+            return True
+
+    def _write_keys(self, names: list[str]) -> None:
+        self.host.write(encode_keys(names))
+
+    def _wake(self) -> None:
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self._waiters.clear()
+
+    async def _wait_change(self, timeout: float) -> None:
+        """Until the screen changes (or the CLI exits), at most `timeout` seconds."""
+        fut = self.host.loop.create_future()
+        self._waiters.append(fut)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            if fut in self._waiters:
+                self._waiters.remove(fut)
+
+    def _quiet_for(self) -> float:
+        last = max(getattr(self.host, "last_output_at", 0.0) or 0.0, self._last_change)
+        return self._now() - last
+
+    # ------------------------------------------------------------------------------------------ startup
+    async def startup(self) -> dict[str, Any]:
+        self._schedule_poll(0.0)
+        loop_start = self._now()
+        deadline = loop_start + STARTUP_TIMEOUT
+        current: _StartupDialog | None = None
+        idle_since: float | None = None
+        unknown_since: float | None = None
+        while True:
+            if self.exited:
+                excerpt = "\n".join(r.rstrip() for r in self._rows() if r.strip())[-600:]
+                raise DriverError("spawn_failed", f"claude exited during startup (code {self.exit_code}): {excerpt}")
+            now = self._now()
+            if now > deadline:
+                raise DriverError("timeout", f"claude did not reach its prompt within {STARTUP_TIMEOUT:.0f}s")
+            cls = self._classify()
+            dialog = cls.dialog
+            if current is not None and (dialog is None or dialog.signature() != current.signature):
+                # the dialog we were driving has gone (confirmed); another may follow
+                if current.keys:
+                    self.host.emit("dialog_dismissed", dialog=current.kind, keys=list(current.keys))
+                current = None
+            if cls.state == "dialog" and dialog is not None and dialog.kind in v2_1.STARTUP_ACCEPT:
+                idle_since = None
+                sig = dialog.signature()
+                if current is None:
+                    current = _StartupDialog(dialog.kind, sig, now)
+                settled = now - current.first_paint >= DIALOG_QUIET and self._quiet_for() >= DIALOG_QUIET
+                repainted = current.changed_since_key or now - current.last_key_at > 2.0
+                if settled and repainted:
+                    target = dialog.find(label=v2_1.STARTUP_ACCEPT[dialog.kind])
+                    keys = v2_1.cursor_keys(dialog, target) if target is not None else []
+                    if not keys:
+                        raise DriverError("startup_dialog", f"cannot parse the {dialog.kind} dialog's options")
+                    self._write_keys(keys[:1])
+                    current.keys.append(keys[0])
+                    current.last_key_at = now
+                    current.changed_since_key = False
+                before = self._last_change
+                await self._wait_change(0.3)
+                if self._last_change != before:
+                    current.changed_since_key = True
+                continue
+            if cls.state == "idle" and cls.live_prompt and self._bracketed_paste():
+                unknown_since = None
+                idle_since = idle_since if idle_since is not None else now
+                if now - idle_since >= 0.3:
+                    break
+            elif dialog is not None:
+                # a modal we do not answer by ourselves: relay it as a question once it has settled
+                idle_since = None
+                unknown_since = unknown_since if unknown_since is not None else now
+                if now - unknown_since >= 1.5 and self._quiet_for() >= DIALOG_QUIET:
+                    self.started = True
+                    self._commit(cls)
+                    break
+            else:
+                idle_since = None
+                unknown_since = None
+            await self._wait_change(0.25)
+        self.started = True
+        self.screen = self._classify()
+        version, model = v2_1.header_info(self._rows())
+        self.cli_version = version or self.cli_version
+        if model and not self.model:
+            self.model = model
+        self._update_state()
+        self._input_was_ready = self.can_accept_input()
+        return {"model": self.model, "resumed": self.resumed}
+
+    # ------------------------------------------------------------------------------------------ events in
+    def on_output(self, data: bytes) -> None:
+        pass
+
+    def on_screen(self, changed_rows: list[tuple[int, str]]) -> None:
+        now = self._now()
+        self._last_change = now
+        self._wake()
+        cls = self._classify()
+        if self.cli_version is None and cls.version:
+            self.cli_version = cls.version
+        key = (cls.state, cls.dialog.signature() if cls.dialog else None)
+        if key != self._pending_key:
+            self._pending_key = key
+            self._pending_since = now
+            if cls.dialog is not None:
+                self._dialog_paint.setdefault(cls.dialog.signature(), now)
+        if self._settle_handle is None:
+            self._settle_handle = self.host.call_later(SETTLE, self._settle)
+        if self.turn is not None and self._stream_handle is None:
+            self._stream_handle = self.host.call_later(0.1, self._stream)
+
+    def _settle(self) -> None:
+        self._settle_handle = None
+        cls = self._classify()
+        key = (cls.state, cls.dialog.signature() if cls.dialog else None)
+        now = self._now()
+        if key != self._pending_key:
+            self._pending_key, self._pending_since = key, now
+        if now - self._pending_since >= SETTLE - 1e-6:
+            self._commit(cls)
+        else:
+            self._settle_handle = self.host.call_later(SETTLE - (now - self._pending_since), self._settle)
+
+    def on_status(self, fields: dict[str, Any]) -> None:
+        fields = _decode_status(fields)
+        if fields.get("state") in (None, "?"):
+            return
+        self.osc = fields
+        self.osc_seen = True
+        state = fields.get("state")
+        if self.turn is not None:
+            if state == "working":
+                self.turn.went_busy = True
+        if self.started:
+            self._update_state()
+
+    def on_exit(self, exit_code: int | None) -> None:
+        self.exited = True
+        self.exit_code = exit_code
+        self._wake()
+        for h in (self._poll_handle, self._settle_handle, self._stream_handle):
+            if h is not None:
+                h.cancel()
+        self._poll_handle = self._settle_handle = self._stream_handle = None
+
+    # ------------------------------------------------------------------------------------------ screen
+    def _commit(self, cls: v2_1.ScreenState) -> None:
+        self.screen = cls
+        if not self.started:
+            return
+        dialog = cls.dialog if cls.state in ("dialog", "other") else None
+        if dialog is not None:
+            sig = dialog.signature()
+            if self.question is None or self.question.signature != sig:
+                if self.question is not None:
+                    self.host.close_question(self.question.id, "answered" if self.question.answered else "dismissed")
+                qid = self.host.open_question(
+                    v2_1.QUESTION_KIND.get(dialog.kind, "choice"),
+                    dialog.text,
+                    [o.as_dict() for o in dialog.options],
+                    dialog.detail or None,
+                    "cli-dialog",
+                )
+                self.question = _Question(qid, dialog, self._dialog_paint.get(sig, self._now()), signature=sig)
+            else:
+                self.question.dialog = dialog
+        elif self.question is not None and cls.state != "blank":
+            self.host.close_question(self.question.id, "answered" if self.question.answered else "dismissed")
+            self.question = None
+        if self.turn is not None and cls.state == "busy":
+            self.turn.went_busy = True
+        self._update_state()
+        if self.turn is not None:
+            self._stream()
+        self._check_input_ready()
+
+    def _busy(self) -> bool:
+        if self.osc_seen and self.osc is not None:
+            osc_busy = self.osc.get("state") == "working"
+            # OSC leads the screen by a few ms both ways; a busy screen with OSC idle is a draft-hint frame
+            return osc_busy or (self.screen.state == "busy" and self.screen.spinner is not None)
+        return self.screen.state == "busy"
+
+    def _update_state(self) -> None:
+        if not self.started:
+            self.host.set_state("starting")
+            return
+        if self.exited:
+            return
+        if self.question is not None:
+            state = "dialog"
+        elif self._busy():
+            state = "responding" if self.turn is not None and self.turn.last_text else "thinking"
+        elif self.turn is not None:
+            # idle screen while the transcript has not closed the turn yet: keep the turn's state
+            state = "responding" if self.turn.last_text else "thinking"
+        elif self.screen.state in ("idle", "busy"):
+            state = "idle"
+        else:
+            return
+        self.host.set_state(state)
+
+    def _check_input_ready(self) -> None:
+        ready = self.can_accept_input()
+        if ready and not self._input_was_ready:
+            self.host.input_ready()
+        self._input_was_ready = ready
+
+    def can_accept_input(self) -> bool:
+        return (
+            self.started
+            and not self.exited
+            and self.turn is None
+            and self.question is None
+            and self.screen.state == "idle"
+            and self.screen.live_prompt
+            and not self.screen.input_text.strip()
+            and not (self.osc_seen and self.osc is not None and self.osc.get("state") == "working")
+            and self._bracketed_paste()
+        )
+
+    def _stream(self) -> None:
+        self._stream_handle = None
+        turn = self.turn
+        if turn is None or self.question is not None:
+            return
+        rows = list(self.host.terminal.logical_lines())
+        spinner = self.screen.spinner if self.screen.state == "busy" else None
+        if not turn.witnessed:
+            if spinner:
+                self.host.turn_thinking(spinner)
+            return
+        needle = turn.text if len(turn.text) < 800 and turn.text.count("\n") < 8 else None
+        start = v2_1.find_turn_start(rows, needle)
+        if start is not None:
+            turn.prompt_seen = True
+        elif not turn.prompt_seen:
+            if spinner:
+                self.host.turn_thinking(spinner)
+            return
+        text = v2_1.extract_response(rows, start)
+        if (
+            text
+            and text != turn.last_text
+            and text != self._prev_final
+            and len(text) * 2 >= len(turn.last_text)
+        ):
+            turn.last_text = text
+            self.host.turn_text(text)
+            self._update_state()
+        elif spinner:
+            self.host.turn_thinking(spinner)
+
+    # ------------------------------------------------------------------------------------------ transcript
+    def _schedule_poll(self, delay: float | None = None) -> None:
+        if self.exited:
+            return
+        if delay is None:
+            delay = POLL_BUSY if self.turn is not None or self.screen.state != "idle" else POLL_IDLE
+        self._poll_handle = self.host.call_later(delay, self._poll)
+
+    def _poll(self) -> None:
+        self._poll_handle = None
+        try:
+            self._poll_once()
+        finally:
+            self._schedule_poll()
+
+    def _poll_once(self) -> None:
+        tailer = self.tailer
+        if tailer is None:
+            return
+        now = self._now()
+        if tailer.session_id is None:
+            found = tailer.newest_since(self._spawn_wall - 1.0)
+            if found:
+                tailer.pin(found, from_start=not self.resumed)
+                self.session_id = found
+        elif now - self._last_clear_check >= 0.5:
+            self._last_clear_check = now
+            rolled = tailer.find_clear_roll(self.cwd)
+            if rolled and rolled != tailer.session_id:
+                self.host.log.info("claude: /clear rolled the transcript to %s", rolled)
+                tailer.pin(rolled, from_start=True)
+                self.session_id = rolled
+        entries = tailer.poll()
+        if entries:
+            self._last_transcript = now
+            for ev in self.tracker.feed(entries):
+                self._on_turn_event(ev)
+        self._check_fallbacks()
+
+    def _on_turn_event(self, ev: TurnEvent) -> None:
+        host = self.host
+        if ev.kind == "prompt":
+            if self.turn is not None and not self.turn.witnessed:
+                self.turn.witnessed = True
+            elif self.started:
+                begin = getattr(host, "begin_organic_turn", None)
+                if callable(begin) and self.turn is None:
+                    begin(ev.text)
+                    self.turn = _Turn(ev.text, self._now(), organic=True, witnessed=True)
+                    self._input_was_ready = False
+            if self.turn is not None:
+                self._stream()
+            return
+        if self.turn is None:
+            return
+        if ev.kind == "tool_use":
+            host.tool_use(ev.data["tool_use_id"], ev.text, ev.data.get("input"))
+        elif ev.kind == "tool_result":
+            host.tool_result(ev.data["tool_use_id"], ev.text, bool(ev.data.get("is_error")))
+        elif ev.kind == "complete":
+            host.turn_complete(ev.text, ev.data.get("usage"), "transcript")
+            self._end_turn(ev.text)
+        elif ev.kind == "interrupted":
+            host.turn_interrupted(ev.text or self.turn.last_text)
+            self._end_turn(ev.text)
+        elif ev.kind == "abandoned":
+            host.turn_interrupted(ev.text or self.turn.last_text)
+            self._end_turn(ev.text)
+        elif ev.kind == "error":
+            host.turn_error(ev.text, "api_error")
+            self._end_turn("")
+
+    def _end_turn(self, final: str) -> None:
+        turn = self.turn
+        self.turn = None
+        if turn is not None:
+            self._prev_final = turn.last_text
+        self._input_was_ready = False
+        cls = self._classify()
+        if cls.state in ("idle", "busy"):
+            self.screen = cls  # the transcript lands ~100 ms after the screen: don't wait for the debounce
+        self._update_state()
+        self._check_input_ready()
+
+    def _check_fallbacks(self) -> None:
+        turn = self.turn
+        if turn is None or not self.started:
+            return
+        now = self._now()
+        idle_screen = self.screen.state == "idle" and self.question is None and not self._busy()
+        transcript_quiet = now - max(self._last_transcript, turn.started)
+        if turn.interrupt_at is not None and idle_screen and now - turn.interrupt_at >= INTERRUPT_GRACE:
+            if transcript_quiet >= INTERRUPT_GRACE - 0.5:
+                self.host.turn_interrupted(turn.last_text)
+                self._end_turn(turn.last_text)
+                draft = self.screen.input_text.strip()
+                if draft and turn.text.strip().startswith(draft[:40]):
+                    self.host.write(b"\x03")  # Esc before the first token put the prompt back: clear it
+                return
+        if (
+            idle_screen
+            and (turn.witnessed or turn.went_busy)
+            and now - turn.started >= FALLBACK_MIN_TURN
+            and now - self._last_change >= FALLBACK_QUIET
+            and transcript_quiet >= FALLBACK_QUIET
+            and (not self.tracker.open or transcript_quiet >= 60.0)
+            and self._completion_below_prompt(turn)
+        ):
+            rows = list(self.host.terminal.logical_lines())
+            start = v2_1.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
+            text = v2_1.extract_response(rows, start) or turn.last_text
+            self.host.turn_complete(text, None, "screen")
+            self._end_turn(text)
+
+    def _completion_below_prompt(self, turn: _Turn) -> bool:
+        rows = [r.rstrip() for r in self._rows()]
+        start = v2_1.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
+        begin = 0 if start is None else start + 1
+        return any(v2_1.COMPLETION_RE.match(r) for r in rows[begin:])
+
+    # ------------------------------------------------------------------------------------------ input
+    async def submit(self, text: str) -> None:
+        now = self._now()
+        turn = _Turn(text, now)
+        self.turn = turn
+        self._input_was_ready = False
+        payload = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x1b[201~", "").encode("utf-8")
+        self.host.write(PASTE_START + payload + PASTE_END)
+        await asyncio.sleep(ENTER_GAP)
+        if self.turn is not turn:
+            return
+        self.host.write(b"\r")
+        turn.enters = 1
+        last_enter = self._now()
+        deadline = self._now() + SUBMIT_TIMEOUT
+        while self.turn is turn and not (turn.witnessed or turn.went_busy):
+            if self.exited:
+                return
+            await self._wait_change(0.3)
+            now = self._now()
+            if self.turn is not turn or turn.witnessed or turn.went_busy or self.exited:
+                return
+            if self.question is not None or self.screen.state == "dialog":
+                deadline = max(deadline, now + 5.0)  # never press Enter into a dialog; wait for it
+                continue
+            if now > deadline:
+                self.host.turn_error("the message was not submitted (no transcript entry, never busy)", "timeout")
+                self._end_turn("")
+                return
+            cls = self._classify()
+            if cls.state != "idle" or not cls.live_prompt or now - self._last_change < 0.2:
+                continue
+            draft = cls.input_text.strip()
+            if draft and now - last_enter >= 0.9 and turn.enters < 4:
+                self.host.write(b"\r")  # the text is in the box but the Enter was taken as paste
+                turn.enters += 1
+                last_enter = now
+            elif not draft and now - last_enter >= 2.5 and turn.repastes < 1:
+                self.host.write(PASTE_START + payload + PASTE_END)  # the paste was swallowed
+                await asyncio.sleep(ENTER_GAP)
+                if self.turn is turn:
+                    self.host.write(b"\r")
+                turn.repastes += 1
+                last_enter = self._now()
+
+    def input(self, text: str) -> None:
+        payload = text.replace("\r\n", "\n").replace("\r", "\n").encode("utf-8")
+        if "\n" in text or len(text) > 100:
+            self.host.write(PASTE_START + payload + PASTE_END)
+            self.host.call_later(ENTER_GAP, lambda: self.host.write(b"\r"))
+        else:
+            self.host.write(payload)
+            self.host.call_later(ENTER_GAP, lambda: self.host.write(b"\r"))
+
+    def interrupt(self) -> None:
+        self.host.write(b"\x1b")
+        if self.turn is not None:
+            self.turn.interrupt_at = self._now()
+
+    async def answer(
+        self,
+        question_id: str | None,
+        digit: str | None = None,
+        option: str | None = None,
+        text: str | None = None,
+    ) -> None:
+        q = self.question
+        if q is None or (question_id and question_id != q.id):
+            raise DriverError("no_question", "no dialog is waiting on this session"
+                              if q is None else f"question {question_id} is not open (open: {q.id})")
+        dialog = q.dialog
+        idx: int | None = None
+        if digit is not None and str(digit).strip():
+            try:
+                idx = dialog.find(digit=int(str(digit).strip()))
+            except ValueError:
+                raise DriverError("bad_field", f"digit must be a number, got {digit!r}") from None
+        elif option:
+            idx = dialog.find(label=option)
+        elif text:
+            idx = dialog.find(label=text)
+        if idx is None:
+            labels = ", ".join(f"{o.digit}. {o.label}" for o in dialog.options)
+            raise DriverError("bad_field", f"no such option (options: {labels})")
+        q.answered = True
+        await self._drive_dialog(q.signature, dialog.options[idx].label)
+
+    async def _drive_dialog(self, signature: tuple, label: str) -> None:
+        """Move the cursor to `label` and confirm: one key per settled frame, never a blind Enter."""
+        first = self._dialog_paint.get(signature, self._now())
+        changed = True
+        last_key = 0.0
+        for _ in range(40):
+            if self.exited:
+                return
+            now = self._now()
+            cls = self._classify()
+            dialog = cls.dialog
+            if dialog is None or dialog.signature() != signature:
+                return
+            settled = now - first >= DIALOG_QUIET and self._quiet_for() >= 0.3
+            if settled and (changed or now - last_key > 2.0):
+                idx = dialog.find(label=label)
+                if idx is None:
+                    return
+                keys = v2_1.cursor_keys(dialog, idx)
+                if not keys:
+                    return
+                self._write_keys(keys[:1])
+                last_key = now
+                changed = False
+                if keys[0] != "Up" and keys[0] != "Down":
+                    return
+            before = self._last_change
+            await self._wait_change(0.5)
+            if self._last_change != before:
+                changed = True
+
+    # ------------------------------------------------------------------------------------------ stop/info
+    async def stop(self, store_resume: bool) -> str | None:
+        if not store_resume or not self.session_id or self.tailer is None:
+            return None
+        path = self.tailer.path
+        if path is not None and path.exists():
+            return self.session_id
+        return None
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "cli_version": self.cli_version,
+            "transcript_path": str(self.tailer.path) if self.tailer and self.tailer.path else None,
+            "claude_session_id": self.session_id,
+            "osc_state": (self.osc or {}).get("state"),
+            "observing": self.turn is not None,
+            "screen_state": self.screen.state,
+        }
+
+
+def _wall() -> float:
+    import time
+
+    return time.time()
+
+
+def _newest_transcript(directory: Path) -> str | None:
+    """Stem of the most recently modified transcript (what `--continue` resumes)."""
+    best: tuple[float, str] | None = None
+    for p in directory.glob("*.jsonl"):
+        try:
+            m = p.stat().st_mtime
+        except OSError:
+            continue
+        if best is None or m > best[0]:
+            best = (m, p.stem)
+    return best[1] if best else None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
