@@ -133,4 +133,100 @@ class PyteTerminal:
         return f"\x1b[0m\x1b[2J\x1b[H{rows}\x1b[{y + 1};{x + 1}H".encode()
 
 
-Terminal = PyteTerminal
+class NativeTerminal:
+    """`Terminal` over the compiled core: alternate screen, replies, OSC 7501, wrap flags, cached rows."""
+
+    implementation = "native"
+
+    def __init__(
+        self,
+        columns: int = 200,
+        lines: int = 50,
+        *,
+        on_reply: ReplyCallback | None = None,
+        on_status: StatusCallback | None = None,
+        on_title: TitleCallback | None = None,
+        on_frame_end: FrameCallback | None = None,
+        kitty_reply: bool = False,
+    ) -> None:
+        from litbridge._core import native as _native
+
+        self.columns, self.lines = columns, lines
+        self.screen = _native.Screen(columns, lines)
+        self._parser = _native.Parser(self.screen)
+        self.screen.kitty_reply = kitty_reply
+        self.on_reply, self.on_status, self.on_title, self.on_frame_end = on_reply, on_status, on_title, on_frame_end
+
+    # Callbacks live on the native screen so the C parser can call them without a Python subclass.
+    on_reply = property(lambda self: self.screen.on_reply, lambda self, v: setattr(self.screen, "on_reply", v))
+    on_status = property(lambda self: self.screen.on_status, lambda self, v: setattr(self.screen, "on_status", v))
+    on_title = property(lambda self: self.screen.on_title, lambda self, v: setattr(self.screen, "on_title", v))
+    on_frame_end = property(
+        lambda self: self.screen.on_frame_end, lambda self, v: setattr(self.screen, "on_frame_end", v)
+    )
+    kitty_reply = property(
+        lambda self: self.screen.kitty_reply, lambda self, v: setattr(self.screen, "kitty_reply", v)
+    )
+
+    def feed(self, data: bytes) -> None:
+        self._parser.feed(data)
+
+    @property
+    def display(self) -> list[str]:
+        return self.screen.display
+
+    def line(self, y: int) -> str:
+        return self.screen.line(y)
+
+    def changed_rows(self) -> list[tuple[int, str]]:
+        return self.screen.changed_rows()
+
+    def wrapped(self, y: int) -> bool:
+        return self.screen.wrapped(y)
+
+    def logical_lines(self) -> list[str]:
+        return self.screen.logical_lines()
+
+    @property
+    def cursor(self) -> tuple[int, int, bool]:
+        c = self.screen.cursor
+        return (c.x, c.y, c.hidden)
+
+    @property
+    def title(self) -> str:
+        return self.screen.title
+
+    @property
+    def program_status(self) -> dict | None:
+        return self.screen.program_status
+
+    @property
+    def modes(self) -> dict[str, bool]:
+        m = self.screen.mode
+        return {
+            "bracketed_paste": 2004 << 5 in m,
+            "sync": 2026 << 5 in m,
+            "alternate": self.screen.alternate,
+            "mouse": any(n << 5 in m for n in (1000, 1002, 1003, 1006)),
+            "focus": 1004 << 5 in m,
+            "cursor_hidden": self.screen.cursor.hidden,
+        }
+
+    @property
+    def in_sync_frame(self) -> bool:
+        return self.screen.in_sync_frame
+
+    def snapshot(self) -> dict:
+        return self.screen.snapshot()
+
+    def ansi_repaint(self) -> bytes:
+        return self.screen.ansi_repaint()
+
+
+def _pick() -> type:
+    from litbridge import _core
+
+    return NativeTerminal if _core.AVAILABLE else PyteTerminal
+
+
+Terminal = _pick()

@@ -1,0 +1,1917 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled terminal core: a pyte-compatible `Screen` over a flat cell grid plus a byte-level `Parser`.
+
+Owns the grid, cursor, modes, alternate screen, replies and row-text caches. The `Parser` fuses parsing and
+screen updates in C (the fast path); the pyte-compatible per-event dispatch (compat path) lives in
+`litbridge.pyte.streams`, which calls this Screen's Python methods with pyte's argument shapes.
+"""
+
+from cpython.unicode cimport PyUnicode_FromKindAndData, PyUnicode_4BYTE_KIND
+from libc.stdint cimport uint8_t, uint32_t, int32_t
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy, memmove, memset
+
+import base64
+import copy as _copy
+import unicodedata
+
+from pyte import charsets as _cs
+from pyte import graphics as _g
+from pyte.screens import Char, Margins, Savepoint
+from wcwidth import wcwidth as _wcwidth
+
+ctypedef uint32_t ucs4
+
+cdef struct Cell:
+    uint32_t cp      # codepoint (or XSTR index) | attribute flags | PRESENT
+    uint32_t fg      # 0 = default; tag<<24 | value
+    uint32_t bg
+
+# --- cell word layout ----------------------------------------------------------------------------
+DEF CPMASK = 0x1FFFFF
+DEF XSTR = 0x200000
+DEF F_BOLD = 0x400000
+DEF F_ITAL = 0x800000
+DEF F_UND = 0x1000000
+DEF F_STRIKE = 0x2000000
+DEF F_REV = 0x4000000
+DEF F_BLINK = 0x8000000
+DEF F_DIM = 0x10000000
+DEF PRESENT = 0x20000000
+DEF FLAGMASK = 0x1FC00000
+DEF DATAMASK = 0x3FFFFF       # cp | XSTR
+
+# colour tags
+DEF T_NAME = 0x1000000
+DEF T_RGB = 0x2000000
+DEF T_256 = 0x3000000
+DEF TAGMASK = 0xFF000000
+DEF VALMASK = 0xFFFFFF
+
+# width classes
+DEF W_UNK = 0
+DEF W_CTRL = 1
+DEF W_ZERO = 2
+DEF W_COMB = 3
+DEF W_ONE = 4
+DEF W_TWO = 5
+
+# modes (pyte values)
+DEF M_LNM = 20
+DEF M_IRM = 4
+DEF M_DECTCEM = 800      # 25 << 5
+DEF M_DECSCNM = 160      # 5 << 5
+DEF M_DECOM = 192        # 6 << 5
+DEF M_DECAWM = 224       # 7 << 5
+DEF M_DECCOLM = 96       # 3 << 5
+
+DEF MAXP = 32
+DEF OSCMAX = 8192
+
+# parser states
+DEF S_GROUND = 0
+DEF S_ESC = 1
+DEF S_CSI = 2
+DEF S_OSC = 3
+DEF S_OSC_ESC = 4
+DEF S_STR = 5
+DEF S_STR_ESC = 6
+DEF S_ESC_SHARP = 7
+DEF S_ESC_PERCENT = 8
+DEF S_ESC_CHARSET = 9
+DEF S_ESC_SKIP = 10
+DEF S_CSI_SKIP1 = 11
+
+cdef uint8_t _wcache[0x110000]
+
+cdef int _fill_width(uint32_t cp) except -1:
+    ch = chr(cp)
+    w = _wcwidth(ch)
+    cdef int v
+    if w == 2:
+        v = W_TWO
+    elif w == 1:
+        v = W_ONE
+    elif w == 0:
+        v = W_COMB if unicodedata.combining(ch) else W_ZERO
+    else:
+        v = W_CTRL
+    _wcache[cp] = v
+    return v
+
+cdef inline int wclass(uint32_t cp) except -1:
+    if 0x20 <= cp < 0x7f:
+        return W_ONE
+    if cp > 0x10FFFF:
+        return W_CTRL
+    cdef int v = _wcache[cp]
+    if v == W_UNK:
+        v = _fill_width(cp)
+    return v
+
+# --- interned strings: colours and multi-codepoint cell data --------------------------------------
+cdef list _NAMES = ["default"]
+cdef dict _NAME_ID = {"default": 0}
+cdef list _XSTR = [""]
+cdef dict _XSTR_ID = {"": 0}
+cdef list _FGBG256 = list(_g.FG_BG_256)
+
+cdef uint32_t _name_id(str s) except? 0xFFFFFFFF:
+    i = _NAME_ID.get(s)
+    if i is None:
+        i = len(_NAMES)
+        _NAMES.append(s)
+        _NAME_ID[s] = i
+    return <uint32_t>i
+
+cdef uint32_t _FG_ANSI[10]
+cdef uint32_t _BG_ANSI[10]
+cdef uint32_t _FG_AIX[8]
+cdef uint32_t _BG_AIX[8]
+
+cdef void _init_colors() except *:
+    cdef int i
+    for i in range(8):
+        _FG_ANSI[i] = T_NAME | _name_id(_g.FG_ANSI[30 + i])
+        _BG_ANSI[i] = T_NAME | _name_id(_g.BG_ANSI[40 + i])
+        _FG_AIX[i] = T_NAME | _name_id(_g.FG_AIXTERM[90 + i])
+        _BG_AIX[i] = T_NAME | _name_id(_g.BG_AIXTERM[100 + i])
+
+_init_colors()
+
+# SGR code for a named colour in the ANSI repaint
+cdef dict _NAME_FG_SGR = {v: k for k, v in _g.FG_ANSI.items() if v != "default"}
+_NAME_FG_SGR.update({v: k for k, v in _g.FG_AIXTERM.items()})
+_NAME_FG_SGR["bfightmagenta"] = 95
+cdef dict _NAME_BG_SGR = {v: k for k, v in _g.BG_ANSI.items() if v != "default"}
+_NAME_BG_SGR.update({v: k for k, v in _g.BG_AIXTERM.items()})
+_NAME_BG_SGR["brightmagenta"] = 105
+
+cdef str _color_str(uint32_t c):
+    cdef uint32_t tag = c & TAGMASK
+    if c == 0:
+        return "default"
+    if tag == T_NAME:
+        return _NAMES[c & VALMASK]
+    if tag == T_RGB:
+        return "%06x" % (c & VALMASK)
+    if tag == T_256:
+        return _FGBG256[c & VALMASK]
+    return "default"
+
+cdef uint32_t _color_pack(object s) except? 0xFFFFFFFF:
+    if s == "default":
+        return 0
+    return T_NAME | _name_id(str(s))
+
+cdef str _data_str(uint32_t w):
+    if w & XSTR:
+        return _XSTR[w & CPMASK]
+    cdef uint32_t cp = w & CPMASK
+    if cp == 0:
+        return ""
+    return chr(cp)
+
+cdef uint32_t _data_pack(str s) except? 0xFFFFFFFF:
+    if len(s) == 1:
+        return <uint32_t>ord(s)
+    if len(s) == 0:
+        return 0
+    i = _XSTR_ID.get(s)
+    if i is None:
+        i = len(_XSTR)
+        if i > CPMASK:
+            return <uint32_t>ord(s[0])
+        _XSTR.append(s)
+        _XSTR_ID[s] = i
+    return XSTR | <uint32_t>i
+
+cdef uint32_t _first_cp(uint32_t w):
+    if w & XSTR:
+        s = _XSTR[w & CPMASK]
+        return ord(s[0]) if s else 0
+    return w & CPMASK
+
+cdef dict _CHARS = {}
+
+cdef object _make_char(uint32_t w, uint32_t fg, uint32_t bg):
+    key = (w & (DATAMASK | FLAGMASK), fg, bg)
+    ch = _CHARS.get(key)
+    if ch is None:
+        ch = Char(_data_str(w), _color_str(fg), _color_str(bg), bool(w & F_BOLD), bool(w & F_ITAL),
+                  bool(w & F_UND), bool(w & F_STRIKE), bool(w & F_REV), bool(w & F_BLINK))
+        if len(_CHARS) > 65536:
+            _CHARS.clear()
+        _CHARS[key] = ch
+    return ch
+
+cdef tuple _pack_char(object ch):
+    """(word without PRESENT, fg, bg) for a pyte Char (or anything with its fields)."""
+    cdef uint32_t w = _data_pack(ch.data)
+    if ch.bold:
+        w |= F_BOLD
+    if ch.italics:
+        w |= F_ITAL
+    if ch.underscore:
+        w |= F_UND
+    if ch.strikethrough:
+        w |= F_STRIKE
+    if ch.reverse:
+        w |= F_REV
+    if ch.blink:
+        w |= F_BLINK
+    if getattr(ch, "dim", False):
+        w |= F_DIM
+    return (w, _color_pack(ch.fg), _color_pack(ch.bg))
+
+
+cdef class Cursor:
+    """pyte's Cursor (x, y, attrs, hidden) with attrs packed as integers; `x == columns` is pending wrap."""
+
+    cdef public int x, y
+    cdef public bint hidden
+    cdef uint32_t aw, afg, abg
+
+    def __init__(self, int x, int y, attrs=None):
+        self.x = x
+        self.y = y
+        self.hidden = False
+        if attrs is None:
+            self.aw = 0x20
+            self.afg = 0
+            self.abg = 0
+        else:
+            self.attrs = attrs
+
+    @property
+    def attrs(self):
+        return _make_char(self.aw, self.afg, self.abg)
+
+    @attrs.setter
+    def attrs(self, value):
+        cdef tuple t = _pack_char(value)
+        self.aw = t[0]
+        self.afg = t[1]
+        self.abg = t[2]
+
+    @property
+    def dim(self):
+        """SGR 2 state of the current attributes (pyte's Char has no dim field)."""
+        return bool(self.aw & F_DIM)
+
+    cpdef Cursor _copy(self):
+        cdef Cursor c = Cursor.__new__(Cursor)
+        c.x = self.x
+        c.y = self.y
+        c.hidden = self.hidden
+        c.aw = self.aw
+        c.afg = self.afg
+        c.abg = self.abg
+        return c
+
+    def __copy__(self):
+        return self._copy()
+
+    def __repr__(self):
+        return "Cursor(x=%d, y=%d, hidden=%r)" % (self.x, self.y, self.hidden)
+
+
+cdef struct Grid:
+    Cell* cells
+    int* rowmap
+    uint8_t* wrapped
+    uint8_t* stale
+
+
+cdef int _grid_alloc(Grid* g, int cols, int lines) except -1:
+    g.cells = <Cell*>calloc(<size_t>cols * lines + 1, sizeof(Cell))
+    g.rowmap = <int*>malloc((lines + 1) * sizeof(int))
+    g.wrapped = <uint8_t*>calloc(lines + 1, 1)
+    g.stale = <uint8_t*>malloc(lines + 1)
+    if g.cells == NULL or g.rowmap == NULL or g.wrapped == NULL or g.stale == NULL:
+        raise MemoryError()
+    cdef int i
+    for i in range(lines):
+        g.rowmap[i] = i
+    memset(g.stale, 1, lines + 1)
+    return 0
+
+cdef void _grid_free(Grid* g):
+    free(g.cells)
+    free(g.rowmap)
+    free(g.wrapped)
+    free(g.stale)
+    g.cells = NULL
+    g.rowmap = NULL
+    g.wrapped = NULL
+    g.stale = NULL
+
+
+_DEFAULT_EVENTS_NOTE = "see litbridge.pyte.streams for the dispatch-mode rules"
+
+
+cdef class Screen:
+    """pyte-compatible screen over a flat grid of 12-byte cells with row indirection.
+
+    Everything pyte exposes is here with pyte's semantics (sparse-cell quirks included); the extras the
+    bridge needs (alternate screen, replies, OSC 7501, wrap flags, cached row text) are additions.
+    """
+
+    cdef readonly int columns, lines
+    cdef Grid g            # current grid
+    cdef Grid main_g
+    cdef Grid alt_g
+    cdef bint in_alt
+    cdef list rowtext      # per physical row of the current grid
+    cdef list main_text
+    cdef list alt_text
+    cdef uint8_t* pdirty   # pyte `dirty` bits (logical rows)
+    cdef uint8_t* ldirty   # changed_rows bits (logical rows)
+    cdef list last_rows    # text last returned by changed_rows
+    cdef ucs4* scratch
+    cdef Cursor _cursor
+    cdef object _dirty
+    cdef object _mode
+    cdef bint m_awm, m_irm, m_lnm, m_om, m_scnm
+    cdef bint has_margins
+    cdef int mtop, mbot
+    cdef public str title, icon_name
+    cdef int _charset
+    cdef object _g0, _g1
+    cdef bint tr_active
+    cdef uint32_t tr[256]
+    cdef public object tabstops
+    cdef public list savepoints
+    cdef public object saved_columns
+    cdef Cursor alt_saved
+    cdef public object program_status
+    cdef public bint kitty_reply
+    cdef public bint alt_screen_enabled
+    cdef public object on_reply, on_status, on_title, on_frame_end
+    cdef int feeding
+    cdef int pending_da
+    cdef public str xtversion
+    cdef object _bufview
+    cdef object __weakref__
+    cdef dict __dict__
+
+    def __cinit__(self, *args, **kwargs):
+        self.pdirty = NULL
+        self.ldirty = NULL
+        self.scratch = NULL
+
+    def __init__(self, int columns, int lines):
+        if columns < 1 or lines < 1:
+            raise ValueError("screen must be at least 1x1, got %dx%d" % (columns, lines))
+        self.savepoints = []
+        self.columns = columns
+        self.lines = lines
+        self._alloc(columns, lines)
+        self._dirty = set()
+        self._bufview = None
+        self.kitty_reply = False
+        self.alt_screen_enabled = True
+        self.program_status = None
+        self.on_reply = self.on_status = self.on_title = self.on_frame_end = None
+        self.feeding = 0
+        self.pending_da = 0
+        from litbridge import __version__
+        self.xtversion = "litbridge(%s)" % __version__
+        self.reset()
+        self.mode = {M_DECAWM, M_DECTCEM}
+        self.margins = None
+
+    cdef int _alloc(self, int cols, int lines) except -1:
+        _grid_alloc(&self.main_g, cols, lines)
+        self.main_text = [""] * lines
+        self.g = self.main_g
+        self.rowtext = self.main_text
+        self.in_alt = False
+        self.alt_g.cells = NULL
+        self.alt_text = None
+        self.pdirty = <uint8_t*>calloc(lines + 1, 1)
+        self.ldirty = <uint8_t*>malloc(lines + 1)
+        memset(self.ldirty, 1, lines + 1)
+        self.scratch = <ucs4*>malloc((cols + 1) * sizeof(ucs4))
+        self.last_rows = [None] * lines
+        return 0
+
+    def __dealloc__(self):
+        if self.in_alt:
+            self.alt_g = self.g
+        else:
+            self.main_g = self.g
+        _grid_free(&self.main_g)
+        if self.alt_g.cells != NULL:
+            _grid_free(&self.alt_g)
+        free(self.pdirty)
+        free(self.ldirty)
+        free(self.scratch)
+
+    def __repr__(self):
+        return "{0}({1}, {2})".format(self.__class__.__name__, self.columns, self.lines)
+
+    # ---------------------------------------------------------------- pyte state attributes
+    @property
+    def cursor(self):
+        return self._cursor
+
+    @cursor.setter
+    def cursor(self, Cursor value):
+        self._cursor = value
+
+    @property
+    def dirty(self):
+        cdef int y
+        d = self._dirty
+        for y in range(self.lines):
+            if self.pdirty[y]:
+                d.add(y)
+                self.pdirty[y] = 0
+        return d
+
+    @dirty.setter
+    def dirty(self, value):
+        memset(self.pdirty, 0, self.lines)
+        self._dirty = value
+
+    @property
+    def mode(self):
+        return self._mode
+
+    @mode.setter
+    def mode(self, value):
+        self._mode = value
+        self._sync_modes()
+
+    cdef void _sync_modes(self) except *:
+        m = self._mode
+        self.m_awm = M_DECAWM in m
+        self.m_irm = M_IRM in m
+        self.m_lnm = M_LNM in m
+        self.m_om = M_DECOM in m
+        self.m_scnm = M_DECSCNM in m
+
+    @property
+    def margins(self):
+        if self.has_margins:
+            return Margins(self.mtop, self.mbot)
+        return None
+
+    @margins.setter
+    def margins(self, value):
+        if value is None:
+            self.has_margins = False
+        else:
+            self.has_margins = True
+            self.mtop = value[0]
+            self.mbot = value[1]
+
+    @property
+    def charset(self):
+        return self._charset
+
+    @charset.setter
+    def charset(self, int value):
+        self._charset = value
+        self._sync_tr()
+
+    @property
+    def g0_charset(self):
+        return self._g0
+
+    @g0_charset.setter
+    def g0_charset(self, value):
+        self._g0 = value
+        self._sync_tr()
+
+    @property
+    def g1_charset(self):
+        return self._g1
+
+    @g1_charset.setter
+    def g1_charset(self, value):
+        self._g1 = value
+        self._sync_tr()
+
+    cdef void _sync_tr(self) except *:
+        t = self._g1 if self._charset else self._g0
+        cdef int i
+        if t is None or t is _cs.LAT1_MAP or t == _cs.LAT1_MAP:
+            self.tr_active = False
+            return
+        self.tr_active = True
+        for i in range(256):
+            self.tr[i] = ord(t[i]) if i < len(t) else i
+
+    @property
+    def default_char(self):
+        return Char(data=" ", fg="default", bg="default", reverse=M_DECSCNM in self._mode)
+
+    @property
+    def buffer(self):
+        if self._bufview is None:
+            self._bufview = _Buffer(self)
+        return self._bufview
+
+    @property
+    def alternate(self):
+        """True while the alternate screen (?1049/?1047/?47) is shown."""
+        return self.in_alt
+
+    @property
+    def in_sync_frame(self):
+        return (2026 << 5) in self._mode
+
+    # ---------------------------------------------------------------- low-level helpers
+    cdef inline Cell* row(self, int y):
+        return self.g.cells + <Py_ssize_t>self.g.rowmap[y] * self.columns
+
+    cdef inline void touch(self, int y):
+        self.pdirty[y] = 1
+        self.ldirty[y] = 1
+        self.g.stale[self.g.rowmap[y]] = 1
+
+    cdef inline void touch_text(self, int y):
+        self.ldirty[y] = 1
+        self.g.stale[self.g.rowmap[y]] = 1
+
+    cdef void mark_all(self):
+        memset(self.pdirty, 1, self.lines)
+        memset(self.ldirty, 1, self.lines)
+
+    cdef inline void clear_phys(self, int p):
+        memset(self.g.cells + <Py_ssize_t>p * self.columns, 0, self.columns * sizeof(Cell))
+        self.g.wrapped[p] = 0
+        self.g.stale[p] = 1
+
+    cdef inline uint32_t blank_word(self):
+        return PRESENT | 0x20 | (F_REV if self.m_scnm else 0)
+
+    cdef inline void get_tb(self, int* top, int* bot):
+        if self.has_margins:
+            top[0] = self.mtop
+            bot[0] = self.mbot
+        else:
+            top[0] = 0
+            bot[0] = self.lines - 1
+
+    # ---------------------------------------------------------------- reset / resize
+    def reset(self):
+        """RIS: pyte's reset, plus leaving the alternate screen and clearing both grids."""
+        cdef int y
+        if self.in_alt:
+            self._switch_main()
+        memset(self.pdirty, 1, self.lines)
+        memset(self.ldirty, 1, self.lines)
+        for y in range(self.lines):
+            self.g.rowmap[y] = y
+            self.clear_phys(y)
+        self.has_margins = False
+        self._mode = {M_DECAWM, M_DECTCEM}
+        self._sync_modes()
+        self.title = ""
+        self.icon_name = ""
+        self._charset = 0
+        self._g0 = _cs.LAT1_MAP
+        self._g1 = _cs.VT100_MAP
+        self._sync_tr()
+        self.tabstops = set(range(8, self.columns, 8))
+        self._cursor = Cursor(0, 0)
+        self._cursor_position(0, 0)
+        self.saved_columns = None
+
+    def resize(self, lines=None, columns=None):
+        lines = lines or self.lines
+        columns = columns or self.columns
+        if lines == self.lines and columns == self.columns:
+            return
+        self.dirty.update(range(lines))
+        if lines < self.lines:
+            self.save_cursor()
+            self.cursor_position(0, 0)
+            self.delete_lines(self.lines - lines)
+            self.restore_cursor()
+        self._realloc(lines, columns)
+        self.set_margins()
+
+    cdef int _realloc(self, int lines, int cols) except -1:
+        cdef Grid ng
+        cdef int y, x, ncopy_rows, ncopy_cols
+        cdef Cell* src
+        if self.in_alt:
+            self._switch_main()
+        cdef Grid old = self.g
+        _grid_alloc(&ng, cols, lines)
+        ncopy_rows = min(lines, self.lines)
+        ncopy_cols = min(cols, self.columns)
+        for y in range(ncopy_rows):
+            src = old.cells + <Py_ssize_t>old.rowmap[y] * self.columns
+            memcpy(ng.cells + <Py_ssize_t>y * cols, src, ncopy_cols * sizeof(Cell))
+            ng.wrapped[y] = old.wrapped[old.rowmap[y]] if cols == self.columns else 0
+        _grid_free(&old)
+        if self.alt_g.cells != NULL:
+            _grid_free(&self.alt_g)
+        self.alt_text = None
+        self.main_g = ng
+        self.g = ng
+        self.main_text = [""] * lines
+        self.rowtext = self.main_text
+        free(self.pdirty)
+        free(self.ldirty)
+        free(self.scratch)
+        self.pdirty = <uint8_t*>calloc(lines + 1, 1)
+        self.ldirty = <uint8_t*>malloc(lines + 1)
+        memset(self.ldirty, 1, lines + 1)
+        self.scratch = <ucs4*>malloc((cols + 1) * sizeof(ucs4))
+        self.last_rows = [None] * lines
+        self.lines = lines
+        self.columns = cols
+        for y in self._dirty:
+            if 0 <= y < lines:
+                self.pdirty[y] = 1
+        self._dirty.clear()
+        return 0
+
+    # ---------------------------------------------------------------- alternate screen
+    cdef void _switch_alt(self, bint clear) except *:
+        if self.in_alt:
+            if clear:
+                self._clear_grid()
+            return
+        if self.alt_g.cells == NULL:
+            _grid_alloc(&self.alt_g, self.columns, self.lines)
+            self.alt_text = [""] * self.lines
+        self.main_g = self.g
+        self.g = self.alt_g
+        self.main_text = self.rowtext
+        self.rowtext = self.alt_text
+        self.in_alt = True
+        if clear:
+            self._clear_grid()
+        memset(self.g.stale, 1, self.lines)
+        self.mark_all()
+
+    cdef void _switch_main(self) except *:
+        if not self.in_alt:
+            return
+        self.alt_g = self.g
+        self.g = self.main_g
+        self.alt_text = self.rowtext
+        self.rowtext = self.main_text
+        self.in_alt = False
+        memset(self.g.stale, 1, self.lines)
+        self.mark_all()
+
+    cdef void _clear_grid(self):
+        cdef int y
+        for y in range(self.lines):
+            self.clear_phys(self.g.rowmap[y])
+        self.mark_all()
+
+    # ---------------------------------------------------------------- modes
+    def set_margins(self, top=None, bottom=None):
+        if (top is None or top == 0) and bottom is None:
+            self.has_margins = False
+            return
+        cdef int t, b
+        if self.has_margins:
+            t, b = self.mtop, self.mbot
+        else:
+            t, b = 0, self.lines - 1
+        if top is not None:
+            t = max(0, min(top - 1, self.lines - 1))
+        if bottom is not None:
+            b = max(0, min(bottom - 1, self.lines - 1))
+        if b - t >= 1:
+            self.has_margins = True
+            self.mtop = t
+            self.mbot = b
+            self._cursor_position(0, 0)
+
+    def set_mode(self, *modes, **kwargs):
+        self._set_modes(list(modes), bool(kwargs.get("private")), True)
+
+    def reset_mode(self, *modes, **kwargs):
+        self._set_modes(list(modes), bool(kwargs.get("private")), False)
+
+    cdef void _set_modes(self, list modes, bint private, bint on) except *:
+        cdef list ml
+        if private:
+            ml = [m << 5 for m in modes]
+            if M_DECSCNM in ml:
+                self.mark_all()
+        else:
+            ml = modes
+        if on:
+            self._mode.update(ml)
+        else:
+            self._mode.difference_update(ml)
+        self._sync_modes()
+        if M_DECCOLM in ml:
+            if on:
+                self.saved_columns = self.columns
+                self.resize(columns=132)
+            elif self.columns == 132 and self.saved_columns is not None:
+                self.resize(columns=self.saved_columns)
+                self.saved_columns = None
+            self.erase_in_display(2)
+            self.cursor_position()
+        if M_DECOM in ml:
+            self._cursor_position(0, 0)
+        if M_DECSCNM in ml:
+            self._reverse_all(on)
+            self._sgr1(7 if on else 27)
+        if M_DECTCEM in ml:
+            self._cursor.hidden = not on
+        if private and self.alt_screen_enabled:
+            for m in modes:
+                if m == 1049:
+                    if on:
+                        self.alt_saved = self._cursor._copy()
+                        self._switch_alt(True)
+                    elif self.in_alt:
+                        self._switch_main()
+                        if self.alt_saved is not None:
+                            self._cursor = self.alt_saved
+                            self.alt_saved = None
+                            self._ensure_h()
+                            self._ensure_v(False)
+                elif m == 47 or m == 1047:
+                    if on:
+                        self._switch_alt(False)
+                    elif self.in_alt:
+                        if m == 1047:
+                            self._clear_grid()
+                        self._switch_main()
+        if private and not on and 2026 in modes and self.on_frame_end is not None:
+            self.on_frame_end()
+
+    cdef void _reverse_all(self, bint on):
+        cdef Py_ssize_t i, n = <Py_ssize_t>self.columns * self.lines
+        cdef Cell* c = self.g.cells
+        for i in range(n):
+            if c[i].cp & PRESENT:
+                if on:
+                    c[i].cp |= F_REV
+                else:
+                    c[i].cp &= ~F_REV
+        memset(self.g.stale, 1, self.lines)
+
+    def define_charset(self, code, mode):
+        if code in _cs.MAPS:
+            if mode == "(":
+                self.g0_charset = _cs.MAPS[code]
+            elif mode == ")":
+                self.g1_charset = _cs.MAPS[code]
+
+    def shift_in(self):
+        self.charset = 0
+
+    def shift_out(self):
+        self.charset = 1
+
+    # ---------------------------------------------------------------- drawing
+    def draw(self, str data):
+        """pyte's draw: charset translation, autowrap, IRM, wide chars, combining marks."""
+        cdef uint32_t cp
+        self._sync_modes()
+        for ch in data:
+            cp = ord(ch)
+            if self.tr_active and cp < 256:
+                cp = self.tr[cp]
+            self.draw_cp(cp)
+        if 0 <= self._cursor.y < self.lines:
+            self.touch(self._cursor.y)
+
+    cdef void draw_ascii(self, const unsigned char* p, Py_ssize_t n) except *:
+        """Hot path: a run of printable ASCII with no translation and no IRM."""
+        cdef Cursor c = self._cursor
+        cdef int cols = self.columns
+        cdef uint32_t aw = (c.aw & FLAGMASK) | PRESENT
+        cdef uint32_t fg = c.afg, bg = c.abg
+        cdef Py_ssize_t k, i
+        cdef Cell* r
+        cdef int y
+        while n > 0:
+            if c.x >= cols:
+                if self.m_awm:
+                    y = c.y
+                    if 0 <= y < self.lines:
+                        self.pdirty[y] = 1
+                        self.g.wrapped[self.g.rowmap[y]] = 1
+                    c.x = 0
+                    self._linefeed()
+                else:
+                    c.x = cols - 1
+                    p += n - 1
+                    n = 1
+            if c.x < 0:
+                c.x = 0
+            y = c.y
+            if y < 0 or y >= self.lines:
+                return
+            r = self.row(y) + c.x
+            k = cols - c.x
+            if k > n:
+                k = n
+            for i in range(k):
+                r[i].cp = aw | p[i]
+                r[i].fg = fg
+                r[i].bg = bg
+            c.x += k
+            p += k
+            n -= k
+            self.touch(y)
+
+    cdef int _attach_target(self, int* ty, int* tx):
+        """Cell that receives a zero-width char: the base cell before the cursor (skipping a wide stub)."""
+        cdef Cursor c = self._cursor
+        cdef int x = c.x, y = c.y
+        if y < 0 or y >= self.lines:
+            return 0
+        if x > self.columns:
+            x = self.columns
+        if x > 0:
+            x -= 1
+        elif y > 0:
+            y -= 1
+            x = self.columns - 1
+        else:
+            return 0
+        cdef Cell* cell = self.row(y) + x
+        if (cell.cp & PRESENT) and (cell.cp & DATAMASK) == 0 and x > 0:
+            x -= 1
+        ty[0] = y
+        tx[0] = x
+        return 1
+
+    cdef void _attach(self, uint32_t cp, bint normalize) except *:
+        cdef int ty, tx
+        if not self._attach_target(&ty, &tx):
+            return
+        cdef Cell* cell = self.row(ty) + tx
+        cdef uint32_t w = cell.cp
+        if not (w & PRESENT):
+            w = self.blank_word()
+            cell.fg = 0
+            cell.bg = 0
+        s = _data_str(w) + chr(cp)
+        if normalize:
+            s = unicodedata.normalize("NFC", s)
+        cell.cp = (w & ~DATAMASK) | _data_pack(s)
+        self.touch(ty)
+
+    cdef bint _joins_prev(self, uint32_t cp) except -1:
+        """A wide char after a ZWJ, or an emoji skin-tone modifier, joins the previous cell."""
+        cdef int ty, tx
+        if not self._attach_target(&ty, &tx):
+            return False
+        cdef uint32_t w = (self.row(ty) + tx).cp
+        if not (w & PRESENT):
+            return False
+        if w & XSTR:
+            s = _XSTR[w & CPMASK]
+            if s.endswith("\u200d"):
+                return True
+        if 0x1F3FB <= cp <= 0x1F3FF and wclass(_first_cp(w)) == W_TWO:
+            return True
+        return False
+
+    cdef void draw_cp(self, uint32_t cp) except *:
+        cdef int wc = wclass(cp)
+        cdef Cursor c = self._cursor
+        cdef int cols = self.columns
+        cdef int width, y
+        cdef Cell* r
+        if wc == W_CTRL:
+            return
+        if wc == W_ZERO or wc == W_COMB:
+            self._attach(cp, wc == W_COMB)
+            return
+        width = 2 if wc == W_TWO else 1
+        if width == 2 and self._joins_prev(cp):
+            self._attach(cp, False)
+            return
+        if c.x >= cols:
+            if self.m_awm:
+                y = c.y
+                if 0 <= y < self.lines:
+                    self.pdirty[y] = 1
+                    self.g.wrapped[self.g.rowmap[y]] = 1
+                c.x = 0
+                self._linefeed()
+            else:
+                c.x = cols - width
+        if c.x < 0:
+            c.x = 0
+        if self.m_irm:
+            self._insert_characters(width)
+        y = c.y
+        if y < 0 or y >= self.lines:
+            return
+        r = self.row(y)
+        r[c.x].cp = (c.aw & FLAGMASK) | PRESENT | cp
+        r[c.x].fg = c.afg
+        r[c.x].bg = c.abg
+        if width == 2 and c.x + 1 < cols:
+            r[c.x + 1].cp = (c.aw & FLAGMASK) | PRESENT
+            r[c.x + 1].fg = c.afg
+            r[c.x + 1].bg = c.abg
+        c.x = min(c.x + width, cols)
+        self.touch(y)
+
+    def set_title(self, param):
+        self.title = param
+        if self.on_title is not None:
+            self.on_title(param)
+
+    def set_icon_name(self, param):
+        self.icon_name = param
+
+    # ---------------------------------------------------------------- cursor movement
+    def carriage_return(self):
+        self._cursor.x = 0
+
+    cdef void _index(self) except *:
+        cdef int top, bot, p, y
+        self.get_tb(&top, &bot)
+        if self._cursor.y == bot:
+            self.mark_all()
+            p = self.g.rowmap[top]
+            memmove(self.g.rowmap + top, self.g.rowmap + top + 1, (bot - top) * sizeof(int))
+            self.g.rowmap[bot] = p
+            self.clear_phys(p)
+        else:
+            self._cursor_down(1)
+
+    cdef void _reverse_index(self) except *:
+        cdef int top, bot, p
+        self.get_tb(&top, &bot)
+        if self._cursor.y == top:
+            self.mark_all()
+            p = self.g.rowmap[bot]
+            memmove(self.g.rowmap + top + 1, self.g.rowmap + top, (bot - top) * sizeof(int))
+            self.g.rowmap[top] = p
+            self.clear_phys(p)
+        else:
+            self._cursor_up(1)
+
+    cdef inline void _linefeed(self) except *:
+        self._index()
+        if self.m_lnm:
+            self._cursor.x = 0
+
+    def index(self):
+        self._index()
+
+    def reverse_index(self):
+        self._reverse_index()
+
+    def linefeed(self):
+        self._linefeed()
+
+    cdef void _tab(self) except *:
+        cdef int x = self._cursor.x
+        best = None
+        for stop in self.tabstops:
+            if x < stop and (best is None or stop < best):
+                best = stop
+        self._cursor.x = self.columns - 1 if best is None else best
+
+    def tab(self):
+        self._tab()
+
+    def backspace(self):
+        self._cursor_back(1)
+
+    def save_cursor(self):
+        self.savepoints.append(Savepoint(self._cursor._copy(), self._g0, self._g1, self._charset,
+                                         M_DECOM in self._mode, M_DECAWM in self._mode))
+
+    def restore_cursor(self):
+        if self.savepoints:
+            sp = self.savepoints.pop()
+            self.g0_charset = sp.g0_charset
+            self.g1_charset = sp.g1_charset
+            self.charset = sp.charset
+            if sp.origin:
+                self._set_modes([M_DECOM], False, True)
+            if sp.wrap:
+                self._set_modes([M_DECAWM], False, True)
+            self._cursor = sp.cursor
+            self._ensure_h()
+            self._ensure_v(True)
+        else:
+            self._set_modes([M_DECOM], False, False)
+            self._cursor_position(0, 0)
+
+    cdef void _insert_lines(self, int count) except *:
+        cdef int top, bot, y, n, i
+        cdef int cy = self._cursor.y
+        if count <= 0:
+            count = 1
+        self.get_tb(&top, &bot)
+        if not (top <= cy <= bot):
+            return
+        for y in range(cy, self.lines):
+            self.pdirty[y] = 1
+        n = bot - cy + 1
+        if count > n:
+            count = n
+        cdef int* tmp = <int*>malloc(count * sizeof(int))
+        memcpy(tmp, self.g.rowmap + bot - count + 1, count * sizeof(int))
+        memmove(self.g.rowmap + cy + count, self.g.rowmap + cy, (n - count) * sizeof(int))
+        memcpy(self.g.rowmap + cy, tmp, count * sizeof(int))
+        free(tmp)
+        for i in range(count):
+            self.clear_phys(self.g.rowmap[cy + i])
+        for y in range(cy, bot + 1):
+            self.ldirty[y] = 1
+        self._cursor.x = 0
+
+    cdef void _delete_lines(self, int count) except *:
+        cdef int top, bot, y, n, i
+        cdef int cy = self._cursor.y
+        if count <= 0:
+            count = 1
+        self.get_tb(&top, &bot)
+        if not (top <= cy <= bot):
+            return
+        for y in range(cy, self.lines):
+            self.pdirty[y] = 1
+        n = bot - cy + 1
+        if count > n:
+            count = n
+        cdef int* tmp = <int*>malloc(count * sizeof(int))
+        memcpy(tmp, self.g.rowmap + cy, count * sizeof(int))
+        memmove(self.g.rowmap + cy, self.g.rowmap + cy + count, (n - count) * sizeof(int))
+        memcpy(self.g.rowmap + bot - count + 1, tmp, count * sizeof(int))
+        free(tmp)
+        for i in range(count):
+            self.clear_phys(self.g.rowmap[bot - i])
+        for y in range(cy, bot + 1):
+            self.ldirty[y] = 1
+        self._cursor.x = 0
+
+    def insert_lines(self, count=None):
+        self._insert_lines(count or 1)
+
+    def delete_lines(self, count=None):
+        self._delete_lines(count or 1)
+
+    cdef void _insert_characters(self, int count) except *:
+        cdef int y = self._cursor.y, cx = self._cursor.x, cols = self.columns, x
+        if count <= 0:
+            count = 1
+        if y < 0 or y >= self.lines:
+            return
+        self.touch(y)
+        if cx < 0:
+            cx = 0
+        if cx >= cols:
+            return
+        cdef Cell* r = self.row(y)
+        cdef uint32_t bw = self.blank_word()
+        for x in range(cols - 1, cx + count - 1, -1):
+            r[x] = r[x - count]
+            if not (r[x].cp & PRESENT):
+                r[x].cp = bw
+                r[x].fg = 0
+                r[x].bg = 0
+        for x in range(cx, min(cx + count, cols)):
+            r[x].cp = 0
+            r[x].fg = 0
+            r[x].bg = 0
+
+    cdef void _delete_characters(self, int count) except *:
+        cdef int y = self._cursor.y, cx = self._cursor.x, cols = self.columns, x
+        if count <= 0:
+            count = 1
+        if y < 0 or y >= self.lines:
+            return
+        self.touch(y)
+        if cx < 0:
+            cx = 0
+        cdef Cell* r = self.row(y)
+        cdef uint32_t bw = self.blank_word()
+        for x in range(cx, cols):
+            if x + count <= cols:
+                if x + count < cols and (r[x + count].cp & PRESENT):
+                    r[x] = r[x + count]
+                else:
+                    r[x].cp = bw
+                    r[x].fg = 0
+                    r[x].bg = 0
+            else:
+                r[x].cp = 0
+                r[x].fg = 0
+                r[x].bg = 0
+
+    cdef void _erase_characters(self, int count) except *:
+        cdef int y = self._cursor.y, cx = self._cursor.x, x
+        if count <= 0:
+            count = 1
+        if y < 0 or y >= self.lines:
+            return
+        self.touch(y)
+        self._fill(y, cx, min(cx + count, self.columns))
+
+    cdef inline void _fill(self, int y, int x0, int x1):
+        """Write the cursor attributes (pyte: `line[x] = cursor.attrs`) into [x0, x1) of row y."""
+        cdef Cursor c = self._cursor
+        cdef Cell cell
+        cdef Cell* r = self.row(y)
+        cdef int x
+        cell.cp = c.aw | PRESENT
+        cell.fg = c.afg
+        cell.bg = c.abg
+        if x0 < 0:
+            x0 = 0
+        if x1 > self.columns:
+            x1 = self.columns
+        for x in range(x0, x1):
+            r[x] = cell
+        if x1 >= self.columns:
+            self.g.wrapped[self.g.rowmap[y]] = 0
+
+    def insert_characters(self, count=None):
+        self._insert_characters(count or 1)
+
+    def delete_characters(self, count=None):
+        self._delete_characters(count or 1)
+
+    def erase_characters(self, count=None):
+        self._erase_characters(count or 1)
+
+    cdef void _erase_in_line(self, int how) except *:
+        cdef int y = self._cursor.y, x = self._cursor.x
+        if y < 0 or y >= self.lines:
+            return
+        self.touch(y)
+        if how == 0:
+            self._fill(y, x, self.columns)
+        elif how == 1:
+            self._fill(y, 0, x + 1)
+        elif how == 2:
+            self._fill(y, 0, self.columns)
+
+    def erase_in_line(self, how=0, private=False):
+        self._erase_in_line(how)
+
+    cdef void _erase_in_display(self, int how) except *:
+        cdef int y0, y1, y, x
+        cdef Cursor c = self._cursor
+        cdef Cell cell
+        cdef Cell* r
+        if how == 0:
+            y0, y1 = c.y + 1, self.lines
+        elif how == 1:
+            y0, y1 = 0, c.y
+        elif how == 2 or how == 3:
+            y0, y1 = 0, self.lines
+        else:
+            return
+        if y0 < 0:
+            y0 = 0
+        if y1 > self.lines:
+            y1 = self.lines
+        cell.cp = c.aw | PRESENT
+        cell.fg = c.afg
+        cell.bg = c.abg
+        for y in range(y0, y1):
+            self.touch(y)
+            r = self.row(y)
+            for x in range(self.columns):
+                if r[x].cp & PRESENT:
+                    r[x] = cell
+            self.g.wrapped[self.g.rowmap[y]] = 0
+        if how == 0 or how == 1:
+            self._erase_in_line(how)
+
+    def erase_in_display(self, how=0, *args, **kwargs):
+        self._erase_in_display(how)
+
+    def set_tab_stop(self):
+        self.tabstops.add(self._cursor.x)
+
+    def clear_tab_stop(self, how=0):
+        if how == 0:
+            self.tabstops.discard(self._cursor.x)
+        elif how == 3:
+            self.tabstops = set()
+
+    cdef inline void _ensure_h(self):
+        cdef Cursor c = self._cursor
+        c.x = min(max(0, c.x), self.columns - 1)
+
+    cdef inline void _ensure_v(self, bint use_margins):
+        cdef int top = 0, bot = self.lines - 1
+        if (use_margins or self.m_om) and self.has_margins:
+            top = self.mtop
+            bot = self.mbot
+        cdef Cursor c = self._cursor
+        c.y = min(max(top, c.y), bot)
+
+    def ensure_hbounds(self):
+        self._ensure_h()
+
+    def ensure_vbounds(self, use_margins=None):
+        self._ensure_v(bool(use_margins))
+
+    cdef inline void _cursor_up(self, int count):
+        cdef int top = self.mtop if self.has_margins else 0
+        if count <= 0:
+            count = 1
+        self._cursor.y = max(self._cursor.y - count, top)
+
+    cdef inline void _cursor_down(self, int count):
+        cdef int bot = self.mbot if self.has_margins else self.lines - 1
+        if count <= 0:
+            count = 1
+        self._cursor.y = min(self._cursor.y + count, bot)
+
+    cdef inline void _cursor_back(self, int count):
+        cdef Cursor c = self._cursor
+        if count <= 0:
+            count = 1
+        if c.x == self.columns:
+            c.x -= 1
+        c.x -= count
+        self._ensure_h()
+
+    cdef inline void _cursor_forward(self, int count):
+        if count <= 0:
+            count = 1
+        self._cursor.x += count
+        self._ensure_h()
+
+    cdef void _cursor_position(self, int line, int column):
+        """pyte's cursor_position(line, column) with 0 meaning default (1)."""
+        if column <= 0:
+            column = 1
+        if line <= 0:
+            line = 1
+        column -= 1
+        line -= 1
+        if self.has_margins and self.m_om:
+            line += self.mtop
+            if not (self.mtop <= line <= self.mbot):
+                return
+        self._cursor.x = column
+        self._cursor.y = line
+        self._ensure_h()
+        self._ensure_v(False)
+
+    cdef inline void _cursor_to_column(self, int column):
+        if column <= 0:
+            column = 1
+        self._cursor.x = column - 1
+        self._ensure_h()
+
+    cdef inline void _cursor_to_line(self, int line):
+        if line <= 0:
+            line = 1
+        self._cursor.y = line - 1
+        if self.m_om and self.has_margins:
+            self._cursor.y += self.mtop
+        self._ensure_v(False)
+
+    def cursor_up(self, count=None):
+        self._cursor_up(count or 1)
+
+    def cursor_up1(self, count=None):
+        self._cursor_up(count or 1)
+        self._cursor.x = 0
+
+    def cursor_down(self, count=None):
+        self._cursor_down(count or 1)
+
+    def cursor_down1(self, count=None):
+        self._cursor_down(count or 1)
+        self._cursor.x = 0
+
+    def cursor_back(self, count=None):
+        self._cursor_back(count or 1)
+
+    def cursor_forward(self, count=None):
+        self._cursor_forward(count or 1)
+
+    def cursor_position(self, line=None, column=None):
+        self._cursor_position(line or 0, column or 0)
+
+    def cursor_to_column(self, column=None):
+        self._cursor_to_column(column or 0)
+
+    def cursor_to_line(self, line=None):
+        if M_DECOM in self._mode and not self.has_margins:
+            raise AssertionError("DECOM without margins")
+        self._cursor_to_line(line or 0)
+
+    def bell(self, *args):
+        pass
+
+    def alignment_display(self):
+        cdef int y, x
+        cdef Cell* r
+        self.mark_all()
+        for y in range(self.lines):
+            r = self.row(y)
+            self.g.stale[self.g.rowmap[y]] = 1
+            for x in range(self.columns):
+                if r[x].cp & PRESENT:
+                    r[x].cp = (r[x].cp & ~DATAMASK) | 0x45
+                else:
+                    r[x].cp = self.blank_word() & ~DATAMASK | 0x45
+                    r[x].fg = 0
+                    r[x].bg = 0
+
+    # ---------------------------------------------------------------- SGR
+    def select_graphic_rendition(self, *attrs):
+        cdef int n = len(attrs), i
+        cdef int p[MAXP]
+        cdef uint8_t sub[MAXP]
+        if n > MAXP:
+            n = MAXP
+        for i in range(n):
+            p[i] = attrs[i]
+            sub[i] = 0
+        self._sgr(p, sub, n)
+
+    cdef void _sgr1(self, int code) except *:
+        cdef int p[1]
+        cdef uint8_t s[1]
+        p[0] = code
+        s[0] = 0
+        self._sgr(p, s, 1)
+
+    cdef void _sgr(self, int* p, uint8_t* sub, int n) except *:
+        cdef Cursor c = self._cursor
+        cdef int i = 0, a, j, k, m
+        cdef uint32_t dflt = 0x20 | (F_REV if self.m_scnm else 0)
+        cdef uint32_t* target
+        if n == 0 or (n == 1 and p[0] == 0):
+            c.aw = dflt
+            c.afg = 0
+            c.abg = 0
+            return
+        while i < n:
+            a = p[i]
+            # group of colon sub-parameters following this one
+            k = i + 1
+            while k < n and sub[k]:
+                k += 1
+            if k > i + 1:
+                # colon form: a:x:y...
+                if a == 38 or a == 48:
+                    target = &c.afg if a == 38 else &c.abg
+                    if k - i >= 3 and p[i + 1] == 5:
+                        if 0 <= p[i + 2] < 256:
+                            target[0] = T_256 | p[i + 2]
+                    elif p[i + 1] == 2 and k - i >= 5:
+                        j = k - 3
+                        if p[j] < 256 and p[j + 1] < 256 and p[j + 2] < 256:
+                            target[0] = T_RGB | (p[j] << 16) | (p[j + 1] << 8) | p[j + 2]
+                elif a == 4:
+                    if p[i + 1] == 0:
+                        c.aw &= ~F_UND
+                    else:
+                        c.aw |= F_UND
+                i = k
+                continue
+            i += 1
+            if a == 0:
+                c.aw = dflt
+                c.afg = 0
+                c.abg = 0
+            elif 30 <= a <= 37:
+                c.afg = _FG_ANSI[a - 30]
+            elif a == 39:
+                c.afg = 0
+            elif 40 <= a <= 47:
+                c.abg = _BG_ANSI[a - 40]
+            elif a == 49:
+                c.abg = 0
+            elif a == 1:
+                c.aw |= F_BOLD
+            elif a == 2:
+                c.aw |= F_DIM
+            elif a == 3:
+                c.aw |= F_ITAL
+            elif a == 4:
+                c.aw |= F_UND
+            elif a == 5:
+                c.aw |= F_BLINK
+            elif a == 7:
+                c.aw |= F_REV
+            elif a == 9:
+                c.aw |= F_STRIKE
+            elif a == 22:
+                c.aw &= ~(F_BOLD | F_DIM)
+            elif a == 23:
+                c.aw &= ~F_ITAL
+            elif a == 24:
+                c.aw &= ~F_UND
+            elif a == 25:
+                c.aw &= ~F_BLINK
+            elif a == 27:
+                c.aw &= ~F_REV
+            elif a == 29:
+                c.aw &= ~F_STRIKE
+            elif 90 <= a <= 97:
+                c.afg = _FG_AIX[a - 90]
+            elif 100 <= a <= 107:
+                c.abg = _BG_AIX[a - 100]
+            elif a == 38 or a == 48:
+                target = &c.afg if a == 38 else &c.abg
+                if i >= n:
+                    break
+                m = p[i]
+                i += 1
+                if m == 5:
+                    if i >= n:
+                        break
+                    m = p[i]
+                    i += 1
+                    if 0 <= m < 256:
+                        target[0] = T_256 | m
+                elif m == 2:
+                    if i + 3 > n:
+                        i = n
+                        break
+                    if p[i] < 256 and p[i + 1] < 256 and p[i + 2] < 256:
+                        target[0] = T_RGB | (p[i] << 16) | (p[i + 1] << 8) | p[i + 2]
+                    else:
+                        target[0] = _color_pack("{0:02x}{1:02x}{2:02x}".format(p[i], p[i + 1], p[i + 2]))
+                    i += 3
+            elif a == 58:
+                # underline colour: not representable; skip its arguments whole
+                if i < n and p[i] == 5:
+                    i += 2
+                elif i < n and p[i] == 2:
+                    i += 4
+                if i > n:
+                    i = n
+
+    # ---------------------------------------------------------------- reports
+    def report_device_attributes(self, mode=0, **kwargs):
+        if mode == 0 and not kwargs.get("private"):
+            if self.feeding:
+                self.pending_da += 1
+            else:
+                self.write_process_input("\x1b[?6c")
+
+    def report_device_status(self, mode):
+        if mode == 5:
+            self.write_process_input("\x1b[0n")
+        elif mode == 6:
+            x = self._cursor.x + 1
+            y = self._cursor.y + 1
+            if M_DECOM in self._mode:
+                assert self.has_margins
+                y -= self.mtop
+            self.write_process_input("\x1b[{0};{1}R".format(y, x))
+
+    def write_process_input(self, data):
+        """Replies to the program (DA, DSR, XTVERSION...): forwarded to `on_reply` as UTF-8 bytes."""
+        if self.on_reply is not None:
+            self.on_reply(data.encode("utf-8"))
+
+    def debug(self, *args, **kwargs):
+        pass
+
+    cdef void _flush_da(self) except *:
+        cdef int n = self.pending_da
+        self.pending_da = 0
+        while n > 0:
+            n -= 1
+            self.write_process_input("\x1b[?6c")
+
+    def _program_status(self, str payload):
+        """OSC 7501: `?` is a query (echoed); anything else a `key=value` report, `:`- or `;`-separated."""
+        if payload == "?":
+            self.write_process_input("\x1b]7501;?\x07")
+            return
+        fields = {}
+        for part in payload.replace(";", ":").split(":"):
+            if not part:
+                continue
+            key, sep, value = part.partition("=")
+            if key in ("msg", "title") and value:
+                try:
+                    value = base64.b64decode(value + "=" * (-len(value) % 4), validate=False).decode(
+                        "utf-8", "replace")
+                except ValueError:
+                    pass
+            fields[key] = value if sep else ""
+        self.program_status = fields
+        if self.on_status is not None:
+            self.on_status(fields)
+
+    # ---------------------------------------------------------------- reading
+    cdef str _render(self, int p):
+        cdef Cell* r = self.g.cells + <Py_ssize_t>p * self.columns
+        cdef int x, n = 0
+        cdef bint skip = False, slow = False
+        cdef uint32_t w, cp
+        cdef ucs4* buf = self.scratch
+        for x in range(self.columns):
+            if skip:
+                skip = False
+                continue
+            w = r[x].cp
+            if not (w & PRESENT):
+                buf[n] = 0x20
+                n += 1
+                continue
+            if w & XSTR:
+                slow = True
+                break
+            cp = w & CPMASK
+            if cp == 0:
+                continue
+            buf[n] = cp
+            n += 1
+            if cp >= 0x1100 and wclass(cp) == W_TWO:
+                skip = True
+        if not slow:
+            return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, n)
+        parts = []
+        skip = False
+        for x in range(self.columns):
+            if skip:
+                skip = False
+                continue
+            w = r[x].cp
+            if not (w & PRESENT):
+                parts.append(" ")
+                continue
+            s = _data_str(w)
+            parts.append(s)
+            if s:
+                skip = wclass(ord(s[0])) == W_TWO
+        return "".join(parts)
+
+    cdef inline str _line(self, int y):
+        cdef int p = self.g.rowmap[y]
+        if self.g.stale[p]:
+            self.rowtext[p] = self._render(p)
+            self.g.stale[p] = 0
+        return self.rowtext[p]
+
+    @property
+    def display(self):
+        cdef int y
+        return [self._line(y) for y in range(self.lines)]
+
+    def line(self, int y):
+        """Text of row y (cached until the row changes)."""
+        if y < 0:
+            y += self.lines
+        if not (0 <= y < self.lines):
+            raise IndexError("row %d out of range" % y)
+        return self._line(y)
+
+    def wrapped(self, int y):
+        """True if row y soft-wrapped (autowrap at the last column) into row y + 1."""
+        if not (0 <= y < self.lines):
+            return False
+        return bool(self.g.wrapped[self.g.rowmap[y]])
+
+    def logical_lines(self):
+        """Rows joined where soft-wrapped, each logical line right-stripped."""
+        cdef int y
+        out = []
+        cur = []
+        for y in range(self.lines):
+            cur.append(self._line(y))
+            if not self.g.wrapped[self.g.rowmap[y]] or y == self.lines - 1:
+                out.append("".join(cur).rstrip())
+                cur = []
+        return out
+
+    def changed_rows(self):
+        """(y, text) for rows whose text changed since the previous call."""
+        cdef int y
+        out = []
+        last = self.last_rows
+        for y in range(self.lines):
+            if self.ldirty[y]:
+                self.ldirty[y] = 0
+                t = self._line(y)
+                if t != last[y]:
+                    last[y] = t
+                    out.append((y, t))
+        return out
+
+    def _cell(self, int y, int x):
+        """(word, fg, bg) of a visible cell, for the buffer proxy."""
+        cdef Cell* c = self.row(y) + x
+        return (c.cp, c.fg, c.bg)
+
+    def char_at(self, int y, int x):
+        """pyte Char of cell (x, y) (unwritten cells read as default_char)."""
+        if not (0 <= y < self.lines and 0 <= x < self.columns):
+            return self.default_char
+        cdef Cell* c = self.row(y) + x
+        if not (c.cp & PRESENT):
+            return _make_char(self.blank_word(), 0, 0)
+        return _make_char(c.cp, c.fg, c.bg)
+
+    def dim_at(self, int y, int x):
+        """SGR 2 (dim) state of cell (x, y); pyte's Char has no field for it."""
+        if not (0 <= y < self.lines and 0 <= x < self.columns):
+            return False
+        return bool((self.row(y) + x).cp & F_DIM)
+
+    def set_char(self, int y, int x, ch):
+        """`buffer[y][x] = Char(...)`: store a cell (ignored outside the grid, like pyte's invisible keys)."""
+        if not (0 <= y < self.lines and 0 <= x < self.columns):
+            return
+        cdef tuple t = _pack_char(ch)
+        cdef Cell* c = self.row(y) + x
+        c.cp = <uint32_t>t[0] | PRESENT
+        c.fg = t[1]
+        c.bg = t[2]
+        self.touch_text(y)
+
+    def del_char(self, int y, int x):
+        if 0 <= y < self.lines and 0 <= x < self.columns:
+            (self.row(y) + x).cp = 0
+            self.touch_text(y)
+
+    def present(self, int y, int x):
+        if 0 <= y < self.lines and 0 <= x < self.columns:
+            return bool((self.row(y) + x).cp & PRESENT)
+        return False
+
+    def swap_rows(self, int y, int src_y):
+        """`buffer[y] = buffer[src_y]` (pyte moves line objects): copy row src_y over row y."""
+        if not (0 <= y < self.lines and 0 <= src_y < self.lines):
+            return
+        memcpy(self.row(y), self.row(src_y), self.columns * sizeof(Cell))
+        self.touch_text(y)
+
+    def clear_row(self, int y):
+        if 0 <= y < self.lines:
+            self.clear_phys(self.g.rowmap[y])
+            self.touch_text(y)
+
+    cdef str _sgr_of(self, uint32_t w, uint32_t fg, uint32_t bg):
+        parts = ["0"]
+        if w & F_BOLD:
+            parts.append("1")
+        if w & F_DIM:
+            parts.append("2")
+        if w & F_ITAL:
+            parts.append("3")
+        if w & F_UND:
+            parts.append("4")
+        if w & F_BLINK:
+            parts.append("5")
+        if w & F_REV:
+            parts.append("7")
+        if w & F_STRIKE:
+            parts.append("9")
+        _col_sgr(parts, fg, True)
+        _col_sgr(parts, bg, False)
+        return ";".join(parts)
+
+    def snapshot(self):
+        """Rows as text (right-stripped) plus attribute runs [start, end, sgr] per row, cursor and modes."""
+        cdef int y, x, start
+        cdef Cell* r
+        cdef uint32_t key_w, key_fg, key_bg, w
+        rows = []
+        attrs = []
+        for y in range(self.lines):
+            rows.append(self._line(y).rstrip())
+            r = self.row(y)
+            runs = []
+            start = 0
+            key_w = r[0].cp & FLAGMASK if r[0].cp & PRESENT else 0
+            key_fg = r[0].fg
+            key_bg = r[0].bg
+            for x in range(1, self.columns + 1):
+                if x < self.columns:
+                    w = r[x].cp & FLAGMASK if r[x].cp & PRESENT else 0
+                    if w == key_w and r[x].fg == key_fg and r[x].bg == key_bg:
+                        continue
+                if key_w or key_fg or key_bg:
+                    runs.append([start, x, self._sgr_of(key_w, key_fg, key_bg)])
+                if x < self.columns:
+                    start = x
+                    key_w = w
+                    key_fg = r[x].fg
+                    key_bg = r[x].bg
+            attrs.append(runs)
+        c = self._cursor
+        return {
+            "rows": rows,
+            "attrs": attrs,
+            "cursor": [c.x, c.y],
+            "cursor_hidden": bool(c.hidden),
+            "title": self.title,
+            "alternate": bool(self.in_alt),
+            "columns": self.columns,
+            "lines": self.lines,
+        }
+
+    def ansi_repaint(self):
+        """Bytes that repaint this screen on a blank terminal of the same size: SGR, text, cursor."""
+        cdef int y, x, last, col
+        cdef Cell* r
+        cdef uint32_t w, cw, cfg, cbg, cp
+        cdef bint skip
+        out = ["\x1b[0m\x1b[H\x1b[2J"]
+        cw = 0
+        cfg = 0
+        cbg = 0
+        for y in range(self.lines):
+            r = self.row(y)
+            last = -1
+            for x in range(self.columns):
+                w = r[x].cp
+                if (w & PRESENT) and ((w & DATAMASK) not in (0, 0x20) or (w & FLAGMASK) or r[x].fg or r[x].bg):
+                    last = x
+            if last < 0:
+                continue
+            out.append("\x1b[%d;1H" % (y + 1))
+            col = 0
+            skip = False
+            for x in range(last + 1):
+                if skip:
+                    skip = False
+                    continue
+                w = r[x].cp
+                if not (w & PRESENT):
+                    w = 0x20
+                    fg = 0
+                    bg = 0
+                    if cw != 0 or cfg != 0 or cbg != 0:
+                        out.append("\x1b[0m")
+                        cw = cfg = cbg = 0
+                else:
+                    if (w & FLAGMASK) != cw or r[x].fg != cfg or r[x].bg != cbg:
+                        cw = w & FLAGMASK
+                        cfg = r[x].fg
+                        cbg = r[x].bg
+                        out.append("\x1b[" + self._sgr_of(cw, cfg, cbg) + "m")
+                s = _data_str(w)
+                if not s:
+                    continue
+                if col != x:
+                    out.append("\x1b[%dG" % (x + 1))
+                out.append(s)
+                if wclass(ord(s[0])) == W_TWO:
+                    skip = True
+                    col = x + 2
+                else:
+                    col = x + 1
+        c = self._cursor
+        out.append("\x1b[0m")
+        out.append("\x1b[%d;%dH" % (c.y + 1, min(c.x, self.columns - 1) + 1))
+        out.append("\x1b[?25l" if c.hidden else "\x1b[?25h")
+        return "".join(out).encode("utf-8")
+
+
+cdef void _col_sgr(list parts, uint32_t c, bint fg) except *:
+    cdef uint32_t tag = c & TAGMASK
+    if c == 0:
+        return
+    if tag == T_256:
+        parts.append("%d;5;%d" % (38 if fg else 48, c & VALMASK))
+    elif tag == T_RGB:
+        v = c & VALMASK
+        parts.append("%d;2;%d;%d;%d" % (38 if fg else 48, v >> 16, (v >> 8) & 255, v & 255))
+    elif tag == T_NAME:
+        name = _NAMES[c & VALMASK]
+        code = (_NAME_FG_SGR if fg else _NAME_BG_SGR).get(name)
+        if code is not None:
+            parts.append(str(code))
+        elif len(name) == 6:
+            try:
+                v = int(name, 16)
+            except ValueError:
+                return
+            parts.append("%d;2;%d;%d;%d" % (38 if fg else 48, v >> 16, (v >> 8) & 255, v & 255))
+
+
+class _Row:
+    """One row of `Screen.buffer`, behaving like pyte's StaticDefaultDict of `Char`."""
+
+    __slots__ = ("_s", "_y")
+
+    def __init__(self, screen, y):
+        self._s = screen
+        self._y = y
+
+    @property
+    def default(self):
+        return self._s.default_char
+
+    def __getitem__(self, x):
+        return self._s.char_at(self._y, x)
+
+    def __setitem__(self, x, ch):
+        self._s.set_char(self._y, x, ch)
+
+    def __delitem__(self, x):
+        self._s.del_char(self._y, x)
+
+    def pop(self, x, *default):
+        s = self._s
+        if s.present(self._y, x):
+            ch = s.char_at(self._y, x)
+            s.del_char(self._y, x)
+            return ch
+        if default:
+            return default[0]
+        raise KeyError(x)
+
+    def __contains__(self, x):
+        return self._s.present(self._y, x)
+
+    def keys(self):
+        s = self._s
+        return [x for x in range(s.columns) if s.present(self._y, x)]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self.keys())
+
+    def values(self):
+        return [self[x] for x in self.keys()]
+
+    def items(self):
+        return [(x, self[x]) for x in self.keys()]
+
+    def get(self, x, default=None):
+        return self[x] if x in self else default
+
+    def __eq__(self, other):
+        try:
+            return dict(self.items()) == dict(other.items())
+        except AttributeError:
+            return NotImplemented
+
+    def __repr__(self):
+        return "Row(%d)" % self._y
+
+
+class _Buffer:
+    """`Screen.buffer`: a mapping view y -> row, reading and writing the native grid."""
+
+    __slots__ = ("_s",)
+
+    def __init__(self, screen):
+        self._s = screen
+
+    def __getitem__(self, y):
+        if y < 0:
+            y += self._s.lines
+        return _Row(self._s, y)
+
+    def __setitem__(self, y, row):
+        s = self._s
+        if isinstance(row, _Row):
+            s.swap_rows(y, row._y)
+            return
+        s.clear_row(y)
+        for x, ch in row.items():
+            s.set_char(y, x, ch)
+
+    def __len__(self):
+        return self._s.lines
+
+    def __iter__(self):
+        return iter(range(self._s.lines))
+
+    def __contains__(self, y):
+        return 0 <= y < self._s.lines
+
+    def keys(self):
+        return list(range(self._s.lines))
+
+    def values(self):
+        return [_Row(self._s, y) for y in range(self._s.lines)]
+
+    def items(self):
+        return [(y, _Row(self._s, y)) for y in range(self._s.lines)]
+
+    def clear(self):
+        s = self._s
+        for y in range(s.lines):
+            s.clear_row(y)
+
+    def pop(self, y, default=None):
+        if y in self:
+            row = {x: ch for x, ch in _Row(self._s, y).items()}
+            self._s.clear_row(y)
+            return row
+        return default
+
+
+include "parser.pxi"
