@@ -24,20 +24,33 @@ TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object
 
 
 def agent_body(text: str = "hi", *, stream: bool = True, tools: bool = True, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": "claude-opus-5-5", "max_tokens": 1000, "stream": stream,
-                            "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}], **extra}
+    body: dict[str, Any] = {
+        "model": "claude-opus-5-5",
+        "max_tokens": 1000,
+        "stream": stream,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
+        **extra,
+    }
     if tools:
         body["tools"] = TOOLS
     return body
 
 
-def post(mock: MockAnthropic, body: dict[str, Any], path: str = "/v1/messages?beta=true",
-         timeout: float = 10) -> tuple[int, dict[str, str], bytes]:
+def post(
+    mock: MockAnthropic, body: dict[str, Any], path: str = "/v1/messages?beta=true", timeout: float = 10
+) -> tuple[int, dict[str, str], bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", mock.port, timeout=timeout)
     try:
-        conn.request("POST", path, body=json.dumps(body),
-                     headers={"Content-Type": "application/json", "x-api-key": "sk-secret",
-                              "anthropic-version": "2023-06-01"})
+        conn.request(
+            "POST",
+            path,
+            body=json.dumps(body),
+            headers={
+                "Content-Type": "application/json",
+                "x-api-key": "sk-secret",
+                "anthropic-version": "2023-06-01",
+            },
+        )
         resp = conn.getresponse()
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
     finally:
@@ -52,7 +65,7 @@ def parse_sse(raw: bytes) -> list[tuple[str, dict[str, Any]]]:
     for block in text[:-2].split("\n\n"):
         lines = block.split("\n")
         assert len(lines) == 2 and lines[0].startswith("event: ") and lines[1].startswith("data: "), block
-        name, data = lines[0][len("event: "):], json.loads(lines[1][len("data: "):])
+        name, data = lines[0][len("event: ") :], json.loads(lines[1][len("data: ") :])
         assert data["type"] == name
         events.append((name, data))
     return events
@@ -83,17 +96,31 @@ def test_text_stream_framing_and_content(mock: MockAnthropic) -> None:
     assert len(deltas) == 7  # 31 chars in chunks of 5
     assert "".join(d["text"] for d in deltas) == "Paris is the capital of France."
     start = events[0][1]["message"]
-    assert start["role"] == "assistant" and start["model"] == "claude-opus-5-5" and start["id"].startswith("msg_")
+    assert (
+        start["role"] == "assistant"
+        and start["model"] == "claude-opus-5-5"
+        and start["id"].startswith("msg_")
+    )
     assert events[-2][1]["delta"]["stop_reason"] == "end_turn"
     assert events[-2][1]["usage"]["output_tokens"] >= 1
 
 
 def test_thinking_and_tool_use_blocks(mock: MockAnthropic) -> None:
-    mock.push({"blocks": [{"type": "thinking", "thinking": "Let me think."},
-                          {"type": "text", "text": "Running it."},
-                          {"type": "tool_use", "name": "Bash", "id": "toolu_1",
-                           "input": {"command": "echo " + "x" * 200, "description": "echo"}}],
-               "delay": 0})
+    mock.push(
+        {
+            "blocks": [
+                {"type": "thinking", "thinking": "Let me think."},
+                {"type": "text", "text": "Running it."},
+                {
+                    "type": "tool_use",
+                    "name": "Bash",
+                    "id": "toolu_1",
+                    "input": {"command": "echo " + "x" * 200, "description": "echo"},
+                },
+            ],
+            "delay": 0,
+        }
+    )
     _, _, raw = post(mock, agent_body())
     events = parse_sse(raw)
     starts = [d["content_block"] for n, d in events if n == "content_block_start"]
@@ -112,8 +139,11 @@ def test_thinking_and_tool_use_blocks(mock: MockAnthropic) -> None:
 
 
 def test_script_order_times_and_default_when_exhausted(mock: MockAnthropic) -> None:
-    mock.push({"label": "a", "text": "one", "delay": 0}, {"label": "b", "status": 529, "times": 2},
-              {"label": "c", "text": "three", "delay": 0})
+    mock.push(
+        {"label": "a", "text": "one", "delay": 0},
+        {"label": "b", "status": 529, "times": 2},
+        {"label": "c", "text": "three", "delay": 0},
+    )
     results = [post(mock, agent_body(f"q{i}")) for i in range(5)]
     assert [s for s, _, _ in results] == [200, 529, 529, 200, 200]
     assert [r["label"] for r in mock.requests] == ["a", "b", "b", "c", "default"]
@@ -129,15 +159,20 @@ def test_persistent_http_500_error_shape(mock: MockAnthropic) -> None:
         status, headers, raw = post(mock, agent_body())
         assert status == 500
         assert headers["content-type"] == "application/json"
-        assert json.loads(raw) == {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}
+        assert json.loads(raw) == {
+            "type": "error",
+            "error": {"type": "api_error", "message": "Internal server error"},
+        }
     assert [e["status"] for e in mock.events if e["event"] == "http_error"] == [500, 500, 500]
     mock.set_script([{"text": "recovered", "delay": 0}])
     assert post(mock, agent_body())[0] == 200
 
 
 def test_error_headers_and_sse_error_event(mock: MockAnthropic) -> None:
-    mock.push({"status": 429, "headers": {"retry-after": "1"}},
-              {"text": "partial", "sse_error": "overloaded_error", "delay": 0})
+    mock.push(
+        {"status": 429, "headers": {"retry-after": "1"}},
+        {"text": "partial", "sse_error": "overloaded_error", "delay": 0},
+    )
     status, headers, raw = post(mock, agent_body())
     assert status == 429 and headers["retry-after"] == "1"
     assert json.loads(raw)["error"]["type"] == "rate_limit_error"
@@ -178,13 +213,20 @@ def test_request_log_and_non_agent_requests(mock: MockAnthropic) -> None:
 
 
 def test_last_user_text_and_tool_results_helpers() -> None:
-    body = {"messages": [
-        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nx</system-reminder>"},
-                                     {"type": "text", "text": "make a file"}]},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "hi"}]},
-        {"role": "system", "content": "# Environment"},
-    ]}
+    body = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "<system-reminder>\nx</system-reminder>"},
+                    {"type": "text", "text": "make a file"},
+                ],
+            },
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "hi"}]},
+            {"role": "system", "content": "# Environment"},
+        ]
+    }
     assert last_user_text(body) == ""  # the last user message is a tool result
     assert tool_results(body) == [{"type": "tool_result", "tool_use_id": "t1", "content": "hi"}]
     assert last_user_text({"messages": body["messages"][:1]}) == "make a file"
@@ -194,8 +236,10 @@ def test_client_disconnect_mid_stream_is_logged(mock: MockAnthropic) -> None:
     mock.push({"label": "slow", "text": "word " * 200, "chunk": 5, "delay": 0.05})
     sock = socket.create_connection(("127.0.0.1", mock.port), timeout=5)
     payload = json.dumps(agent_body()).encode()
-    sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload))
+    sock.sendall(
+        b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload)
+    )
     got = b""
     while b"message_start" not in got:
         chunk = sock.recv(65536)
@@ -213,15 +257,22 @@ def test_client_disconnect_mid_stream_is_logged(mock: MockAnthropic) -> None:
 def test_command_line_entry_point(tmp_path: Path) -> None:
     script = tmp_path / "script.jsonl"
     script.write_text(json.dumps({"label": "cli", "text": "from the script", "delay": 0}) + "\n")
-    proc = subprocess.Popen([sys.executable, str(FAKES / "mock_anthropic.py"), "--port", "0", "--script", str(script)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(FAKES / "mock_anthropic.py"), "--port", "0", "--script", str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert line.startswith("mock_anthropic listening on http://127.0.0.1:"), line
         port = int(line.rsplit(":", 1)[1])
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        conn.request("POST", "/v1/messages", body=json.dumps(agent_body()),
-                     headers={"Content-Type": "application/json"})
+        conn.request(
+            "POST",
+            "/v1/messages",
+            body=json.dumps(agent_body()),
+            headers={"Content-Type": "application/json"},
+        )
         raw = conn.getresponse().read()
         conn.close()
         assert sse_text(raw) == "from the script"

@@ -244,7 +244,9 @@ class ClaudeDriver(Driver):
         while True:
             if self.exited:
                 excerpt = "\n".join(r.rstrip() for r in self._rows() if r.strip())[-600:]
-                raise DriverError("spawn_failed", f"claude exited during startup (code {self.exit_code}): {excerpt}")
+                raise DriverError(
+                    "spawn_failed", f"claude exited during startup (code {self.exit_code}): {excerpt}"
+                )
             now = self._now()
             if now > deadline:
                 raise DriverError("timeout", f"claude did not reach its prompt within {STARTUP_TIMEOUT:.0f}s")
@@ -266,7 +268,9 @@ class ClaudeDriver(Driver):
                     target = dialog.find(label=v2_1.STARTUP_ACCEPT[dialog.kind])
                     keys = v2_1.cursor_keys(dialog, target) if target is not None else []
                     if not keys:
-                        raise DriverError("startup_dialog", f"cannot parse the {dialog.kind} dialog's options")
+                        raise DriverError(
+                            "startup_dialog", f"cannot parse the {dialog.kind} dialog's options"
+                        )
                     self._write_keys(keys[:1])
                     current.keys.append(keys[0])
                     current.last_key_at = now
@@ -369,7 +373,9 @@ class ClaudeDriver(Driver):
             sig = dialog.signature()
             if self.question is None or self.question.signature != sig:
                 if self.question is not None:
-                    self.host.close_question(self.question.id, "answered" if self.question.answered else "dismissed")
+                    self.host.close_question(
+                        self.question.id, "answered" if self.question.answered else "dismissed"
+                    )
                 qid = self.host.open_question(
                     v2_1.QUESTION_KIND.get(dialog.kind, "choice"),
                     dialog.text,
@@ -377,7 +383,9 @@ class ClaudeDriver(Driver):
                     dialog.detail or None,
                     "cli-dialog",
                 )
-                self.question = _Question(qid, dialog, self._dialog_paint.get(sig, self._now()), signature=sig)
+                self.question = _Question(
+                    qid, dialog, self._dialog_paint.get(sig, self._now()), signature=sig
+                )
             else:
                 self.question.dialog = dialog
         elif self.question is not None and cls.state != "blank":
@@ -613,7 +621,9 @@ class ClaudeDriver(Driver):
                 deadline = max(deadline, now + 5.0)  # never press Enter into a dialog; wait for it
                 continue
             if now > deadline:
-                self.host.turn_error("the message was not submitted (no transcript entry, never busy)", "timeout")
+                self.host.turn_error(
+                    "the message was not submitted (no transcript entry, never busy)", "timeout"
+                )
                 self._end_turn("")
                 return
             cls = self._classify()
@@ -655,8 +665,12 @@ class ClaudeDriver(Driver):
     ) -> None:
         q = self.question
         if q is None or (question_id and question_id != q.id):
-            raise DriverError("no_question", "no dialog is waiting on this session"
-                              if q is None else f"question {question_id} is not open (open: {q.id})")
+            raise DriverError(
+                "no_question",
+                "no dialog is waiting on this session"
+                if q is None
+                else f"question {question_id} is not open (open: {q.id})",
+            )
         dialog = q.dialog
         idx: int | None = None
         if digit is not None and str(digit).strip():

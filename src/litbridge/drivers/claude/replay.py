@@ -169,7 +169,9 @@ def parse_osc7501(body: bytes) -> dict[str, str] | None:
 class ReplayHost:
     """A recording `DriverHost`: does what the session would do with the driver's calls, emitting events."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, terminal: Any, key: str, emit: Callable[[dict], None]):
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, terminal: Any, key: str, emit: Callable[[dict], None]
+    ):
         import logging
 
         self.key = key
@@ -230,8 +232,13 @@ class ReplayHost:
 
     def tool_result(self, tool_use_id: str, content: str, is_error: bool = False) -> None:
         if self.turn_id is not None:
-            self._emit("tool_result", tool_use_id=tool_use_id, content=content, is_error=is_error,
-                       turn_id=self.turn_id)
+            self._emit(
+                "tool_result",
+                tool_use_id=tool_use_id,
+                content=content,
+                is_error=is_error,
+                turn_id=self.turn_id,
+            )
 
     def _end(self, event: str, **fields: Any) -> None:
         if self.turn_id is None:
@@ -242,7 +249,9 @@ class ReplayHost:
                 self.close_question(qid, "orphaned")
         self._emit(event, turn_id=tid, **fields)
 
-    def turn_complete(self, content: str, usage: dict[str, int] | None = None, source: str = "screen") -> None:
+    def turn_complete(
+        self, content: str, usage: dict[str, int] | None = None, source: str = "screen"
+    ) -> None:
         fields: dict[str, Any] = {"content": content, "source": source}
         if usage:
             fields["usage"] = usage
@@ -254,13 +263,26 @@ class ReplayHost:
     def turn_error(self, message: str, kind: str = "api_error") -> None:
         self._end("turn_error", message=message, kind=kind)
 
-    def open_question(self, kind: str, text: str, options: list[dict[str, Any]], detail: Any = None,
-                      source: str | None = None) -> str:
+    def open_question(
+        self,
+        kind: str,
+        text: str,
+        options: list[dict[str, Any]],
+        detail: Any = None,
+        source: str | None = None,
+    ) -> str:
         self._qn += 1
         qid = f"q{self._qn}"
         self._questions[qid] = True
-        self._emit("question", question_id=qid, kind=kind, text=text, options=options, detail=detail,
-                   source=source or "cli-dialog")
+        self._emit(
+            "question",
+            question_id=qid,
+            kind=kind,
+            text=text,
+            options=options,
+            detail=detail,
+            source=source or "cli-dialog",
+        )
         return qid
 
     def close_question(self, question_id: str, reason: str = "answered") -> None:
@@ -281,8 +303,9 @@ class ReplayHost:
 # ---------------------------------------------------------------------------------------------- replay
 
 
-async def _replay(capture: Capture, home: Path, emit: Callable[[dict], None], *, tail: float,
-                  speed: float) -> ReplayHost:
+async def _replay(
+    capture: Capture, home: Path, emit: Callable[[dict], None], *, tail: float, speed: float
+) -> ReplayHost:
     loop = asyncio.get_running_loop()
     osc_from_bytes = getattr(Terminal, "implementation", "") == "pyte"
     holder: dict[str, Any] = {}
@@ -298,7 +321,11 @@ async def _replay(capture: Capture, home: Path, emit: Callable[[dict], None], *,
     env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(cfg)}
     args = list(capture.args)
     sid = capture.first_session_id
-    if sid and "--session-id" not in args and not any(a in ("--resume", "-r", "--continue", "-c") for a in args):
+    if (
+        sid
+        and "--session-id" not in args
+        and not any(a in ("--resume", "-r", "--continue", "-c") for a in args)
+    ):
         args += ["--session-id", sid]
     options = {"session": capture.name, "cli": "claude", "args": args, "working_dir": capture.cwd, "env": env}
     driver = ClaudeDriver(host, options)
@@ -382,8 +409,14 @@ async def _replay(capture: Capture, home: Path, emit: Callable[[dict], None], *,
     return host
 
 
-def replay(capture: Capture | str | Path, *, fast: bool = True, speed: float = 1.0, tail: float = 12.0,
-           on_event: Callable[[dict], None] | None = None) -> list[dict]:
+def replay(
+    capture: Capture | str | Path,
+    *,
+    fast: bool = True,
+    speed: float = 1.0,
+    tail: float = 12.0,
+    on_event: Callable[[dict], None] | None = None,
+) -> list[dict]:
     """Run `capture` through the driver; returns (and streams to `on_event`) the emitted events."""
     cap = capture if isinstance(capture, Capture) else Capture.load(capture)
     events: list[dict] = []

@@ -309,7 +309,9 @@ class TurnTracker:
                 self.reset()
                 self.open = True
                 self.prompt = text
-                out.append(TurnEvent("prompt", text, {"uuid": e.get("uuid"), "session_id": e.get("sessionId")}))
+                out.append(
+                    TurnEvent("prompt", text, {"uuid": e.get("uuid"), "session_id": e.get("sessionId")})
+                )
                 return out
             if isinstance(content, list):
                 for b in content:
@@ -317,8 +319,13 @@ class TurnTracker:
                         continue
                     if b.get("type") == "tool_result":
                         tid = str(b.get("tool_use_id", ""))
-                        out.append(TurnEvent("tool_result", flatten_tool_content(b.get("content")),
-                                             {"tool_use_id": tid, "is_error": bool(b.get("is_error"))}))
+                        out.append(
+                            TurnEvent(
+                                "tool_result",
+                                flatten_tool_content(b.get("content")),
+                                {"tool_use_id": tid, "is_error": bool(b.get("is_error"))},
+                            )
+                        )
                     elif b.get("type") == "text" and str(b.get("text", "")).startswith(INTERRUPT_PREFIX):
                         if self.open:
                             out.append(self._finish("interrupted", self.content))
@@ -354,8 +361,13 @@ class TurnTracker:
                     tid = str(b.get("id", ""))
                     if tid not in self.tool_ids:
                         self.tool_ids.add(tid)
-                        out.append(TurnEvent("tool_use", str(b.get("name", "")),
-                                             {"tool_use_id": tid, "input": b.get("input")}))
+                        out.append(
+                            TurnEvent(
+                                "tool_use",
+                                str(b.get("name", "")),
+                                {"tool_use_id": tid, "input": b.get("input")},
+                            )
+                        )
             if msg.get("stop_reason") == "end_turn" and self.open:
                 self.pending_complete = True
             return out

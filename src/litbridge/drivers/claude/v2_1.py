@@ -180,8 +180,9 @@ def classify(rows: Sequence[str]) -> ScreenState:
     spin = spinner_line(rows, top if top is not None else prompt_row)
     # The footer drops `esc to interrupt` while the input holds a draft; the spinner still shows busy.
     state = "busy" if BUSY_MARK in footer or spin is not None else "idle"
-    return ScreenState(state, prompt_row=prompt_row, footer=footer, input_text=input_text, spinner=spin,
-                       version=version)
+    return ScreenState(
+        state, prompt_row=prompt_row, footer=footer, input_text=input_text, spinner=spin, version=version
+    )
 
 
 # ---------------------------------------------------------------------------------------------- dialogs
@@ -277,8 +278,11 @@ def parse_dialog(rows: Sequence[str]) -> Dialog | None:
             Option(2, "Leave for accept edits mode and stop", False),
             Option(3, "Cancel", False),
         ]
-        keys = {"Stay in auto mode": ["Enter"], "Leave for accept edits mode and stop": ["BTab"],
-                "Cancel": ["Esc"]}
+        keys = {
+            "Stay in auto mode": ["Enter"],
+            "Leave for accept edits mode and stop": ["BTab"],
+            "Cancel": ["Esc"],
+        }
         first = footer
     if kind == "choice" and len(options) < 2:
         return None
@@ -339,6 +343,7 @@ def _is_chrome(row: str) -> bool:
         or s.startswith("⎿  Tip:")
         or (s.startswith("◐ ") and "/effort" in s)
         or s in ("ctrl+g to edit in Vim",)
+        or _indent(row) >= 60  # right-aligned transient hints above the prompt box
     )
 
 
@@ -403,10 +408,20 @@ def reflow(rows: list[str], cols: int = 200) -> list[str]:
 
 
 def _block_is_tool(head: str, following: list[str]) -> bool:
-    if TOOL_CALL_RE.match(head) or TOOL_SUMMARY_RE.match(head) or head.startswith("API Error"):
+    if TOOL_CALL_RE.match(head) or STATUS_ELLIPSIS_RE.match(head) or head.startswith("API Error"):
         return True
     nxt = next((r.strip() for r in following if r.strip()), "")
     return nxt.startswith("⎿")
+
+
+STATUS_ELLIPSIS_RE = re.compile(r"^[A-Z][a-z]+ing\b[^.!?]*…$")
+
+
+def _paragraph_is_tool(first: str, following: list[str]) -> bool:
+    """A paragraph that is tool chrome: a condensed tool summary, a thinking row, a status, or a call + `⎿`."""
+    if TOOL_SUMMARY_RE.match(first) or THINKING_ROW_RE.match(first) or STATUS_ELLIPSIS_RE.match(first):
+        return True
+    return bool(following) and following[0].strip().startswith("⎿")
 
 
 def find_turn_start(lines: Sequence[str], prompt_text: str | None = None) -> int | None:
@@ -435,16 +450,18 @@ def extract_response(lines: Sequence[str], start: int | None = None, cols: int =
     lines = _strip(lines)
     end = _content_end(lines)
     y = 0 if start is None else start + 1
-    if start is None:
-        # skip the logo header if it is still on screen
-        for i in range(min(end, 6)):
-            if VERSION_RE.search(lines[i]):
-                y = i + 3
-                break
+    header = start is None and any(VERSION_RE.search(r) for r in lines[: min(end, 6)])
+    if header:
+        return ""  # the prompt row should be visible below the logo; without it nothing is this turn's
     blocks: list[list[str]] = []
     current: list[str] | None = None
     in_tool = False
     seen_bullet = False
+    if start is None:
+        # the turn's prompt scrolled off the top: the first visible rows continue a text block
+        current = []
+        blocks.append(current)
+        seen_bullet = True
     while y < end:
         r = lines[y]
         s = r.strip()
@@ -464,8 +481,11 @@ def extract_response(lines: Sequence[str], start: int | None = None, cols: int =
         if not seen_bullet:
             y += 1
             continue
-        if r.startswith("  ") and (TOOL_SUMMARY_RE.match(s) or THINKING_ROW_RE.match(s)) and (
-            y == 0 or not lines[y - 1].strip()
+        if (
+            r.startswith("  ")
+            and s
+            and (y == 0 or not lines[y - 1].strip())
+            and _paragraph_is_tool(s, lines[y + 1 : y + 2])
         ):
             in_tool = True
             current = None
@@ -488,7 +508,7 @@ def extract_response(lines: Sequence[str], start: int | None = None, cols: int =
     return "\n\n".join(t for t in texts if t)
 
 
-_LOGO_CHARS = " ▐▛█▜▝▀▘▗▖▙▟▌"
+_LOGO_CHARS = " " + "".join(chr(c) for c in range(0x2580, 0x25A0))
 
 
 def header_info(rows: Sequence[str]) -> tuple[str | None, str | None]:

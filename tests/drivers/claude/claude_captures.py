@@ -1,0 +1,38 @@
+"""Helpers shared by the Claude driver tests: where the recorded captures are and how to read their screens."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_ROOT = Path(__file__).resolve().parents[3]
+CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", _ROOT.parent / "shared" / "captures"))
+
+
+def capture_dirs() -> list[Path]:
+    if not CAPTURES.is_dir():
+        return []
+    return sorted(p for p in CAPTURES.iterdir() if p.is_dir() and (p / "chunks.jsonl").exists())
+
+
+def screen_files() -> list[Path]:
+    return sorted(f for d in capture_dirs() for f in (d / "screens").glob("*.txt") if ".full." not in f.name)
+
+
+def read_screen(path: Path) -> tuple[dict[str, str], list[str]]:
+    """(header fields, 50 rows) of a captures' `screens/NN_label.txt`."""
+    text = path.read_text(encoding="utf-8")
+    header, _, body = text.partition("\n")
+    fields = dict(part.split("=", 1) for part in header.lstrip("# ").split() if "=" in part)
+    rows = body.split("\n")[:50]
+    rows += [""] * (50 - len(rows))
+    return fields, rows
+
+
+def capture(name: str) -> Path:
+    matches = [d for d in capture_dirs() if d.name.startswith(name)]
+    if not matches:
+        pytest.skip(f"capture {name} not available under {CAPTURES}")
+    return matches[0]

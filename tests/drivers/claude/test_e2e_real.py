@@ -1,0 +1,260 @@
+"""End-to-end tests: the real Claude Code 2.1.328 binary, driven by `litbridge serve` over its socket, talking to
+the scripted mock API (tests/fakes/mock_anthropic.py). They check what a client sees (protocol events) and what
+really happened (mock request log, transcript, files). Screen parsing details are covered by the fixture tests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_env import FAKE_API_KEY, ClaudeHome, make_home, offline_env, write_preapproval
+from mock_anthropic import MockAnthropic, all_text, tool_results
+
+pytestmark = [pytest.mark.real_claude, pytest.mark.asyncio]
+
+TERMINAL = ("complete", "interrupted", "turn_error")
+
+
+async def create(
+    lb: Any,
+    claude_bin: Path,
+    key: str,
+    home: ClaudeHome,
+    mock: MockAnthropic,
+    args: list[str] | None = None,
+    start: int | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Send `create` for the real binary in `home`, wait for `ready`; returns it (with `_index`)."""
+    env = offline_env(home, mock.url, **{k: v for k, v in extra.pop("env", {}).items()})
+    if key not in lb.created:
+        lb.created.append(key)
+    begin = len(lb.events) if start is None else start
+    await lb.send(
+        "create",
+        session=key,
+        cli=str(claude_bin),
+        args=args or [],
+        working_dir=str(home.cwd),
+        env=env,
+        **extra,
+    )
+    return await lb.session_event(key, "ready", start=begin)
+
+
+async def turn(lb: Any, key: str, content: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Send a message; returns (accepted, terminal event of that turn)."""
+    begin = len(lb.events)
+    await lb.send("send", session=key, content=content)
+    acc = await lb.session_event(key, "accepted", start=begin)
+    end = await lb.session_event(key, TERMINAL, start=begin, turn_id=acc["turn_id"])
+    return acc, end
+
+
+def preapproved_home(tmp_path: Path) -> ClaudeHome:
+    home = make_home(tmp_path)
+    write_preapproval(home)
+    return home
+
+
+def user_prompts(home: ClaudeHome) -> list[str]:
+    """Typed prompts recorded in the session's transcript(s)."""
+    out = []
+    for path in home.transcripts():
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if entry.get("type") == "user" and isinstance(entry.get("message", {}).get("content"), str):
+                out.append(entry["message"]["content"])
+    return out
+
+
+async def test_startup_dialogs_without_preapproval_then_qa(
+    lb: Any, claude_bin: Path, claude_home: ClaudeHome, mock: MockAnthropic, key: str
+) -> None:
+    """Fresh HOME: trust + API-key dialogs are answered from the screen (not blindly), then a Q&A turn."""
+    answer = "Paris is the capital of France."
+    mock.push({"label": "qa", "text": answer})
+    begin = len(lb.events)
+    ready = await create(lb, claude_bin, key, claude_home, mock)
+    assert ready["resumed"] is False
+    dismissed = [
+        e["dialog"]
+        for e in lb.events[begin : ready["_index"]]
+        if e.get("session") == key and e["event"] == "dialog_dismissed"
+    ]
+    assert dismissed == ["trust", "api_key"]
+    # the accepting options were chosen (Claude recorded them), not the safe defaults
+    cfg = claude_home.load_config()
+    assert cfg["projects"][str(claude_home.cwd)]["hasTrustDialogAccepted"] is True
+    assert cfg["customApiKeyResponses"]["approved"] == [FAKE_API_KEY[-20:]]
+    assert cfg["customApiKeyResponses"]["rejected"] == []
+
+    _acc, end = await turn(lb, key, "What is the capital of France?")
+    assert end["event"] == "complete", end
+    assert end["content"] == answer
+    assert end["source"] == "transcript"
+    assert set(end["usage"]) >= {"input_tokens", "output_tokens"}
+    (req,) = mock.main_requests()
+    assert req["last_user"] == "What is the capital of France?"
+    # the session's own transcript, named after the session id Claude sent the API
+    sid = req["headers"]["X-Claude-Code-Session-Id"]
+    assert claude_home.transcripts() == [claude_home.transcript(sid)]
+    assert user_prompts(claude_home) == ["What is the capital of France?"]
+
+
+LONG_PARAGRAPH = " ".join(f"word{i:03d}" for i in range(60))  # 479 chars: wraps over 3 screen rows
+MARKDOWN = (
+    "# Report\n\n"
+    f"{LONG_PARAGRAPH}\n\n"
+    "- first bullet\n- second bullet with `code`\n\n"
+    "```python\ndef f(x):\n    return x * 2\n```\n\n"
+    "| col a | col b |\n|---|---|\n| 1 | 2 |\n\n"
+    "Done."
+)
+
+
+async def test_long_markdown_answer(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    """A markdown answer with a paragraph wider than 200 columns: streamed `replace` rejoins the wrapped prose,
+    `complete` carries the exact markdown. Uses the driver's own `preapprove` flag (no dialog expected)."""
+    home = make_home(tmp_path)
+    mock.push({"label": "md", "text": MARKDOWN, "chunk": 12, "delay": 0.03})
+    begin = len(lb.events)
+    await create(lb, claude_bin, key, home, mock, preapprove=True)
+    assert lb.since(key, begin, "dialog_dismissed") == []
+    acc, end = await turn(lb, key, "Write a short markdown report.")
+    assert end["event"] == "complete", end
+    assert end["content"] == MARKDOWN
+    assert end["source"] == "transcript"
+    replaces = [e["text"] for e in lb.since(key, acc["_index"], "replace")]
+    assert replaces, "no replace event during a ~1.5 s streamed answer"
+    assert all(e["turn_id"] == acc["turn_id"] for e in lb.since(key, acc["_index"], "replace"))
+    assert any(LONG_PARAGRAPH in text for text in replaces), replaces[-1]
+
+
+async def test_tool_turn_permission_question_answered(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    """Manual permission mode: the Bash permission dialog becomes a `question`, `answer` approves it."""
+    home = preapproved_home(tmp_path)
+    command = "touch made_by_tool.txt && echo tool-ran-ok"
+    mock.push(
+        {
+            "label": "bash",
+            "blocks": [
+                {
+                    "type": "tool_use",
+                    "name": "Bash",
+                    "id": "toolu_e2e_1",
+                    "input": {"command": command, "description": "Create a file"},
+                }
+            ],
+        },
+        {"label": "after", "text": "Created made_by_tool.txt."},
+    )
+    await create(lb, claude_bin, key, home, mock, args=["--permission-mode", "manual"])
+    begin = len(lb.events)
+    await lb.send("send", session=key, content="Create the file please.")
+    acc = await lb.session_event(key, "accepted", start=begin)
+    q = await lb.session_event(key, "question", start=begin)
+    assert q["kind"] == "permission"
+    assert "Do you want to proceed?" in q["text"]
+    labels = [o["label"] for o in q["options"]]
+    assert labels[0] == "Yes" and labels[-1] == "No", labels
+    assert [o["digit"] for o in q["options"]] == [str(i) for i in range(1, len(labels) + 1)]
+    assert command in json.dumps(q.get("detail"))
+    assert not (home.cwd / "made_by_tool.txt").exists()
+    await lb.send("answer", session=key, question_id=q["question_id"], digit="1")
+    await lb.session_event(key, "answer_sent", start=q["_index"])
+    closed = await lb.session_event(key, "question_closed", start=q["_index"], question_id=q["question_id"])
+    assert closed["reason"] == "answered"
+    end = await lb.session_event(key, TERMINAL, start=begin, turn_id=acc["turn_id"])
+    assert end["event"] == "complete", end
+    assert end["content"] == "Created made_by_tool.txt."
+    uses = lb.since(key, begin, "tool_use")
+    assert [(u["tool_use_id"], u["name"], u["input"]["command"]) for u in uses] == [
+        ("toolu_e2e_1", "Bash", command)
+    ]
+    results = lb.since(key, begin, "tool_result")
+    assert [r["tool_use_id"] for r in results] == ["toolu_e2e_1"]
+    assert "tool-ran-ok" in results[0]["content"] and results[0]["is_error"] is False
+    assert all(e["turn_id"] == acc["turn_id"] for e in uses + results)
+    assert (home.cwd / "made_by_tool.txt").exists()
+    second = mock.main_requests()[1]["body"]
+    assert any(
+        r["tool_use_id"] == "toolu_e2e_1" and "tool-ran-ok" in json.dumps(r) for r in tool_results(second)
+    )
+
+
+async def test_persistent_api_500_is_turn_error(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    home = preapproved_home(tmp_path)
+    mock.push({"label": "e500", "status": 500, "persistent": True})
+    await create(lb, claude_bin, key, home, mock, env={"CLAUDE_CODE_MAX_RETRIES": "1"})
+    _, end = await turn(lb, key, "This will fail.")
+    assert end["event"] == "turn_error", end
+    assert end["kind"] == "api_error"
+    assert "500" in end["message"]
+    assert len(mock.main_requests()) == 2  # first attempt + 1 retry
+
+
+async def test_interrupt_then_next_turn(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    """A slowly streamed answer is interrupted (`interrupted`, partial content); the session stays usable."""
+    home = preapproved_home(tmp_path)
+    slow = "".join(f"Line {i} of a slow answer.\n" for i in range(1, 200))
+    mock.push(
+        {"label": "slow", "text": slow, "chunk": 8, "delay": 0.15},
+        {"label": "next", "text": "Second answer."},
+    )
+    await create(lb, claude_bin, key, home, mock)
+    begin = len(lb.events)
+    await lb.send("send", session=key, content="Tell me a long story.")
+    acc = await lb.session_event(key, "accepted", start=begin)
+    await lb.wait(
+        lambda e: e.get("session") == key and e["event"] == "replace" and "Line 2" in e["text"],
+        start=begin,
+        what="a replace with streamed text",
+    )
+    await lb.send("interrupt", session=key)
+    end = await lb.session_event(key, TERMINAL, start=begin, turn_id=acc["turn_id"])
+    assert end["event"] == "interrupted", end
+    assert "Line 1 of a slow answer." in end["content"]
+    assert "Line 199" not in end["content"]
+    assert any(e["event"] == "client_gone" and e["label"] == "slow" for e in mock.events)
+    _, end2 = await turn(lb, key, "Now answer briefly.")
+    assert end2["event"] == "complete", end2
+    assert end2["content"] == "Second answer."
+    # the interrupted prompt was not re-typed in front of the next one
+    assert mock.main_requests()[-1]["last_user"] == "Now answer briefly."
+
+
+async def test_kill_store_resume_then_create_resumes(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    home = preapproved_home(tmp_path)
+    mock.push({"label": "t1", "text": "Noted: PELICAN."}, {"label": "t2", "text": "The word was PELICAN."})
+    first = await create(lb, claude_bin, key, home, mock)
+    assert first["resumed"] is False
+    _, end1 = await turn(lb, key, "Remember the word PELICAN.")
+    assert end1["event"] == "complete" and end1["content"] == "Noted: PELICAN."
+    begin = len(lb.events)
+    await lb.send("kill", session=key, store_resume=True)
+    await lb.session_event(key, "killed", start=begin)
+    again = await create(lb, claude_bin, key, home, mock)
+    assert again["resumed"] is True
+    assert "reused" not in again or again["reused"] is False
+    _, end2 = await turn(lb, key, "Which word did I ask you to remember?")
+    assert end2["event"] == "complete", end2
+    assert end2["content"] == "The word was PELICAN."
+    seen = all_text(mock.main_requests()[-1]["body"])
+    assert "Remember the word PELICAN." in seen and "Noted: PELICAN." in seen
+    # same conversation file, both prompts in it
+    assert len(home.transcripts()) == 1
+    assert user_prompts(home) == ["Remember the word PELICAN.", "Which word did I ask you to remember?"]
