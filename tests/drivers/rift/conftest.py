@@ -151,3 +151,21 @@ def spawn(rift_home: Path, project: Path):
 @pytest.fixture
 def sessions_dir(rift_home: Path) -> Path:
     return rift_home / ".local" / "share" / "rift" / "sessions"
+
+
+@pytest.fixture
+def fake_rift_path(tmp_path: Path) -> Path:
+    """A temp dir holding an executable `rift` that runs the fake with this Python (put it first on PATH)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "rift"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    exe.chmod(0o755)
+    return bindir
+
+
+@pytest.fixture
+def rift_env(fake_rift_path: Path, rift_home: Path) -> dict[str, str]:
+    """create.env for a rift session on the fake: fake first on PATH, HOME in a temp dir, no delays."""
+    return {"PATH": f"{fake_rift_path}{os.pathsep}{os.environ.get('PATH', os.defpath)}", "HOME": str(rift_home),
+            "FAKE_RIFT_SPEED": "0"}

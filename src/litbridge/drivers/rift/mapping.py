@@ -66,8 +66,11 @@ class Turn:
     cancelled: bool = False
     error: str | None = None
 
-    def text(self) -> str:
-        return "\n\n".join(s.strip("\n") for s in self.segments if s.strip())
+    def text(self, final: bool = False) -> str:
+        """The whole turn's text: segments (one per iteration with text) joined by a blank line; the final
+        text is trimmed, the live one keeps trailing whitespace deltas."""
+        parts = [s.strip() if final else s.strip("\n") for s in self.segments if s.strip()]
+        return "\n\n".join(parts)
 
 
 class AnswerError(ValueError):
@@ -422,7 +425,7 @@ class RiftMapping:
         stats = ev.get("stats") if isinstance(ev.get("stats"), dict) else {}
         self.meta["last_stats"] = stats
         self.turn = None
-        text = turn.text()
+        text = turn.text(final=True)
         if turn.error is not None:
             reason = "error"
             self.host.turn_error(turn.error, "api_error")
