@@ -19,6 +19,10 @@ from litbridge.session import Session
 TIMEOUT = 30.0
 
 
+def read(path: str | Path) -> str:
+    return Path(path).read_text()
+
+
 class Harness:
     def __init__(self, key: str, options: dict[str, Any]) -> None:
         self.events: list[dict] = []
@@ -143,7 +147,7 @@ async def test_empty_prompt_is_rejected_not_sent(make):
     with pytest.raises(DriverError) as e:
         h.session.driver.validate_send("  \n")
     assert e.value.code == "bad_field"
-    turn_id, end = await h.turn("   ")
+    _, end = await h.turn("   ")
     assert end["event"] == "turn_error" and "empty" in end["message"]
     _, end = await h.turn("still alive?")  # and the session is not wedged
     assert end["event"] == "complete"
@@ -157,7 +161,7 @@ async def test_tool_turn_with_ask_answered(make, project):
     h.session.send("[bash:echo hi > out.txt]")
     q = await h.wait("question", mark)
     assert q["kind"] == "permission" and q["text"] == "Allow bash: echo hi > out.txt"
-    assert [o["label"] for o in q["options"]][0] == "allow once"
+    assert q["options"][0]["label"] == "allow once"
     assert h.session.state == "dialog"
     assert (await h.wait("tool_use", mark))["input"] == {"command": "echo hi > out.txt"}
     await h.session.answer(q["question_id"], "1", None, None)
@@ -277,9 +281,9 @@ async def test_kill_store_resume_then_resume(make, rift_home):
     h = make()
     await h.start()
     await h.turn("my word is banana")
-    code, token = await h.session.kill(store_resume=True)
+    _, token = await h.session.kill(store_resume=True)
     assert token is not None and token.startswith(str(rift_home))
-    saved = json.loads(Path(token).read_text())
+    saved = json.loads(read(token))
     assert saved["messages"][0]["content"] == "my word is banana"
     h2 = make(resume=token)
     ready = await h2.start()
