@@ -73,18 +73,29 @@ def binary_status(fetch: bool = True) -> tuple[Path | None, str]:
     if not path.exists() and fetch:
         fetch_claude()
     if not path.exists():
-        _status_cache = (None, f"Claude Code {CLAUDE_VERSION} binary not installed at {path} "
-                               "(tests/fetch_fixtures.py needs npm and network)")
+        _status_cache = (
+            None,
+            f"Claude Code {CLAUDE_VERSION} binary not installed at {path} "
+            "(tests/fetch_fixtures.py needs npm and network)",
+        )
         return _status_cache
     try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30,
-                             env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", **OFFLINE_ENV})
+        out = subprocess.run(
+            [str(path), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", **OFFLINE_ENV},
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         _status_cache = (None, f"Claude Code binary at {path} cannot run: {exc}")
         return _status_cache
     if CLAUDE_VERSION not in out.stdout:
-        _status_cache = (None, f"Claude Code binary at {path} is not {CLAUDE_VERSION}: "
-                               f"rc={out.returncode} {out.stdout.strip()!r} {out.stderr.strip()[:200]!r}")
+        _status_cache = (
+            None,
+            f"Claude Code binary at {path} is not {CLAUDE_VERSION}: "
+            f"rc={out.returncode} {out.stdout.strip()!r} {out.stderr.strip()[:200]!r}",
+        )
         return _status_cache
     _status_cache = (path, "")
     return _status_cache
@@ -156,8 +167,14 @@ def make_home(base: Path, name: str = "proj", *, onboarded: bool = True) -> Clau
     return ClaudeHome(home=home.resolve(), cwd=cwd.resolve())
 
 
-def offline_env(home: ClaudeHome | Path, base_url: str, *, api_key: str = FAKE_API_KEY,
-                max_retries: int | None = None, **extra: str) -> dict[str, str]:
+def offline_env(
+    home: ClaudeHome | Path,
+    base_url: str,
+    *,
+    api_key: str = FAKE_API_KEY,
+    max_retries: int | None = None,
+    **extra: str,
+) -> dict[str, str]:
     """A complete environment (not merged with os.environ) for running Claude Code against the mock."""
     home_path = home.home if isinstance(home, ClaudeHome) else Path(home)
     env = {
@@ -180,9 +197,17 @@ def offline_env(home: ClaudeHome | Path, base_url: str, *, api_key: str = FAKE_A
     return env
 
 
-def write_preapproval(home: ClaudeHome, *, api_key: str = FAKE_API_KEY, trust: bool = True,
-                      approve_key: bool = True, auto_notice: bool = True, bypass: bool = False,
-                      tui: str | None = None, default_mode: str | None = None) -> None:
+def write_preapproval(
+    home: ClaudeHome,
+    *,
+    api_key: str = FAKE_API_KEY,
+    trust: bool = True,
+    approve_key: bool = True,
+    auto_notice: bool = True,
+    bypass: bool = False,
+    tui: str | None = None,
+    default_mode: str | None = None,
+) -> None:
     """Write Claude Code's own config so the chosen startup dialogs never appear (reference §6)."""
     cfg: dict[str, Any] = {"hasCompletedOnboarding": True, "theme": "dark"}
     if trust:
@@ -218,7 +243,9 @@ def new_session_id() -> str:
     return str(uuid.uuid4())
 
 
-def measure_startup(base: Path, base_url: str, *, preapproved: bool = True, timeout: float = 30.0) -> dict[str, float]:
+def measure_startup(
+    base: Path, base_url: str, *, preapproved: bool = True, timeout: float = 30.0
+) -> dict[str, float]:
     """Spawn the binary under a 200x50 PTY (ptyprocess + pyte, no daemon) and time first paint, first dialog
     and the idle prompt (OSC 7501 state=idle). Used for the report and as a smoke check of the binary."""
     import threading
@@ -237,8 +264,9 @@ def measure_startup(base: Path, base_url: str, *, preapproved: bool = True, time
     stream = pyte.ByteStream(screen)
     marks: dict[str, float] = {}
     t0 = time.monotonic()
-    proc = ptyprocess.PtyProcess.spawn([str(path)], cwd=str(home.cwd), env=offline_env(home, base_url),
-                                       dimensions=(50, 200))
+    proc = ptyprocess.PtyProcess.spawn(
+        [str(path)], cwd=str(home.cwd), env=offline_env(home, base_url), dimensions=(50, 200)
+    )
     screen.write_process_input = lambda data: proc.write(data.encode())  # type: ignore[method-assign]
     done = threading.Event()
 

@@ -49,7 +49,11 @@ ERROR_TYPES = {
     500: "api_error",
     529: "overloaded_error",
 }
-ERROR_MESSAGES = {500: "Internal server error", 529: "Overloaded", 429: "Number of request tokens has exceeded your per-minute rate limit"}
+ERROR_MESSAGES = {
+    500: "Internal server error",
+    529: "Overloaded",
+    429: "Number of request tokens has exceeded your per-minute rate limit",
+}
 
 
 class ClientGone(Exception):
@@ -107,15 +111,21 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
 class MockAnthropic:
     """The mock server. Use as a context manager (in-process, background thread) or `serve_forever()`."""
 
-    def __init__(self, script: Iterable[dict[str, Any]] = (), *, port: int = 0, default_text: str = DEFAULT_TEXT,
-                 model: str = "claude-opus-5-5") -> None:
+    def __init__(
+        self,
+        script: Iterable[dict[str, Any]] = (),
+        *,
+        port: int = 0,
+        default_text: str = DEFAULT_TEXT,
+        model: str = "claude-opus-5-5",
+    ) -> None:
         self._lock = threading.Lock()
         self._script: list[dict[str, Any]] = [dict(e) for e in script]
         self._served_times = 0  # how often the head entry was served (for "times")
         self.default_text = default_text
         self.model = model
-        self.requests: list[dict[str, Any]] = []   # every HTTP request, in arrival order
-        self.events: list[dict[str, Any]] = []     # everything sent back (SSE event names, errors, client_gone)
+        self.requests: list[dict[str, Any]] = []  # every HTTP request, in arrival order
+        self.events: list[dict[str, Any]] = []  # everything sent back (SSE event names, errors, client_gone)
         self._rid = itertools.count(1)
         self._new_request = threading.Condition(self._lock)
         self._stopping = threading.Event()
@@ -133,8 +143,12 @@ class MockAnthropic:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> MockAnthropic:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"mock-anthropic-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"mock-anthropic-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -194,7 +208,9 @@ class MockAnthropic:
         with self._lock:
             return [r for r in self.requests if r["main"]]
 
-    def wait_for_requests(self, n: int, timeout: float = 60.0, main_only: bool = True) -> list[dict[str, Any]]:
+    def wait_for_requests(
+        self, n: int, timeout: float = 60.0, main_only: bool = True
+    ) -> list[dict[str, Any]]:
         """Block until at least n (agent-loop) requests arrived; raises TimeoutError with the log summary."""
         deadline = time.monotonic() + timeout
         with self._new_request:
@@ -204,8 +220,10 @@ class MockAnthropic:
                     return got
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"mock saw {len(got)} requests, wanted {n}: "
-                                       f"{[(r['path'], r['label']) for r in self.requests]}")
+                    raise TimeoutError(
+                        f"mock saw {len(got)} requests, wanted {n}: "
+                        f"{[(r['path'], r['label']) for r in self.requests]}"
+                    )
                 self._new_request.wait(left)
 
     def _log_event(self, rid: int, event: str, **fields: Any) -> None:
@@ -284,9 +302,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.mock._log_request(self._record(rid, None, main=False, label="get"))
         path = self.path.split("?")[0]
         if path.rstrip("/") == "/v1/models":
-            self._send_json(200, {"data": [{"type": "model", "id": self.mock.model, "display_name": "Mock",
-                                            "created_at": "2026-01-01T00:00:00Z"}],
-                                  "has_more": False, "first_id": self.mock.model, "last_id": self.mock.model})
+            self._send_json(
+                200,
+                {
+                    "data": [
+                        {
+                            "type": "model",
+                            "id": self.mock.model,
+                            "display_name": "Mock",
+                            "created_at": "2026-01-01T00:00:00Z",
+                        }
+                    ],
+                    "has_more": False,
+                    "first_id": self.mock.model,
+                    "last_id": self.mock.model,
+                },
+            )
         else:
             self._send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
 
@@ -306,7 +337,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path != "/v1/messages" or not isinstance(body, dict):
             self.mock._log_request(self._record(rid, body, main=False, label="unknown"))
-            self._send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
+            self._send_json(
+                404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}}
+            )
             return
         main = bool(body.get("tools"))
         entry, from_script = self.mock._next_entry(main)
@@ -318,10 +351,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.mock._log_event(rid, "client_gone", label=label, err=str(exc))
             self.close_connection = True
 
-    def _record(self, rid: int, body: Any, *, main: bool, label: str, scripted: bool = False) -> dict[str, Any]:
+    def _record(
+        self, rid: int, body: Any, *, main: bool, label: str, scripted: bool = False
+    ) -> dict[str, Any]:
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("x-api-key", "authorization")}
-        rec: dict[str, Any] = {"t": time.time(), "rid": rid, "method": self.command, "path": self.path,
-                               "headers": headers, "main": main, "label": label, "scripted": scripted, "body": body}
+        rec: dict[str, Any] = {
+            "t": time.time(),
+            "rid": rid,
+            "method": self.command,
+            "path": self.path,
+            "headers": headers,
+            "main": main,
+            "label": label,
+            "scripted": scripted,
+            "body": body,
+        }
         if isinstance(body, dict):
             rec["stream"] = bool(body.get("stream"))
             rec["model"] = body.get("model")
@@ -346,16 +390,31 @@ class _Handler(BaseHTTPRequestHandler):
             return
         blocks = _blocks(entry)
         stop_reason = entry.get("stop_reason") or (
-            "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn")
-        usage = {"input_tokens": int(entry.get("input_tokens", 12)), "cache_creation_input_tokens": 0,
-                 "cache_read_input_tokens": 0, "output_tokens": 1}
+            "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+        )
+        usage = {
+            "input_tokens": int(entry.get("input_tokens", 12)),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 1,
+        }
         out_tokens = int(entry.get("output_tokens", max(1, sum(len(json.dumps(b)) for b in blocks) // 4)))
         msg_id = f"msg_mock_{uuid.uuid4().hex[:24]}"
         model = body.get("model") or self.mock.model
         if not body.get("stream"):
-            self._send_json(200, {"id": msg_id, "type": "message", "role": "assistant", "model": model,
-                                  "content": blocks, "stop_reason": stop_reason, "stop_sequence": None,
-                                  "usage": {**usage, "output_tokens": out_tokens}})
+            self._send_json(
+                200,
+                {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": blocks,
+                    "stop_reason": stop_reason,
+                    "stop_sequence": None,
+                    "usage": {**usage, "output_tokens": out_tokens},
+                },
+            )
             self.mock._log_event(rid, "message", label=label, stop_reason=stop_reason)
             return
         self.send_response(200)
@@ -368,26 +427,61 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         delay = float(entry.get("delay", 0.01))
         chunk = max(1, int(entry.get("chunk", 24)))
-        self._sse(rid, label, "message_start", {"type": "message_start", "message": {
-            "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": usage}})
+        self._sse(
+            rid,
+            label,
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            },
+        )
         for index, block in enumerate(blocks):
             self._stream_block(rid, label, index, block, delay, chunk)
             if entry.get("sse_error") and index == len(blocks) - 1:
                 etype = entry["sse_error"]
-                self._sse(rid, label, "error", {"type": "error", "error": {
-                    "type": etype, "message": ERROR_MESSAGES.get(529 if etype == "overloaded_error" else 500,
-                                                                 "mock stream error")}})
+                self._sse(
+                    rid,
+                    label,
+                    "error",
+                    {
+                        "type": "error",
+                        "error": {
+                            "type": etype,
+                            "message": ERROR_MESSAGES.get(
+                                529 if etype == "overloaded_error" else 500, "mock stream error"
+                            ),
+                        },
+                    },
+                )
                 self._write_chunk(b"")  # zero-length chunk = end of body
                 return
-        self._sse(rid, label, "message_delta", {"type": "message_delta",
-                                                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                                                "usage": {"output_tokens": out_tokens}}, stop_reason=stop_reason)
+        self._sse(
+            rid,
+            label,
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": out_tokens},
+            },
+            stop_reason=stop_reason,
+        )
         self._sse(rid, label, "message_stop", {"type": "message_stop"})
         self._write_chunk(b"")
 
-    def _stream_block(self, rid: int, label: str, index: int, block: dict[str, Any], delay: float,
-                      chunk: int) -> None:
+    def _stream_block(
+        self, rid: int, label: str, index: int, block: dict[str, Any], delay: float, chunk: int
+    ) -> None:
         kind = block["type"]
         if kind == "text":
             start: dict[str, Any] = {"type": "text", "text": ""}
@@ -398,23 +492,34 @@ class _Handler(BaseHTTPRequestHandler):
             pieces.append(("signature_delta", "signature", block.get("signature") or "bW9jay1zaWduYXR1cmU="))
         elif kind == "tool_use":
             start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            pieces = [("input_json_delta", "partial_json", p)
-                      for p in _split(json.dumps(block.get("input") or {}), max(chunk, 64))]
+            pieces = [
+                ("input_json_delta", "partial_json", p)
+                for p in _split(json.dumps(block.get("input") or {}), max(chunk, 64))
+            ]
         else:
             raise ValueError(f"mock: unknown block type {kind!r}")
-        self._sse(rid, label, "content_block_start",
-                  {"type": "content_block_start", "index": index, "content_block": start}, kind=kind)
+        self._sse(
+            rid,
+            label,
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+            kind=kind,
+        )
         for dtype, key, piece in pieces:
             self._sleep(delay)
-            self._sse(rid, label, "content_block_delta",
-                      {"type": "content_block_delta", "index": index, "delta": {"type": dtype, key: piece}},
-                      kind=dtype)
+            self._sse(
+                rid,
+                label,
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": {"type": dtype, key: piece}},
+                kind=dtype,
+            )
         self._sleep(delay)
         self._sse(rid, label, "content_block_stop", {"type": "content_block_stop", "index": index})
 
 
 def _split(text: str, size: int) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def _blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
