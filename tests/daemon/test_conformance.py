@@ -1,0 +1,508 @@
+"""Protocol v1 conformance over the real socket of a real `litbridge serve` process.
+
+Drives the generic driver (bash) and the scripted fake TUI (tests/fakes/fake_tui.py). One daemon for the
+module; every test uses its own session keys and closes its connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from lbd_helpers import WAIT, Conn, fake_create
+
+pytestmark = pytest.mark.asyncio(loop_scope="function")
+
+TERMINAL = ("complete", "interrupted", "turn_error")
+
+V1_COMMANDS = {"create", "send", "input", "keystroke", "answer", "interrupt", "list", "dump", "kill", "ping", "hello"}
+V1_EVENTS = {
+    "monitor_ready", "ready", "state", "accepted", "replace", "thinking", "tool_use", "tool_result", "complete",
+    "interrupted", "turn_error", "question", "question_closed", "dialog_blocked", "dialog_cleared",
+    "dialog_released", "unknown_dialog", "reaped_idle", "dialog_dismissed", "startup_hold", "input_sent",
+    "keystroke_sent", "answer_sent", "killed", "exited", "error", "pong", "sessions", "dump", "capabilities",
+}
+
+
+async def connect(daemon: Any) -> tuple[Conn, dict[str, Any]]:
+    c = await Conn.open(daemon.socket)
+    ready = await c.wait(lambda e: True)
+    assert ready["event"] == "monitor_ready"
+    return c, ready
+
+
+async def create(c: Conn, cmd: dict[str, Any]) -> dict[str, Any]:
+    ev = await c.request(cmd, "ready")
+    assert ev["event"] == "ready", ev
+    return ev
+
+
+def terminal_counts(events: list[dict[str, Any]]) -> Counter[str]:
+    return Counter(e["turn_id"] for e in events if e.get("event") in TERMINAL)
+
+
+def pid_alive(pid: int) -> bool:
+    """True if the process exists and is not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "State:\tZ" not in status
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes whose process group is pgid (orphaned zombies are init's business)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                out.append(int(d.name))
+    return out
+
+
+def children(pid: int) -> list[int]:
+    kids = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in kids.read_text().split()] if kids.exists() else []
+
+
+# ----------------------------------------------------------------------------- handshake / framing
+async def test_handshake_fields(daemon: Any) -> None:
+    c, ready = await connect(daemon)
+    assert isinstance(ready["sessions"], int) and isinstance(ready["buffered"], int)
+    assert ready["version"] and ready["protocol_version"] == 1
+    assert V1_COMMANDS <= set(ready["commands"]), "the v1 command set only ever grows"
+    assert V1_EVENTS <= set(ready["events"]), "the v1 event set only ever grows"
+    assert {"claude", "rift"} <= set(ready["clis"])
+    assert ready["limits"] == {"max_line": 1048576, "buffer": 5000}
+    await c.close()
+
+
+async def test_ping_and_id_echo(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    await c.send({"cmd": "ping"})
+    assert await c.wait(lambda e: True) == {"event": "pong"}
+    await c.send({"cmd": "ping", "id": 42})
+    assert await c.wait(lambda e: True) == {"event": "pong", "re": 42}
+    await c.close()
+
+
+async def test_bad_json_unknown_command_blank_lines(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    await c.send(b"{not json\n")
+    err = await c.wait(lambda e: True)
+    assert err["event"] == "error" and err["code"] == "bad_json" and err["message"].startswith("invalid JSON")
+    assert "session" not in err
+    await c.send({"cmd": "nope", "id": "x1"})
+    err = await c.wait(lambda e: True)
+    assert err == {"event": "error", "message": "unknown command: nope", "code": "unknown_command", "re": "x1"}
+    await c.send(b"[1]\n")
+    assert (await c.wait(lambda e: True))["code"] == "unknown_command"
+    await c.send(b"\n   \n\r\n")
+    await c.send({"cmd": "ping", "id": "after"})
+    assert await c.wait(lambda e: True) == {"event": "pong", "re": "after"}, "blank lines produce no output"
+    await c.close()
+
+
+async def test_oversize_line_and_invalid_utf8(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    await c.send(b'{"cmd":"ping","pad":"' + b"x" * (1024 * 1024 + 10) + b'"}\n')
+    err = await c.wait(lambda e: True)
+    assert err["event"] == "error" and err["code"] == "too_large"
+    await c.send(b'{"cmd":"ping","id":"u\xff\xfe"}\n')
+    pong = await c.wait(lambda e: True)
+    assert pong["event"] == "pong" and pong["re"] == "u\ufffd\ufffd"
+    await c.close()
+
+
+async def test_unknown_session_and_bad_fields(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    for cmd in (
+        {"cmd": "send", "content": "x"},
+        {"cmd": "input", "content": "x"},
+        {"cmd": "keystroke", "keys": ["Enter"]},
+        {"cmd": "dump"},
+        {"cmd": "kill"},
+        {"cmd": "answer", "digit": "1"},
+        {"cmd": "interrupt"},
+    ):
+        err = await c.request({**cmd, "session": "ghost", "channel_id": "c"})
+        assert err["event"] == "error" and err["code"] == "session_not_found", err
+        assert err["session"] == "ghost:c"
+    for cmd in (
+        {"cmd": "send", "session": "s", "content": 5},
+        {"cmd": "keystroke", "session": "s", "keys": "Enter"},
+        {"cmd": "keystroke", "session": "s", "keys": [1]},
+        {"cmd": "create", "cli": "bash"},
+        {"cmd": "create", "session": ""},
+        {"cmd": "create", "session": "s", "env": {"A": 1}},
+        {"cmd": "hello", "since_seq": "3"},
+    ):
+        err = await c.request(cmd)
+        assert err["event"] == "error" and err["code"] == "bad_field", (cmd, err)
+    err = await c.request({"cmd": "create", "session": "nf", "cli": "no-such-cli-xyz"})
+    assert err["code"] == "cli_not_found"
+    err = await c.request({"cmd": "create", "session": "nf", "cli": "bash", "working_dir": "/nonexistent/dir"})
+    assert err["code"] == "spawn_failed"
+    lst = await c.request({"cmd": "list"}, "sessions")
+    assert "nf" not in [s["name"] for s in lst["sessions"]]
+    await c.close()
+
+
+# ----------------------------------------------------------------------------- turns (generic driver, bash)
+async def test_bash_send_replace_complete(daemon: Any, bash_create: Any) -> None:
+    c, _ = await connect(daemon)
+    ready = await create(c, bash_create("bash1"))
+    assert ready["state"] == "starting" and ready["resumed"] is False and ready["model"] is None
+    acc = await c.request({"cmd": "send", "session": "bash1", "content": "echo hi"}, "accepted")
+    turn = acc["turn_id"]
+    assert acc["queued"] is False
+    st = await c.wait("state", to="thinking")
+    assert st["session"] == "bash1"
+    rep = await c.wait("replace", turn_id=turn)
+    assert "hi" in rep["text"]
+    done = await c.wait("complete", turn_id=turn)
+    assert done["content"] == "hi" and done["source"] == "screen"
+    await c.drain_for(0.3)
+    assert terminal_counts(c.events)[turn] == 1
+    seqs = [e["seq"] for e in c.events if "seq" in e]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    await c.request({"cmd": "kill", "session": "bash1"}, "killed")
+    await c.close()
+
+
+async def test_fifo_queue_and_dedupe(daemon: Any, bash_create: Any) -> None:
+    c, _ = await connect(daemon)
+    await create(c, bash_create("fifo"))
+    await c.send({"cmd": "send", "session": "fifo", "content": "sleep 0.2; echo first", "id": "m1"})
+    await c.send({"cmd": "send", "session": "fifo", "content": "echo second", "id": "m2"})
+    await c.send({"cmd": "send", "session": "fifo", "content": "echo third", "id": "m3"})
+    await c.send({"cmd": "send", "session": "fifo", "content": "echo second", "id": "m2"})  # repeated id
+    accs = [await c.wait("accepted") for _ in range(4)]
+    assert [a["re"] for a in accs] == ["m1", "m2", "m3", "m2"]
+    assert accs[0]["queued"] is False and accs[1]["queued"] is True and accs[2]["queued"] is True
+    assert accs[3]["duplicate"] is True and accs[3]["turn_id"] == accs[1]["turn_id"]
+    ids = [a["turn_id"] for a in accs[:3]]
+    assert len(set(ids)) == 3
+    dones = [await c.wait("complete") for _ in range(3)]
+    assert [d["turn_id"] for d in dones] == ids
+    assert [d["content"] for d in dones] == ["first", "second", "third"]
+    await c.drain_for(1.0)
+    counts = terminal_counts(c.events)
+    assert all(counts[t] == 1 for t in ids) and len(counts) == 3
+    dump = await c.request({"cmd": "dump", "session": "fifo"}, "dump")
+    assert dump["capture"].count("echo second") == 1, "a repeated id is not sent twice"
+    await c.request({"cmd": "kill", "session": "fifo"}, "killed")
+    await c.close()
+
+
+async def test_create_reuse_and_channel_key(daemon: Any, bash_create: Any) -> None:
+    c, _ = await connect(daemon)
+    await create(c, bash_create("reuse"))
+    again = await create(c, bash_create("reuse"))
+    assert again["reused"] is True and "resumed" not in again
+    chan = await create(c, bash_create("reuse", channel_id="c1"))
+    assert chan["session"] == "reuse:c1" and chan["channel_id"] == "c1" and "reused" not in chan
+    lst = await c.request({"cmd": "list"}, "sessions")
+    items = {s["name"]: s for s in lst["sessions"]}
+    assert items["reuse"]["pid"] != items["reuse:c1"]["pid"]
+    assert items["reuse:c1"]["channel_id"] == "c1" and items["reuse"]["cli"] == "bash"
+    assert items["reuse"]["state"] == "idle"
+    await c.request({"cmd": "kill", "session": "reuse"}, "killed")
+    killed = await c.request({"cmd": "kill", "session": "reuse", "channel_id": "c1"}, "killed")
+    assert killed["session"] == "reuse:c1"
+    await c.close()
+
+
+# ----------------------------------------------------------------------------- fake TUI: keys, input, env
+async def test_keystroke_bytes_reach_pty_and_bad_key_types_nothing(daemon: Any, tmp_path: Path) -> None:
+    log = tmp_path / "rx.log"
+    c, _ = await connect(daemon)
+    await create(c, fake_create("keys", env={"FAKE_TUI_LOG": str(log)}))
+    keys = ["Up", "Down", "Right", "Left", "Tab", "Esc", "C-a", "BTab", "BSpace", "x"]
+    sent = await c.request({"cmd": "keystroke", "session": "keys", "keys": keys}, "keystroke_sent")
+    assert sent["event"] == "keystroke_sent" and sent["keys"] == keys
+    want = b"\x1b[A\x1b[B\x1b[C\x1b[D\t\x1b\x01\x1b[Z\x7fx".hex()
+    for _ in range(100):
+        if log.exists() and want in log.read_text().replace("\n", ""):
+            break
+        await asyncio.sleep(0.05)
+    assert want in log.read_text().replace("\n", "")
+    before = log.read_text()
+    err = await c.request({"cmd": "keystroke", "session": "keys", "keys": ["Up", "Bogus"]})
+    assert err["event"] == "error" and err["code"] == "bad_key" and "Bogus" in err["message"]
+    await c.request({"cmd": "keystroke", "session": "keys", "keys": ["z"]}, "keystroke_sent")
+    for _ in range(100):
+        if log.read_text() != before:
+            break
+        await asyncio.sleep(0.05)
+    assert log.read_text()[len(before):].strip() == b"z".hex(), "nothing of the bad keystroke was typed"
+    await c.request({"cmd": "kill", "session": "keys"}, "killed")
+    await c.close()
+
+
+async def test_input_env_size(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    await create(c, fake_create("env", env={"CLAUDE_CODE_MINE": "kept"}))
+    for line in ("env CLAUDECODE", "env CLAUDE_CODE_ENTRYPOINT", "env CLAUDE_CODE_MINE", "env TERM", "env COLORTERM", "size"):
+        ack = await c.request({"cmd": "input", "session": "env", "content": line}, "input_sent")
+        assert ack["event"] == "input_sent"
+    want = ["CLAUDECODE unset", "CLAUDE_CODE_ENTRYPOINT unset", "CLAUDE_CODE_MINE=kept", "TERM=xterm-256color",
+            "COLORTERM=truecolor", "50x200"]
+    for _ in range(100):
+        dump = await c.request({"cmd": "dump", "session": "env"}, "dump")
+        if all(w in dump["capture"] for w in want):
+            break
+        await asyncio.sleep(0.1)
+    for w in want:
+        assert w in dump["capture"]
+    assert dump["driver"] == "generic" and dump["queued"] == 0 and dump["turn_id"] is None
+    assert set(dump["cursor"]) == {"x", "y", "hidden"} and dump["modes"]["bracketed_paste"] is True
+    assert not any(e["event"] == "complete" for e in c.events), "input does not observe"
+    await c.request({"cmd": "kill", "session": "env"}, "killed")
+    await c.close()
+
+
+# ----------------------------------------------------------------------------- death and kill
+async def test_kill_reaps_group(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    await create(c, fake_create("k1"))
+    await c.request({"cmd": "input", "session": "k1", "content": "spawn"}, "input_sent")
+    child = None
+    for _ in range(100):
+        dump = await c.request({"cmd": "dump", "session": "k1"}, "dump")
+        words = dump["capture"].split()
+        if "child" in words:
+            child = int(words[words.index("child") + 1])
+            break
+        await asyncio.sleep(0.1)
+    assert child is not None
+    pid = dump["pid"]
+    assert pid_alive(pid) and pid_alive(child)
+    killed = await c.request({"cmd": "kill", "session": "k1"}, "killed")
+    assert killed["event"] == "killed" and "exit_code" in killed
+    assert not pid_alive(pid), "the CLI is gone and reaped (no zombie)"
+    for _ in range(50):
+        if not pid_alive(child):
+            break
+        await asyncio.sleep(0.05)
+    assert not pid_alive(child)
+    assert group_members(pid) == [], "no live process is left in the CLI's process group"
+    err = await c.request({"cmd": "send", "session": "k1", "content": "x"})
+    assert err["code"] == "session_not_found"
+    await c.close()
+
+
+async def test_kill_escalates_to_sigkill(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    await create(c, fake_create("stubborn", "--ignore-term"))
+    pid = (await c.request({"cmd": "dump", "session": "stubborn"}, "dump"))["pid"]
+    killed = await c.request({"cmd": "kill", "session": "stubborn"}, "killed")
+    assert killed["exit_code"] == -9
+    assert not pid_alive(pid)
+    await c.close()
+
+
+async def test_cli_exit_ends_turn_and_recreate(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    first = await create(c, fake_create("dies"))
+    assert first["event"] == "ready"
+    pid1 = (await c.request({"cmd": "dump", "session": "dies"}, "dump"))["pid"]
+    acc = await c.request({"cmd": "send", "session": "dies", "content": "exit 7"}, "accepted")
+    q = await c.request({"cmd": "send", "session": "dies", "content": "never typed"}, "accepted")
+    assert q["queued"] is True
+    err = await c.wait("turn_error", turn_id=acc["turn_id"])
+    assert err["kind"] == "cli_exited"
+    err2 = await c.wait("turn_error", turn_id=q["turn_id"])
+    assert err2["kind"] == "cli_exited"
+    exited = await c.wait("exited")
+    assert exited["exit_code"] == 7 and "fake stderr bye" in exited["stderr_tail"]
+    assert any(e["event"] == "state" and e["to"] == "dead" for e in c.events)
+    assert not pid_alive(pid1)
+    lst = await c.request({"cmd": "list"}, "sessions")
+    assert {s["name"]: s["state"] for s in lst["sessions"]}["dies"] == "dead"
+    err = await c.request({"cmd": "send", "session": "dies", "content": "x"})
+    assert err["event"] == "error"
+    again = await create(c, fake_create("dies"))
+    assert "reused" not in again, "a dead key is re-created, never reused"
+    pid2 = (await c.request({"cmd": "dump", "session": "dies"}, "dump"))["pid"]
+    assert pid2 != pid1
+    await c.request({"cmd": "kill", "session": "dies"}, "killed")
+    await c.drain_for(0.2)
+    counts = terminal_counts(c.events)
+    assert counts[acc["turn_id"]] == 1 and counts[q["turn_id"]] == 1
+    await c.close()
+
+
+async def test_interrupt(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    await create(c, fake_create("intr"))
+    err = await c.request({"cmd": "interrupt", "session": "intr"})
+    assert err["code"] == "no_turn"
+    acc = await c.request({"cmd": "send", "session": "intr", "content": "stream 200"}, "accepted")
+    await c.wait("replace", turn_id=acc["turn_id"])
+    await c.send({"cmd": "interrupt", "session": "intr", "id": "i1"})
+    ev = await c.wait("interrupted", turn_id=acc["turn_id"])
+    assert ev["re"] == "i1"
+    await c.drain_for(1.0)
+    assert terminal_counts(c.events)[acc["turn_id"]] == 1
+    await c.request({"cmd": "kill", "session": "intr"}, "killed")
+    await c.close()
+
+
+async def test_answer_without_question(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    await create(c, fake_create("ans"))
+    err = await c.request({"cmd": "answer", "session": "ans", "digit": "1"})
+    assert err["code"] == "no_question"
+    err = await c.request({"cmd": "answer", "session": "ans", "question_id": "q999"})
+    assert err["code"] == "no_question"
+    err = await c.request({"cmd": "answer", "session": "ans", "digit": "x"})
+    assert err["code"] == "bad_field"
+    await c.request({"cmd": "kill", "session": "ans"}, "killed")
+    await c.close()
+
+
+# ----------------------------------------------------------------------------- many clients, replay
+async def test_two_clients_both_receive(daemon: Any, bash_create: Any) -> None:
+    a, _ = await connect(daemon)
+    b, _ = await connect(daemon)
+    await create(a, bash_create("two"))
+    acc = await a.request({"cmd": "send", "session": "two", "content": "echo both"}, "accepted")
+    da = await a.wait("complete", turn_id=acc["turn_id"])
+    db = await b.wait("complete", turn_id=acc["turn_id"])
+    assert da == db and da["content"] == "both"
+    assert (await b.wait("accepted", turn_id=acc["turn_id"]))["seq"] == acc["seq"]
+    pong = await b.request({"cmd": "ping"}, "pong")
+    assert pong["event"] == "pong"
+    await a.drain_for(0.2)
+    assert not any(e["event"] == "pong" and e.get("re") == pong["re"] for e in a.events), "replies are private"
+    await a.request({"cmd": "kill", "session": "two"}, "killed")
+    await a.close()
+    await b.close()
+
+
+async def test_reconnect_since_seq_loses_and_duplicates_nothing(daemon: Any, bash_create: Any) -> None:
+    keeper, _ = await connect(daemon)  # keeps the daemon from buffering: this is the replay path
+    a, _ = await connect(daemon)
+    await create(a, bash_create("rc"))
+    last = max(e["seq"] for e in a.events if "seq" in e)
+    await a.close()
+    acc = await keeper.request({"cmd": "send", "session": "rc", "content": "echo missed"}, "accepted")
+    await keeper.wait("complete", turn_id=acc["turn_id"])
+    await keeper.drain_for(0.5)
+    produced = [e for e in keeper.events if e.get("session") == "rc" and e.get("seq", 0) > last]
+    a2, ready = await connect(daemon)
+    assert ready["buffered"] == 0
+    caps = await a2.request({"cmd": "hello", "since_seq": last, "subscribe": ["rc"]}, "capabilities")
+    assert caps["event"] == "capabilities" and caps["protocol_version"] == 1 and caps["subscribed"] == ["rc"]
+    await a2.drain_for(0.5)
+    got = [e for e in a2.events if e.get("session") == "rc"]
+    assert [e["seq"] for e in got] == [e["seq"] for e in produced] and caps["replayed"] == len(produced)
+    assert any(e["event"] == "complete" and e["content"] == "missed" for e in got)
+    # a second hello with the same since_seq replays nothing again
+    caps2 = await a2.request({"cmd": "hello", "since_seq": last}, "capabilities")
+    assert caps2["replayed"] == 0
+    await keeper.request({"cmd": "kill", "session": "rc"}, "killed")
+    await a2.close()
+    await keeper.close()
+
+
+async def test_buffering_while_no_client(daemon: Any, bash_create: Any) -> None:
+    c, _ = await connect(daemon)
+    await create(c, bash_create("buf"))
+    await c.send({"cmd": "send", "session": "buf", "content": "sleep 0.3; echo later", "id": "b1"})
+    await c.wait("accepted")
+    await c.close()
+    await asyncio.sleep(2.0)
+    c2, ready = await connect(daemon)
+    assert ready["buffered"] > 0
+    flushed = [await c2.wait(lambda e: True) for _ in range(ready["buffered"])]
+    assert all("seq" in e for e in flushed)
+    assert [e["seq"] for e in flushed] == sorted(e["seq"] for e in flushed)
+    assert any(e["event"] == "complete" and e["content"] == "later" for e in flushed)
+    await c2.request({"cmd": "kill", "session": "buf"}, "killed")
+    await c2.close()
+
+
+# ----------------------------------------------------------------------------- attach
+async def attach(daemon: Any, selector: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    r, w = await asyncio.open_unix_connection(daemon.socket + ".attach")
+    w.write(selector + b"\n")
+    await w.drain()
+    return r, w
+
+
+async def read_until(r: asyncio.StreamReader, needle: bytes, timeout: float = WAIT) -> bytes:
+    buf = b""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while needle not in buf:
+        chunk = await asyncio.wait_for(r.read(65536), max(0.01, end - loop.time()))
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+async def test_attach_paint_round_trip_and_viewers(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    await create(c, fake_create("att"))
+    r, w = await attach(daemon, orjson.dumps({"session": "att"}))
+    paint = await read_until(r, b"FAKE TUI ready")
+    assert paint.startswith(b"\x1b[") and b"\x1b[2J" in paint and b"\x1b[H" in paint
+    viewer_r, viewer_w = await attach(daemon, b"att")  # bare key; second attacher is read-only
+    await read_until(viewer_r, b"FAKE TUI ready")
+    viewer_w.write(b"reply from-viewer\r")
+    await viewer_w.drain()
+    w.write(b"reply attached-ok\r")
+    await w.drain()
+    out = await read_until(r, b"attached-ok\r\n")
+    assert b"attached-ok" in out
+    assert b"attached-ok" in await read_until(viewer_r, b"attached-ok\r\n"), "viewers see the same output"
+    dump = await c.request({"cmd": "dump", "session": "att"}, "dump")
+    assert "attached-ok" in dump["capture"] and "from-viewer" not in dump["capture"]
+    # a viewer asking for control gets it
+    ctl_r, ctl_w = await attach(daemon, orjson.dumps({"session": "att", "control": True}))
+    await read_until(ctl_r, b"attached-ok")
+    ctl_w.write(b"reply took-control\r")
+    await ctl_w.drain()
+    await read_until(ctl_r, b"took-control\r\n")
+    lst = await c.request({"cmd": "list"}, "sessions")
+    assert {s["name"]: s for s in lst["sessions"]}["att"]["state"] in ("idle", "responding")
+    for writer in (w, viewer_w, ctl_w):
+        writer.close()
+    await c.request({"cmd": "kill", "session": "att"}, "killed")
+    await c.close()
+
+
+async def test_attach_list_and_unknown_key(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    await create(c, fake_create("attl"))
+    r, _ = await attach(daemon, b'{"list":true}')
+    data = await r.read()
+    listing = orjson.loads(data)
+    assert listing["pid"] > 0 and "attl" in [s["name"] for s in listing["sessions"]]
+    assert data.endswith(b"\n")
+    r, _ = await attach(daemon, b"nosuch")
+    data = await r.read()
+    assert data.startswith(b"\r\nlit-bridge-rs: no such session 'nosuch' (pid ")
+    assert b"attl" in data and data.endswith(b"])\r\n")
+    await c.request({"cmd": "kill", "session": "attl"}, "killed")
+    await c.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="uses /proc")
+async def test_no_zombies_left(daemon: Any) -> None:
+    """After the tests above, the daemon has no defunct children."""
+    for pid in children(daemon.proc.pid):
+        assert pid_alive(pid), f"zombie child {pid}"
