@@ -385,10 +385,11 @@ class Rift:
         while i < len(words):
             n = random.randint(1, 3)
             chunk = " ".join(words[i:i + n])
-            pieces.append(chunk if i == 0 else " " + chunk)
+            if i > 0 and random.random() < 0.08:
+                pieces += [" ", chunk]  # a whitespace-only delta, still part of the text
+            else:
+                pieces.append(chunk if i == 0 else " " + chunk)
             i += n
-            if random.random() < 0.08:
-                pieces.append(" ")
         for p in pieces:
             self.check()
             delay = random.uniform(0.01, 0.05) * SPEED

@@ -169,7 +169,7 @@ async def test_tool_turn_with_ask_answered(make, project):
     assert closed == {**closed, "question_id": q["question_id"], "reason": "answered"}
     turn_id = q.get("turn_id") or h.session.turn_id
     end = await h.end_of(turn_id)
-    assert end["event"] == "complete" and end["content"] == "Running the command.\n\nDone: "
+    assert end["event"] == "complete" and end["content"] == "Running the command.\n\nDone:"
     result = await h.wait("tool_result", mark)
     assert result["is_error"] is False and result["tool_use_id"] == (await h.wait("tool_use", mark))["tool_use_id"]
     assert (project / "out.txt").read_text() == "hi\n"
