@@ -14,7 +14,8 @@ Anything else gets the reply `You said: <text>`.
 
 Knobs (environment): FAKE_RIFT_SPEED (delay factor, 0 = no delays; default 1), FAKE_RIFT_FAIL=1 (model
 server unreachable: exit 1 without `ready`), FAKE_RIFT_PLUGIN=<name> (plugin-trust ask on the first hello),
-FAKE_RIFT_APPROVE=0 (approval off by default, like `"approve": false` in the user config).
+FAKE_RIFT_APPROVE=0 (approval off by default, like `"approve": false` in the user config), FAKE_RIFT_HANG=1
+(the preflight never returns: no `ready`, ever).
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ class Rift:
         diag("approval: write/edit/bash ask first" if self.approve else "approval: off (auto-approve)")
         diag("skills: explain")
         sleep(random.uniform(0.1, 0.3))  # model preflight
+        if os.environ.get("FAKE_RIFT_HANG") == "1":  # a preflight that never returns
+            threading.Event().wait()
         if os.environ.get("FAKE_RIFT_FAIL") == "1":
             diag(f"Error: cannot reach Ollama at http://127.0.0.1:11434 or model '{self.model}' missing: "
                  "error sending request: connection refused")

@@ -309,3 +309,31 @@ async def test_input_slash_commands_map_to_rift_controls(make):
         assert asyncio.get_running_loop().time() < deadline
         await asyncio.sleep(0.02)
     assert "model: llama3.1:8b" in h.session.dump()["capture"]
+
+
+@pytest.mark.asyncio
+async def test_startup_timeout_without_ready(make):
+    h = make(env={"FAKE_RIFT_HANG": "1"}, startup_timeout=0.5)
+    h.session.spawn()
+    h.session.start()
+    err = await h.wait("error")
+    assert err["code"] == "spawn_failed" and "no `ready` within 0.5s" in err["message"]
+    assert "approval:" in err["message"]  # the stderr tail rides along
+
+
+@pytest.mark.asyncio
+async def test_kill_mid_turn_keeps_the_interrupted_turn_for_resume(make):
+    h = make()
+    await h.start()
+    mark = len(h.events)
+    h.session.send("keep this [long]")
+    await h.wait("replace", mark)
+    _, token = await h.session.kill(store_resume=True)
+    end = await h.wait("interrupted", mark)  # the driver cancelled the turn before the group was signalled
+    assert end["content"].startswith("word0")
+    saved = json.loads(read(token))
+    assert saved["messages"][0]["content"] == "keep this [long]"
+    h2 = make(resume=token)
+    await h2.start()
+    _, end = await h2.turn("[recall]")
+    assert end["content"] == "Your first message was: keep this [long]"

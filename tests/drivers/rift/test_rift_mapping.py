@@ -270,3 +270,15 @@ def test_render_uses_crlf_and_thinking_is_styled():
     term.feed(render.ask("Allow bash: ls", ["allow once", "deny"], []))
     rows = [r.rstrip() for r in term.display if r.strip()]
     assert rows == ["? Allow bash: ls", "  1. allow once", "  2. deny"]
+
+
+def test_thinking_is_relayed_as_a_one_line_tail(m):
+    mapping, host, _, _ = m
+    mapping.begin_turn("x")
+    feed(mapping, {"event": "iteration", "n": 1}, {"event": "thinking", "text": "first\nline"})
+    assert host.of("turn_thinking") == [("first line",)]
+    feed(mapping, {"event": "thinking", "text": " " + "y" * 500})
+    tail = host.of("turn_thinking")[-1][0]
+    assert len(tail) == 200 and tail.startswith("…") and tail.endswith("y")
+    feed(mapping, {"event": "content", "text": "answer"}, {"event": "done", "stats": {}})
+    assert host.of("turn_complete")[0][0] == "answer"  # reasoning never leaks into the reply

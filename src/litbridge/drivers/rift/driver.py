@@ -134,8 +134,31 @@ class RiftDriver(Driver):
             close()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._exited.wait(), STOP_GRACE)
+        elif self.exit_code is None and self.mapping.busy:
+            await self._cancel_and_wait_saved()
         path = self.mapping.meta.get("session_path")
         return path if store_resume and isinstance(path, str) and path else None
+
+    async def _cancel_and_wait_saved(self) -> None:
+        """Without a way to close stdin: cancel the turn and wait for the `context` rift sends once it has
+        saved the session after `done`, so a resume keeps the interrupted turn."""
+        saved = asyncio.Event()
+        seen_done = False
+
+        def watch(ev: dict) -> None:
+            nonlocal seen_done
+            if ev.get("event") == "done":
+                seen_done = True
+            elif ev.get("event") == "context" and seen_done:
+                saved.set()
+
+        self.mapping.listeners.append(watch)
+        try:
+            self.mapping.cancel()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(saved.wait(), STOP_GRACE)
+        finally:
+            self.mapping.listeners.remove(watch)
 
     # ---------- events in ----------
     def on_output(self, data: bytes) -> None:

@@ -113,6 +113,16 @@ def usage_from_stats(stats: dict) -> dict[str, Any]:
     return usage
 
 
+THINKING_TAIL = 200
+
+
+def thinking_line(reasoning: str) -> str:
+    """`thinking{text}` is a progress line, not a transcript: the tail of the reasoning on one line (sending the
+    whole buffer on every flush would be O(n^2) bytes)."""
+    flat = " ".join(reasoning.split())
+    return flat if len(flat) <= THINKING_TAIL else "…" + flat[-(THINKING_TAIL - 1):]
+
+
 def ask_kind(question: str, choices: list[str]) -> str:
     """Heuristic question kind (rift's ask kinds are not part of its contract)."""
     if TRUST_MARK in question:
@@ -153,6 +163,7 @@ class RiftMapping:
         self.ready: dict[str, Any] | None = None
         self.meta: dict[str, Any] = {}
         self.notices: deque[str] = deque(maxlen=20)
+        self.listeners: list[Callable[[dict], None]] = []  # see every event after it is mapped (driver waits)
         self._flush_pending = False
         self._sent_text = ""
         self._sent_thinking = ""
@@ -244,9 +255,10 @@ class RiftMapping:
 
     def on_event(self, ev: dict) -> None:
         handler = getattr(self, "_ev_" + ev["event"], None)
-        if handler is None:
-            return  # unknown events are ignored (rift's additive-change rule)
-        handler(ev)
+        if handler is not None:  # unknown events are ignored (rift's additive-change rule)
+            handler(ev)
+        for listener in list(self.listeners):
+            listener(ev)
 
     def _ev_ready(self, ev: dict) -> None:
         self.ready = ev
@@ -484,7 +496,7 @@ class RiftMapping:
             return
         if self.turn.thinking != self._sent_thinking:
             self._sent_thinking = self.turn.thinking
-            self.host.turn_thinking(self.turn.thinking)
+            self.host.turn_thinking(thinking_line(self.turn.thinking))
         text = self.turn.text()
         if text != self._sent_text:
             self._sent_text = text
