@@ -54,7 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     common.add_session_arg(p)
     p.add_argument("--cli", metavar="CLI", help="CLI name or executable: claude, rift, or any program (default: claude)")
     p.add_argument(
-        "--arg", dest="args", action="append", metavar="A", help="an argument for the CLI (repeat for several)"
+        "--arg", dest="args", action="append", metavar="A", help="an argument for the CLI (repeatable; write --arg=--flag for values that start with -)"
     )
     p.add_argument("--cwd", metavar="DIR", help="working directory of the CLI (default: the daemon's $HOME)")
     p.add_argument("--env", action="append", metavar="K=V", help="environment variable for the CLI (repeatable)")

@@ -227,6 +227,8 @@ class Turn:
             return
         kind = ev.get("event")
         tid = ev.get("turn_id")
+        if kind == "accepted":
+            return  # ours is the first event already; a later one is a duplicate send's echo
         if tid is not None:
             if tid != self.turn_id:
                 return
@@ -378,6 +380,7 @@ class Client:
         self._failed: LitbridgeError | None = None
         self._task: asyncio.Task[None] | None = None
         self._instance: Any = None
+        self._fresh = False  # a re-opened connection that has not delivered a seq'd event yet
 
     # --- connecting ---------------------------------------------------------------------------------
 
@@ -479,6 +482,8 @@ class Client:
                             raise LitbridgeError(code, str(ev.get("message", "")), ev)
                         got_hello = True
                         self.capabilities = ev
+                    elif kind == "error" and ev.get("code") == "unauthorized":
+                        raise AuthFailed(str(ev.get("message", "unauthorized")))
                     else:
                         buffered.append(ev)
         except asyncio.TimeoutError:
@@ -489,6 +494,7 @@ class Client:
             raise
         self._reader, self._writer = reader, writer
         self._splitter = splitter
+        self._fresh = not initial
         self._connected.set()
         for ev in buffered:
             self._dispatch(ev)
@@ -573,7 +579,11 @@ class Client:
         seq = ev.get("seq")
         if isinstance(seq, int) and not isinstance(seq, bool):
             if self.last_seq is not None and seq <= self.last_seq:
-                return  # already delivered (replayed after a reconnect)
+                if not self._fresh:
+                    return  # already delivered (replayed after a reconnect)
+                # The daemon never replays what a reconnecting client already had, so a first seq going
+                # backwards on a new connection means a restarted daemon whose numbering began afresh.
+            self._fresh = False
             self.last_seq = seq
         kind = ev.get("event")
         if kind == "monitor_ready":

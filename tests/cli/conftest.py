@@ -1,0 +1,19 @@
+"""Fixtures for CLI tests: a real daemon subprocess per module, shared helper in tests/client/_daemon.py."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "client"))
+
+from _daemon import Daemon, running_daemon
+
+
+@pytest.fixture(scope="module")
+def daemon() -> Iterator[Daemon]:
+    with running_daemon() as d:
+        yield d

@@ -1,0 +1,134 @@
+"""A real `litbridge serve` subprocess on a private socket, for client and CLI tests (shared helper).
+
+Also writes a `rift` wrapper around tests/fakes/fake_rift.py (handed to the daemon as LITBRIDGE_RIFT_BIN) so
+tests can get real `question` events without a model.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+
+
+@dataclass
+class Daemon:
+    socket: str
+    home: Path
+    proc: subprocess.Popen[bytes]
+    log: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def cli(self, *args: str, input: str | None = None, timeout: float = 60, extra_env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+        """Run `python -m litbridge ARGS --socket <ours>` and capture its output."""
+        argv = [sys.executable, "-m", "litbridge", *args]
+        if args and args[0] != "schema":
+            argv += ["--socket", self.socket]
+        env = {**os.environ, **(extra_env or {})}
+        return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout, env=env)
+
+    def log_text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+def _wait_listening(path: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"daemon exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
+        if os.path.exists(path):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(path)
+                return
+            except OSError:
+                pass
+            finally:
+                s.close()
+        time.sleep(0.05)
+    raise RuntimeError(f"daemon did not listen on {path} within {timeout}s:\n{log.read_text(errors='replace')}")
+
+
+@contextmanager
+def running_daemon(port: int | None = None) -> Iterator[Daemon]:
+    """Start a daemon (short socket path under /tmp: AF_UNIX paths are limited to ~104 bytes)."""
+    base = Path(tempfile.mkdtemp(prefix="lbt-"))
+    home = base / "home"
+    home.mkdir()
+    bindir = base / "bin"
+    bindir.mkdir()
+    rift = bindir / "rift"
+    rift.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKES / "fake_rift.py"}" "$@"\n')
+    rift.chmod(0o755)
+    sock = str(base / "d.sock")
+    log = base / "daemon.log"
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "LITBRIDGE_RIFT_BIN": str(rift),
+        "FAKE_RIFT_SPEED": "0",
+        "PS1": "$ ",
+    }
+    proc = spawn(sock, env, log, port)
+    try:
+        yield Daemon(sock, home, proc, log, env)
+    finally:
+        stop(proc)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def spawn(sock: str, env: dict[str, str], log: Path, port: int | None = None) -> subprocess.Popen[bytes]:
+    """Start `litbridge serve --socket sock` and wait until it accepts connections."""
+    argv = [sys.executable, "-m", "litbridge", "serve", "--socket", sock]
+    if port is not None:
+        argv += ["--port", str(port)]
+    with open(log, "ab") as logf:
+        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        _wait_listening(sock, proc, log)
+    except BaseException:
+        stop(proc)
+        raise
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the daemon kills its sessions and unlinks its socket), SIGKILL the group if it hangs."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+def free_port() -> int:
+    """A free TCP port whose successor is free too (control on N, attach on N+1)."""
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = a.getsockname()[1]
+        try:
+            with socket.socket() as b, socket.socket() as c:
+                b.bind(("127.0.0.1", port))
+                c.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair")

@@ -1,0 +1,130 @@
+"""Reconnect with hello{since_seq}: a dropped connection loses no session event and repeats none.
+
+The client under test reaches the daemon through a symlink; renaming the symlink away keeps it from
+reconnecting, so events are provably published while it is disconnected. An observer client that is
+never dropped sees the reference sequence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from _daemon import Daemon, running_daemon, spawn, stop
+
+from litbridge.client import Client, Event, EventStream
+
+pytestmark = pytest.mark.asyncio
+
+BASH = {"args": ["--norc", "--noprofile"], "env": {"PS1": "$ "}, "quiescence": 0.3}
+
+
+async def _drain(stream: EventStream) -> list[Event]:
+    stream.close()
+    return [ev async for ev in stream]
+
+
+def _seqs(events: list[Event], session: str) -> list[int]:
+    return [ev["seq"] for ev in events if ev.get("session") == session and "seq" in ev]
+
+
+class _Gate:
+    """A symlink to the daemon's socket that can be switched off (connect then fails: ENOENT)."""
+
+    def __init__(self, target: str, where: Path) -> None:
+        self.link = where / "gate.sock"
+        self.off = where / "gate.off"
+        os.symlink(target, self.link)
+
+    def close(self) -> None:
+        os.rename(self.link, self.off)
+
+    def open(self) -> None:
+        os.rename(self.off, self.link)
+
+
+async def _quiesce(*clients: Client) -> None:
+    """A round trip per client: everything published before it has been delivered to that client."""
+    for c in clients:
+        await c.ping()
+
+
+async def test_drop_between_turns_loses_nothing(daemon: Daemon, tmp_path: Path) -> None:
+    gate = _Gate(daemon.socket, tmp_path)
+    async with Client.connect(socket=daemon.socket) as observer, Client.connect(
+        socket=gate.link, reconnect_timeout=60
+    ) as dropped:
+        await observer.create("rc1", "bash", timeout=60, **BASH)
+        ref = observer.events("rc1")
+        got = dropped.events("rc1")
+        first = await dropped.send("rc1", "echo before")
+        await first.result(timeout=60)
+
+        gate.close()
+        dropped._drop_connection()
+        # Published while `dropped` cannot reconnect: a whole turn, driven by the observer.
+        away = await observer.send("rc1", "echo while-away")
+        await away.result(timeout=60)
+        pending_ping = asyncio.create_task(dropped.ping())  # issued while disconnected
+        await asyncio.sleep(0.2)
+        assert not pending_ping.done()
+        gate.open()
+        assert (await asyncio.wait_for(pending_ping, 60))["event"] == "pong"
+        after = await dropped.send("rc1", "echo after")
+        await after.result(timeout=60)
+        await _quiesce(observer, dropped)
+
+        ref_events, got_events = await _drain(ref), await _drain(got)
+        assert dropped.reconnects == 1
+        ref_seqs, got_seqs = _seqs(ref_events, "rc1"), _seqs(got_events, "rc1")
+        assert got_seqs == ref_seqs  # same events, same order: nothing lost, nothing twice
+        assert got_seqs == sorted(set(got_seqs))
+        contents = [ev["content"] for ev in got_events if ev["event"] == "complete"]
+        assert contents == ["before", "while-away", "after"]
+
+
+async def test_drop_mid_turn_turn_handle_still_ends(daemon: Daemon, tmp_path: Path) -> None:
+    gate = _Gate(daemon.socket, tmp_path)
+    async with Client.connect(socket=daemon.socket) as observer, Client.connect(
+        socket=gate.link, reconnect_timeout=60
+    ) as dropped:
+        await observer.create("rc2", sys.executable, timeout=60, args=["-q", "-u", "-i"], quiescence=0.5)
+        turn = await dropped.send(
+            "rc2", "[(print('line', i, flush=True), __import__('time').sleep(0.1)) for i in range(6)] and None"
+        )
+        async with dropped.events("rc2", turn=turn, kinds={"replace"}) as replaces:
+            await replaces.wait_for(lambda ev: "line" in ev["text"], timeout=60)
+        gate.close()
+        dropped._drop_connection()
+        async with observer.events("rc2", turn=turn.turn_id, kinds={"complete", "interrupted", "turn_error"}) as end:
+            reference_end = await end.next(timeout=60)
+        gate.open()
+        done = await turn.result(timeout=60)
+        assert done["seq"] == reference_end["seq"]
+        assert done["event"] == "complete"
+        assert [f"line {i}" for i in range(6)] == [ln.strip() for ln in done["content"].splitlines()][-6:]
+        seqs = [ev["seq"] for ev in [e async for e in turn] if "seq" in ev]
+        assert seqs == sorted(set(seqs))
+
+
+async def test_daemon_restart_resets_seq_numbering(tmp_path: Path) -> None:
+    """A new daemon on the same socket numbers events from 1 again; the client must not drop them."""
+    with running_daemon() as daemon:
+        async with Client.connect(socket=daemon.socket, reconnect_timeout=60) as c:
+            await c.create("before-restart", "bash", timeout=60, **BASH)
+            t = await c.send("before-restart", "echo x")
+            await t.result(timeout=60)
+            high = c.last_seq
+            assert high is not None and high > 3
+
+            stop(daemon.proc)
+            daemon.proc = spawn(daemon.socket, daemon.env, daemon.log)
+            # The next command waits for the reconnect; its `ready` reply has a small seq again.
+            ready = await c.create("after-restart", "bash", timeout=60, **BASH)
+            assert ready["event"] == "ready"
+            assert c.last_seq is not None and c.last_seq < high
+            t2 = await c.send("after-restart", "echo y")
+            assert (await t2.result(timeout=60))["content"] == "y"
