@@ -23,9 +23,7 @@ import pytest_asyncio
 
 FAKES = Path(__file__).resolve().parents[2] / "fakes"
 HERE = Path(__file__).resolve().parent
-# NOTE (CLAUDE-B, 02:33): an uncommitted conftest.py that appeared here at 02:32 (not mine) was overwritten by
-# mistake when this file was created; this directory is put on sys.path so `claude_captures` imports keep working.
-# Tell CLAUDE-B (owner of this file) what else it needs.
+# this directory too: the capture-fixture tests import their helpers (claude_captures) from it
 for _p in (FAKES, HERE):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
@@ -65,7 +63,8 @@ class Daemon:
         self.dir = base
         self.socket = str(base / "lb.sock")
         self.log_path = base / "daemon.log"
-        env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "USER", "TMPDIR") if k in os.environ}
+        passthrough = ("PATH", "LANG", "LC_ALL", "USER", "TMPDIR", "LITBRIDGE_NO_EXTENSIONS")
+        env = {k: os.environ[k] for k in passthrough if k in os.environ}
         env.update(HOME=str(base), PYTHONUNBUFFERED="1", XDG_RUNTIME_DIR=str(base))
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(

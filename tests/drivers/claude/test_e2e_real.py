@@ -18,6 +18,25 @@ pytestmark = [pytest.mark.real_claude, pytest.mark.asyncio]
 TERMINAL = ("complete", "interrupted", "turn_error")
 
 
+STATES = {"starting", "idle", "thinking", "responding", "dialog", "dead"}
+
+
+def check_invariants(lb: Any, key: str) -> None:
+    """Protocol invariants over everything the session emitted: one terminal event per accepted turn, every
+    question closed, only spec state names."""
+    events = lb.since(key, 0)
+    turns = [e["turn_id"] for e in events if e["event"] == "accepted"]
+    terminals = [e["turn_id"] for e in events if e["event"] in TERMINAL]
+    assert sorted(terminals) == sorted(turns), f"terminal events {terminals} for turns {turns}"
+    asked = {e["question_id"] for e in events if e["event"] == "question"}
+    closed = [e["question_id"] for e in events if e["event"] == "question_closed"]
+    assert sorted(closed) == sorted(asked)
+    bad = [
+        (e["from"], e["to"]) for e in events if e["event"] == "state" and not {e["from"], e["to"]} <= STATES
+    ]
+    assert bad == []
+
+
 async def create(
     lb: Any,
     claude_bin: Path,
@@ -103,6 +122,7 @@ async def test_startup_dialogs_without_preapproval_then_qa(
     sid = req["headers"]["X-Claude-Code-Session-Id"]
     assert claude_home.transcripts() == [claude_home.transcript(sid)]
     assert user_prompts(claude_home) == ["What is the capital of France?"]
+    check_invariants(lb, key)
 
 
 LONG_PARAGRAPH = " ".join(f"word{i:03d}" for i in range(60))  # 479 chars: wraps over 3 screen rows
@@ -134,6 +154,7 @@ async def test_long_markdown_answer(
     assert replaces, "no replace event during a ~1.5 s streamed answer"
     assert all(e["turn_id"] == acc["turn_id"] for e in lb.since(key, acc["_index"], "replace"))
     assert any(LONG_PARAGRAPH in text for text in replaces), replaces[-1]
+    check_invariants(lb, key)
 
 
 async def test_tool_turn_permission_question_answered(
@@ -189,6 +210,11 @@ async def test_tool_turn_permission_question_answered(
     assert any(
         r["tool_use_id"] == "toolu_e2e_1" and "tool-ran-ok" in json.dumps(r) for r in tool_results(second)
     )
+    order = [
+        e["event"] for e in lb.since(key, begin) if e["event"] in ("tool_use", "tool_result", "complete")
+    ]
+    assert order == ["tool_use", "tool_result", "complete"]
+    check_invariants(lb, key)
 
 
 async def test_persistent_api_500_is_turn_error(
@@ -202,6 +228,7 @@ async def test_persistent_api_500_is_turn_error(
     assert end["kind"] == "api_error"
     assert "500" in end["message"]
     assert len(mock.main_requests()) == 2  # first attempt + 1 retry
+    check_invariants(lb, key)
 
 
 async def test_interrupt_then_next_turn(
@@ -234,6 +261,7 @@ async def test_interrupt_then_next_turn(
     assert end2["content"] == "Second answer."
     # the interrupted prompt was not re-typed in front of the next one
     assert mock.main_requests()[-1]["last_user"] == "Now answer briefly."
+    check_invariants(lb, key)
 
 
 async def test_kill_store_resume_then_create_resumes(
@@ -259,3 +287,4 @@ async def test_kill_store_resume_then_create_resumes(
     # same conversation file, both prompts in it
     assert len(home.transcripts()) == 1
     assert user_prompts(home) == ["Remember the word PELICAN.", "Which word did I ask you to remember?"]
+    check_invariants(lb, key)
