@@ -288,3 +288,50 @@ async def test_kill_store_resume_then_create_resumes(
     assert len(home.transcripts()) == 1
     assert user_prompts(home) == ["Remember the word PELICAN.", "Which word did I ask you to remember?"]
     check_invariants(lb, key)
+
+
+async def test_messages_sent_while_busy_are_queued_fifo(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    """Two sends back to back: the second is queued, typed only after the first turn ends, answered in order,
+    and neither turn's `replace`/`complete` carries the other's text."""
+    home = preapproved_home(tmp_path)
+    first = "First answer, streamed slowly over a couple of lines.\nSecond line of the first answer."
+    mock.push(
+        {"label": "a", "text": first, "chunk": 6, "delay": 0.08}, {"label": "b", "text": "Second answer."}
+    )
+    await create(lb, claude_bin, key, home, mock)
+    begin = len(lb.events)
+    await lb.send("send", session=key, content="First question?")
+    await lb.send("send", session=key, content="Second question?")
+    acc1 = await lb.session_event(key, "accepted", start=begin)
+    acc2 = await lb.session_event(key, "accepted", start=acc1["_index"] + 1)
+    assert acc1["queued"] is False and acc2["queued"] is True
+    assert acc1["turn_id"] != acc2["turn_id"]
+    end1 = await lb.session_event(key, TERMINAL, start=begin, turn_id=acc1["turn_id"])
+    end2 = await lb.session_event(key, TERMINAL, start=begin, turn_id=acc2["turn_id"])
+    assert end1["event"] == end2["event"] == "complete", (end1, end2)
+    assert end1["_index"] < end2["_index"]
+    assert (end1["content"], end2["content"]) == (first, "Second answer.")
+    assert [r["last_user"] for r in mock.main_requests()] == ["First question?", "Second question?"]
+    for r in lb.since(key, begin, "replace"):
+        other = "Second answer." if r["turn_id"] == acc1["turn_id"] else "First answer"
+        assert other not in r["text"], r
+    assert user_prompts(home) == ["First question?", "Second question?"]
+    check_invariants(lb, key)
+
+
+async def test_classic_renderer_qa(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    """settings.json {"tui": "default"}: the inline (non-alternate-screen) renderer works the same way."""
+    home = make_home(tmp_path)
+    write_preapproval(home, tui="default")
+    mock.push({"label": "c1", "text": "Classic one."}, {"label": "c2", "text": "Classic two."})
+    await create(lb, claude_bin, key, home, mock)
+    _, end1 = await turn(lb, key, "One?")
+    acc2, end2 = await turn(lb, key, "Two?")
+    assert (end1["event"], end1["content"]) == ("complete", "Classic one.")
+    assert (end2["event"], end2["content"], end2["source"]) == ("complete", "Classic two.", "transcript")
+    assert all("Classic one." not in r["text"] for r in lb.since(key, acc2["_index"], "replace"))
+    check_invariants(lb, key)
