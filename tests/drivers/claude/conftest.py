@@ -38,9 +38,9 @@ EVENT_TIMEOUT = 60.0
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
     """The real Claude Code 2.1.328 binary; skips (with the reason) only if it cannot be installed or run."""
-    path, reason = binary_status()
+    path, reason = binary_status(fetch=False)  # fetching (npm, ~370 MB) is tests/fetch_fixtures.py's job
     if path is None:
-        pytest.skip(reason)
+        pytest.skip(f"{reason}; run `python tests/fetch_fixtures.py` first")
     return path
 
 

@@ -16,8 +16,6 @@ from mock_anthropic import MockAnthropic, all_text, tool_results
 pytestmark = [pytest.mark.real_claude, pytest.mark.asyncio]
 
 TERMINAL = ("complete", "interrupted", "turn_error")
-
-
 STATES = {"starting", "idle", "thinking", "responding", "dialog", "dead"}
 
 
@@ -44,14 +42,13 @@ async def create(
     home: ClaudeHome,
     mock: MockAnthropic,
     args: list[str] | None = None,
-    start: int | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """Send `create` for the real binary in `home`, wait for `ready`; returns it (with `_index`)."""
-    env = offline_env(home, mock.url, **{k: v for k, v in extra.pop("env", {}).items()})
+    env = offline_env(home, mock.url, **extra.pop("env", {}))
     if key not in lb.created:
         lb.created.append(key)
-    begin = len(lb.events) if start is None else start
+    begin = len(lb.events)
     await lb.send(
         "create",
         session=key,
