@@ -23,8 +23,10 @@ Findings (observed here on the real binary under a 200x50 PTY against tests/fake
   skipDangerousModePermissionPrompt for --dangerously-skip-permissions (root needs IS_SANDBOX=1).
 * Transcript: $HOME/.claude/projects/<cwd with non-alphanumerics -> '-'>/<session-id>.jsonl (verified; session id =
   X-Claude-Code-Session-Id). Also written: ~/.claude/history.jsonl, sessions/<pid>.json, shell-snapshots/, backups/.
-* Startup timing (this 2-core box, see the report): `--version` ~0.1 s; spawn -> idle prompt with full pre-approval
-  and spawn -> trust dialog are both well under a few seconds; measured numbers are in measure_startup().
+* Startup timing (2-core box, load avg ~7, measured with measure_startup / through the daemon): `--version` 0.11 s;
+  spawn -> first output 0.34-0.54 s; -> trust dialog (OSC blocked) 0.47-0.68 s; -> idle prompt (OSC 7501 idle)
+  with full pre-approval 0.81-1.05 s. Through `litbridge serve`: create -> ready 2.5-3.5 s pre-approved,
+  5.0-5.9 s answering trust + API-key dialogs (the driver waits >= 0.5 s of quiet per dialog key).
 """
 
 from __future__ import annotations
