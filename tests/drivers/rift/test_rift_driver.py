@@ -4,6 +4,7 @@ session emits — startup, Q&A, tools, asks, reviews, cancel, death mid-turn, st
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -337,3 +338,16 @@ async def test_kill_mid_turn_keeps_the_interrupted_turn_for_resume(make):
     await h2.start()
     _, end = await h2.turn("[recall]")
     assert end["content"] == "Your first message was: keep this [long]"
+
+
+@pytest.mark.asyncio
+async def test_realistic_speed_stream_is_coalesced_into_replaces(make):
+    h = make(env={"FAKE_RIFT_SPEED": "1"})
+    await h.start()
+    text = "Rivers carve valleys over thousands of years and carry sediment to the sea"
+    turn_id, end = await h.turn(text)
+    assert end["event"] == "complete" and end["content"] == "You said: " + text
+    replaces = [e["text"] for e in h.turn_events(turn_id) if e["event"] == "replace"]
+    assert replaces and replaces[-1].strip() == end["content"]
+    assert all(b.startswith(a.rstrip()) for a, b in itertools.pairwise(replaces))  # each replace extends the last
+    assert len(replaces) <= len(text.split()) + 2  # never more replaces than content deltas

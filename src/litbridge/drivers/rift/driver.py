@@ -170,7 +170,10 @@ class RiftDriver(Driver):
             line = bytes(self._stdout[:nl]).strip()
             del self._stdout[: nl + 1]
             if line:
-                self.mapping.on_line(line)
+                try:
+                    self.mapping.on_line(line)
+                except Exception:  # one bad event must not lose the rest of the chunk
+                    self.host.log.exception("rift event %r", line[:200])
         if self.mapping.ready is not None and self._ready is None:
             self._ready = self.host.loop.create_future()
         if self.mapping.ready is not None and self._ready is not None and not self._ready.done():
