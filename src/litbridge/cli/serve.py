@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
+import signal
 import sys
 
 
@@ -26,6 +28,8 @@ def main(args: argparse.Namespace) -> int:
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 <pid>` dumps every thread's stack to stderr
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     if sys.platform == "win32" and args.port is None:
         print("litbridge serve: --port <N> is required on this platform", file=sys.stderr)
         return 1

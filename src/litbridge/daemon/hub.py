@@ -50,6 +50,8 @@ class Client:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._room = asyncio.Event()
+        self._room.set()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -81,11 +83,18 @@ class Client:
             return
         self._wake.set()
 
+    async def wait_room(self) -> None:
+        """Backpressure for this client's own commands: wait while its outbound queue is long."""
+        while self._live > COALESCE_AT and not self.closed:
+            self._room.clear()
+            await self._room.wait()
+
     def _overflow(self) -> None:
         log.warning("client %s is too slow (%d events queued); disconnecting", self.peer, self._live)
         self.closed = True
         self._queue.clear()
         self._live = 0
+        self._room.set()
         err = ev.error(
             f"client too slow: more than {MAX_QUEUE} events queued; reconnect with hello{{since_seq}}", "slow_consumer"
         )
@@ -113,6 +122,8 @@ class Client:
                     if batch:
                         self.writer.write(b"".join(batch))
                         await self.writer.drain()
+                    if self._live <= COALESCE_AT // 2:
+                        self._room.set()
                 if self._closing:
                     return
         except (ConnectionError, OSError, RuntimeError):
@@ -121,6 +132,7 @@ class Client:
             pass
 
     def close(self) -> None:
+        self._room.set()
         if not self.closed:
             self.closed = True
             with contextlib.suppress(Exception):

@@ -157,6 +157,7 @@ class Daemon:
                     client.send_event(ev.error(exc.message, exc.code))
                     continue
                 await self.handle(client, msg)
+                await client.wait_room()
         except (ConnectionError, OSError) as exc:
             log.debug("control connection ended: %s", exc)
         except asyncio.CancelledError:

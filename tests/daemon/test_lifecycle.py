@@ -1,0 +1,248 @@
+"""Daemon process hygiene: no-steal (exit 3), stale socket reclaim, permissions under a hostile umask,
+SIGTERM cleanup (sessions killed and reaped, socket files removed), TCP token handshake, slow consumers.
+Each test starts its own daemon (they kill it or need special settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from lbd_helpers import WAIT, Conn, fake_create, start_daemon
+
+
+def short_dir() -> str:
+    return tempfile.mkdtemp(prefix="lbl-")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+def free_port() -> int:
+    # the daemon needs N and N+1
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port < 65535:
+            with socket.socket() as s2:
+                try:
+                    s2.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+            return port
+    raise RuntimeError("no free port pair")
+
+
+def test_second_daemon_exits_3_and_stale_socket_reclaimed() -> None:
+    d = tempfile.mkdtemp(prefix="lbl-")
+    sock = os.path.join(d, "x.sock")
+    first = start_daemon(sock)
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "litbridge", "serve", "--socket", sock],
+            capture_output=True, text=True, timeout=WAIT,
+        )
+        assert second.returncode == 3
+        assert "refusing to steal" in second.stderr
+        with socket.socket(socket.AF_UNIX) as s:  # the first is still reachable
+            s.connect(sock)
+            assert b"monitor_ready" in s.recv(65536)
+    finally:
+        assert first.stop() == 0
+    assert not os.path.exists(sock) and not os.path.exists(sock + ".attach")
+    # a stale socket file (nobody listening) is reclaimed
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(sock)
+    stale.close()
+    assert os.path.exists(sock)
+    again = start_daemon(sock)
+    assert again.stop() == 0
+
+
+def test_permissions_under_hostile_umask() -> None:
+    base = short_dir()
+    sock_dir = os.path.join(base, "fresh")
+    sock = os.path.join(sock_dir, "p.sock")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "litbridge", "serve", "--socket", sock],
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: os.umask(0),
+    )
+    try:
+        for _ in range(400):
+            if os.path.exists(sock + ".attach"):
+                break
+            if proc.poll() is not None:
+                pytest.fail(f"daemon exited {proc.returncode}")
+            time.sleep(0.05)
+        assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(sock + ".attach").st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(sock_dir).st_mode) == 0o700
+    finally:
+        proc.terminate()
+        assert proc.wait(WAIT) == 0
+
+
+def test_default_socket_path_layout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from litbridge.daemon import paths
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert paths.default_socket_path() == str(tmp_path / "litbridge" / "litbridge.sock")
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    assert paths.default_socket_path() == os.path.join(tempfile.gettempdir(), f"litbridge-{os.getuid()}", "litbridge.sock")
+
+
+@pytest.mark.asyncio
+async def test_sigterm_kills_sessions_and_cleans_up() -> None:
+    sock = os.path.join(short_dir(), "t.sock")
+    d = start_daemon(sock, "--port", str(port := free_port()))
+    c = await Conn.open(sock)
+    await c.wait("monitor_ready")
+    await c.request(fake_create("victim"), "ready")
+    await c.request(fake_create("victim2", "--ignore-term"), "ready")
+    lst = await c.request({"cmd": "list"}, "sessions")
+    pids = [s["pid"] for s in lst["sessions"]]
+    assert len(pids) == 2 and all(pid_alive(p) for p in pids)
+    assert Path(sock + ".token").is_file()  # noqa: ASYNC240
+    code = await asyncio.to_thread(d.stop)
+    assert code == 0, d.log()
+    for p in pids:
+        assert not pid_alive(p)
+    for p in (sock, sock + ".attach", sock + ".token"):
+        assert not os.path.exists(p), p  # noqa: ASYNC240
+    await c.close()
+    assert port
+
+
+@pytest.mark.asyncio
+async def test_tcp_token_handshake() -> None:
+    sock = os.path.join(short_dir(), "tcp.sock")
+    port = free_port()
+    d = start_daemon(sock, "--port", str(port))
+    try:
+        token_file = sock + ".token"
+        assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+        token = Path(token_file).read_text().strip()  # noqa: ASYNC240
+        # anything but hello{token} first: error + close, no monitor_ready
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(b'{"cmd":"ping"}\n')
+        data = await asyncio.wait_for(r.read(), WAIT)
+        assert b"monitor_ready" not in data and b'"unauthorized"' in data
+        w.close()
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(b'{"cmd":"hello","token":"wrong"}\n')
+        data = await asyncio.wait_for(r.read(), WAIT)
+        assert b"monitor_ready" not in data and b"unauthorized" in data
+        w.close()
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(orjson.dumps({"cmd": "hello", "token": token, "id": 1}) + b"\n" + b'{"cmd":"ping","id":2}\n')
+        await w.drain()
+        first = orjson.loads(await asyncio.wait_for(r.readline(), WAIT))
+        assert first["event"] == "monitor_ready"
+        caps = orjson.loads(await asyncio.wait_for(r.readline(), WAIT))
+        assert caps["event"] == "capabilities" and caps["re"] == 1
+        pong = orjson.loads(await asyncio.wait_for(r.readline(), WAIT))
+        assert pong == {"event": "pong", "re": 2}
+        w.close()
+        # attach over TCP needs the token in the selector
+        r, w = await asyncio.open_connection("127.0.0.1", port + 1)
+        w.write(b'{"list":true}\n')
+        assert b"token" in await asyncio.wait_for(r.read(), WAIT)
+        w.close()
+        r, w = await asyncio.open_connection("127.0.0.1", port + 1)
+        w.write(orjson.dumps({"list": True, "token": token}) + b"\n")
+        assert orjson.loads(await asyncio.wait_for(r.read(), WAIT))["sessions"] == []
+        w.close()
+    finally:
+        assert d.stop() == 0
+
+
+@pytest.mark.asyncio
+async def test_slow_consumer_does_not_block_others() -> None:
+    sock = os.path.join(short_dir(), "slow.sock")
+    d = start_daemon(sock, env={"LITBRIDGE_CLIENT_QUEUE": "300", "LITBRIDGE_CLIENT_COALESCE": "50"})
+    try:
+        # the slow client: tiny receive buffer and never reads
+        slow = socket.socket(socket.AF_UNIX)
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect(sock)
+        fast = await Conn.open(sock)
+        await fast.wait("monitor_ready")
+        chan = "c" * 2000  # big events, so kernel socket buffers fill quickly
+        await fast.request(fake_create("flood", channel_id=chan), "ready")
+        n = 3000
+        batch = b"".join(
+            orjson.dumps({"cmd": "keystroke", "session": "flood", "channel_id": chan, "keys": [], "id": f"k{i}"}) + b"\n"
+            for i in range(n)
+        )
+        fast.writer.write(batch)
+        await fast.writer.drain()
+        last = await fast.wait(lambda e: e.get("re") == f"k{n - 1}", timeout=60)
+        assert last["event"] == "keystroke_sent"
+        acks = [e for e in fast.events if e.get("event") == "keystroke_sent"]
+        assert len(acks) == n, "the fast client got every event"
+        # the slow one was cut off with slow_consumer (after whatever fit in its buffers)
+        slow.setblocking(True)
+        slow.settimeout(WAIT)
+        data = b""
+        while True:
+            chunk = await asyncio.to_thread(slow.recv, 65536)
+            if not chunk:
+                break
+            data += chunk
+        lines = [orjson.loads(x) for x in data.splitlines() if x.strip()]
+        assert lines[0]["event"] == "monitor_ready"
+        assert lines[-1]["event"] == "error" and lines[-1]["code"] == "slow_consumer"
+        assert len(lines) < n
+        pong = await fast.request({"cmd": "ping"}, "pong")
+        assert pong["event"] == "pong"
+        await fast.request({"cmd": "kill", "session": "flood", "channel_id": chan}, "killed")
+        await fast.close()
+        slow.close()
+    finally:
+        assert d.stop() == 0, d.log()
+
+
+@pytest.mark.asyncio
+async def test_client_mistakes_never_kill_the_daemon(tmp_path: Path) -> None:
+    sock = os.path.join(short_dir(), "m.sock")
+    d = start_daemon(sock)
+    try:
+        c = await Conn.open(sock)
+        await c.wait("monitor_ready")
+        garbage: list[Any] = [
+            b"\xff\xfe\xfd\n", b"null\n", b"42\n", b'"str"\n', b'{"cmd":null}\n', b'{"cmd":["create"]}\n',
+            b'{"cmd":"create","session":{"a":1}}\n', b'{"cmd":"hello","subscribe":5}\n',
+            b'{"cmd":"send","session":"x","channel_id":7}\n', b'{"cmd":"kill","session":"x","store_resume":"yes"}\n',
+            b'{"cmd":"ping","id":true}\n', b'{"cmd":"ping","id":{"x":1}}\n',
+        ]
+        for g in garbage:
+            await c.send(g)
+        await c.send({"cmd": "ping", "id": "alive"})
+        await c.wait("pong", re="alive")
+        errors = [e for e in c.events if e["event"] == "error"]
+        assert len(errors) >= len(garbage) - 2 and all("code" in e for e in errors)
+        w = c.writer
+        w.write(b'{"cmd":"create","session":"half')  # then vanish mid-line
+        w.close()
+        c2 = await Conn.open(sock)
+        await c2.wait("monitor_ready")
+        await c2.request({"cmd": "ping"}, "pong")
+        await c2.close()
+    finally:
+        assert d.stop() == 0, d.log()
