@@ -5,6 +5,7 @@ really happened (mock request log, transcript, files). Screen parsing details ar
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -331,4 +332,28 @@ async def test_classic_renderer_qa(
     assert (end1["event"], end1["content"]) == ("complete", "Classic one.")
     assert (end2["event"], end2["content"], end2["source"]) == ("complete", "Classic two.", "transcript")
     assert all("Classic one." not in r["text"] for r in lb.since(key, acc2["_index"], "replace"))
+    check_invariants(lb, key)
+
+
+async def test_interrupt_before_first_token(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    """Esc before any token: Claude puts the prompt back into its input box (reference §7); the turn still ends
+    `interrupted` and the next message is sent alone, not appended to the restored draft."""
+    home = preapproved_home(tmp_path)
+    mock.push(
+        {"label": "never", "text": "Too late.", "first_delay": 60}, {"label": "next", "text": "Recovered."}
+    )
+    await create(lb, claude_bin, key, home, mock)
+    begin = len(lb.events)
+    await lb.send("send", session=key, content="Slow first token please.")
+    acc = await lb.session_event(key, "accepted", start=begin)
+    await asyncio.to_thread(mock.wait_for_requests, 1, 60.0)
+    await lb.send("interrupt", session=key)
+    end = await lb.session_event(key, TERMINAL, start=begin, turn_id=acc["turn_id"])
+    assert end["event"] == "interrupted", end
+    assert "Too late." not in end["content"]
+    _, end2 = await turn(lb, key, "Second try.")
+    assert (end2["event"], end2["content"]) == ("complete", "Recovered."), end2
+    assert [r["last_user"] for r in mock.main_requests()] == ["Slow first token please.", "Second try."]
     check_invariants(lb, key)
