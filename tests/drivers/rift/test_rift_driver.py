@@ -351,3 +351,20 @@ async def test_realistic_speed_stream_is_coalesced_into_replaces(make):
     assert replaces and replaces[-1].strip() == end["content"]
     assert all(b.startswith(a.rstrip()) for a, b in itertools.pairwise(replaces))  # each replace extends the last
     assert len(replaces) <= len(text.split()) + 2  # never more replaces than content deltas
+
+
+@pytest.mark.asyncio
+async def test_input_prompt_is_unobserved_but_gates_queued_sends(make):
+    h = make()
+    await h.start()
+    mark = len(h.events)
+    h.session.input("[long]")
+    await asyncio.sleep(0.1)
+    h.session.send("after input")
+    accepted = await h.wait("accepted", mark)
+    assert accepted["queued"] is True  # rift is busy with the input's turn
+    h.session.keystroke(["Esc"])  # no litbridge turn yet: Esc is rift's cancel
+    end = await h.end_of(accepted["turn_id"])
+    assert end["event"] == "complete" and end["content"] == "You said: after input"
+    assert not any(e["event"] in ("interrupted", "turn_error") for e in h.events[mark:])
+    assert "word0" in h.session.dump()["capture"]

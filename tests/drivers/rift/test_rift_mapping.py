@@ -273,7 +273,7 @@ def test_render_uses_crlf_and_thinking_is_styled():
 
 
 def test_thinking_is_relayed_as_a_one_line_tail(m):
-    mapping, host, _, _ = m
+    mapping, host, _, term = m
     mapping.begin_turn("x")
     feed(mapping, {"event": "iteration", "n": 1}, {"event": "thinking", "text": "first\nline"})
     assert host.of("turn_thinking") == [("first line",)]
@@ -282,3 +282,5 @@ def test_thinking_is_relayed_as_a_one_line_tail(m):
     assert len(tail) == 200 and tail.startswith("…") and tail.endswith("y")
     feed(mapping, {"event": "content", "text": "answer"}, {"event": "done", "stats": {}})
     assert host.of("turn_complete")[0][0] == "answer"  # reasoning never leaks into the reply
+    rows = [r.rstrip() for r in term.display]
+    assert "answer" in rows  # the reply starts on its own line under the reasoning

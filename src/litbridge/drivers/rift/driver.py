@@ -234,8 +234,12 @@ class RiftDriver(Driver):
                 return
             self._send({"cmd": cmd, **fields})
             return
-        if text.strip():
-            self._send({"cmd": "prompt", "text": text})
+        if not text.strip():
+            return
+        if self.mapping.busy or self.mapping.ready is None:
+            self._send({"cmd": "prompt", "text": text})  # rift answers with its busy warning
+        else:  # a turn nobody observes, but queued sends still wait for its `done`
+            self.mapping.begin_turn(text, tracked=False)
 
     def keys(self, data: bytes) -> None:
         """rift has no keyboard in serve mode: Esc / Ctrl+C mean cancel, other keys are ignored."""

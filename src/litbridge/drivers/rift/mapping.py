@@ -58,6 +58,7 @@ class Turn:
     """What the mapping accumulates for the turn in flight."""
 
     number: int
+    tracked: bool = True  # False: started by `input` (no litbridge turn; rendered and gated, not reported)
     segments: list[str] = field(default_factory=list)
     thinking: str = ""
     tools: int = 0
@@ -165,6 +166,7 @@ class RiftMapping:
         self.notices: deque[str] = deque(maxlen=20)
         self.listeners: list[Callable[[dict], None]] = []  # see every event after it is mapped (driver waits)
         self._flush_pending = False
+        self._thinking_open = False
         self._sent_text = ""
         self._sent_thinking = ""
 
@@ -182,10 +184,10 @@ class RiftMapping:
         return self.state == "idle" and self.turn is None and not self.questions
 
     # ---------- commands out ----------
-    def begin_turn(self, text: str) -> None:
+    def begin_turn(self, text: str, tracked: bool = True) -> None:
         """Send a prompt as a new turn (the caller already rejected empty text and busy sessions)."""
         self.turns += 1
-        self.turn = Turn(self.turns)
+        self.turn = Turn(self.turns, tracked)
         self._sent_text = self._sent_thinking = ""
         self.send({"cmd": "prompt", "text": text})
         self.feed(render.user(text))
@@ -323,6 +325,7 @@ class RiftMapping:
             return
         self.turn.thinking += text
         self.feed(render.thinking(text))
+        self._thinking_open = True
         self._mark()
 
     def _ev_content(self, ev: dict) -> None:
@@ -332,6 +335,9 @@ class RiftMapping:
         if not self.turn.segments:
             self.turn.segments.append("")
         self.turn.segments[-1] += text
+        if self._thinking_open:  # the reply starts on its own line under the dim reasoning
+            self._thinking_open = False
+            self.feed(b"\r\n")
         self.feed(render.content(text))
         if not self.questions:
             self._set_state("responding")
@@ -339,6 +345,7 @@ class RiftMapping:
 
     def _ev_tool_start(self, ev: dict) -> None:
         self._flush()
+        self._thinking_open = False
         name = str(ev.get("name", "?"))
         args = parse_args(ev.get("args"))
         self.feed(render.tool_start(name, args))
@@ -438,7 +445,9 @@ class RiftMapping:
         self.meta["last_stats"] = stats
         self.turn = None
         text = turn.text(final=True)
-        if turn.error is not None:
+        if not turn.tracked:
+            reason = "error" if turn.error is not None else "cancelled" if turn.cancelled else "ok"
+        elif turn.error is not None:
             reason = "error"
             self.host.turn_error(turn.error, "api_error")
         elif turn.cancelled or turn.cancel_sent:
