@@ -455,17 +455,28 @@ class Rift:
                     reply_parts[-1] += " " + piece_text
                     self.emit("content", text=" " + piece_text)
                     stats["output_tokens"] += 1
-            elif calls:
+            elif calls:  # one LLM response with every call, run one at a time, then a closing iteration
+                lead = {"bash": "Running the command.", "write": "Writing the file.",
+                        "ask": "I need to ask you something."}[calls[0][0]]
+                stats["output_tokens"] += self.stream("content", lead)
+                reply_parts.append(lead)
+                cancelled = False
                 for kind, arg in calls:
-                    lead = {"bash": "Running the command.", "write": "Writing the file.",
-                            "ask": "I need to ask you something."}[kind]
-                    stats["output_tokens"] += self.stream("content", lead)
-                    reply_parts.append(lead)
-                    self.run_tool(kind, arg)
-                    stats["iterations"] += 1
-                    self.emit("iteration", n=stats["iterations"])
-                    sleep(0.2)
-                    self.check()
+                    if cancelled:  # the remaining calls still get a start and a cancelled result
+                        name, args = self.tool_call(kind, arg)
+                        self.emit("tool_start", name=name, args=json.dumps(args))
+                        self.tool_result(name, False, "ERROR: cancelled by user")
+                        continue
+                    try:
+                        self.run_tool(kind, arg)
+                    except Cancelled:
+                        cancelled = True
+                if cancelled:
+                    raise Cancelled
+                stats["iterations"] += 1
+                self.emit("iteration", n=stats["iterations"])
+                sleep(0.2)
+                self.check()
                 final = "Done: " + self.last_tool_summary
                 stats["output_tokens"] += self.stream("content", final)
                 reply_parts.append(final)
@@ -530,16 +541,19 @@ class Rift:
         self.emit("tool_result", name=name, ok=ok, preview=preview)
         self.messages.append({"role": "tool", "content": text})
 
-    def run_tool(self, kind: str, arg: str) -> None:
+    @staticmethod
+    def tool_call(kind: str, arg: str) -> tuple[str, dict]:
         name = {"bash": "bash", "write": "write", "ask": "ask_user"}[kind]
         if kind == "bash":
-            args = {"command": arg}
-        elif kind == "write":
+            return name, {"command": arg}
+        if kind == "write":
             path, _, content = arg.partition(":")
-            args = {"path": path, "content": content}
-        else:
-            question, *choices = arg.split("|")
-            args = {"question": question, "choices": choices}
+            return name, {"path": path, "content": content}
+        question, *choices = arg.split("|")
+        return name, {"question": question, "choices": choices}
+
+    def run_tool(self, kind: str, arg: str) -> None:
+        name, args = self.tool_call(kind, arg)
         self.messages.append({"role": "assistant", "content": "", "tool_calls": [{"name": name, "arguments": args}]})
         self.emit("tool_start", name=name, args=json.dumps(args))
         try:

@@ -288,6 +288,20 @@ def test_cancel_during_running_tool_reports_cancelled_result(spawn):
 
 
 @fake_only
+def test_cancel_gives_every_remaining_call_a_cancelled_result(spawn):
+    r = spawn()
+    r.startup()
+    r.send({"cmd": "hello", "approve": False})
+    r.send({"cmd": "prompt", "text": "[bash:sleep 30] [bash:echo never]"})
+    r.until("tool_start")
+    r.send({"cmd": "cancel"})
+    events = [e for e in r.until("done") if e["event"] in ("tool_start", "tool_result", "warning", "done")]
+    assert [e["event"] for e in events] == ["tool_result", "tool_start", "tool_result", "warning", "done"]
+    assert json.loads(events[1]["args"]) == {"command": "echo never"}
+    assert all(e["preview"] == "ERROR: cancelled by user" for e in events if e["event"] == "tool_result")
+
+
+@fake_only
 def test_error_turn_warns_then_done_with_zero_stats(spawn):
     r = spawn()
     r.startup()
