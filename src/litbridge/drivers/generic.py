@@ -15,6 +15,7 @@ from litbridge.drivers.base import Driver, LaunchSpec
 
 DEFAULT_QUIET = 0.8
 STARTUP_MAX = 30.0
+SILENT_START = 3.0  # a program that prints nothing at all is taken as ready after this long
 
 
 class GenericDriver(Driver):
@@ -41,7 +42,8 @@ class GenericDriver(Driver):
         return LaunchSpec(argv=argv)
 
     async def startup(self) -> dict[str, Any]:
-        """Ready when the screen first settles (no output for the quiescence window)."""
+        """Ready when the screen first settles: some output, then none for the quiescence window (or no
+        output at all for SILENT_START seconds, for programs such as `cat`)."""
         self._settled = self.host.loop.create_future()
         self._quiet_from = self.host.loop.time()
         self._arm()
@@ -76,6 +78,11 @@ class GenericDriver(Driver):
             self._timer = self.host.call_later(self.quiet - quiet_for, self._check)
             return
         if self._settled is not None and not self._settled.done():
+            silent_for = self.host.loop.time() - self.host.spawned_at
+            if self.host.last_output_at == 0.0 and silent_for < SILENT_START:
+                # nothing printed yet: a slow starter (an interpreter on a loaded box) is not "settled"
+                self._timer = self.host.call_later(min(self.quiet, SILENT_START - silent_for), self._check)
+                return
             self._settled.set_result(None)
             return
         if self.host.turn_id is not None:
