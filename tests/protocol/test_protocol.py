@@ -125,5 +125,7 @@ def test_builders() -> None:
     assert mr["protocol_version"] == 1 and mr["limits"] == {"max_line": 1048576, "buffer": 5000}
     with pytest.raises(ValueError):
         events.generic("not_an_event", "s", None)
+    tu = events.tool_use("s", None, "tu1", "Bash", {"command": "ls"}, "t1")
+    assert tu["name"] == "Bash" and tu["event"] == "tool_use"
     for name in ("dialog_dismissed", "unknown_dialog"):
         assert events.generic(name, "s", None, dialog="d")["event"] == name

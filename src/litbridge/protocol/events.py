@@ -20,8 +20,8 @@ from litbridge.protocol.spec import (
 Ev = dict[str, Any]
 
 
-def _ev(name: str, session: str | None = None, channel_id: str | None = None, re: Any = None, **fields: Any) -> Ev:
-    out: Ev = {"event": name}
+def _ev(event_name: str, session: str | None = None, channel_id: str | None = None, re: Any = None, **fields: Any) -> Ev:
+    out: Ev = {"event": event_name}
     if session is not None:
         out["session"] = session
     if channel_id is not None:

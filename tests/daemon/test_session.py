@@ -1,0 +1,268 @@
+"""Session invariants with a scripted driver over a real `cat` child: FIFO gating, one terminal event per
+turn, question ids and orphaning, answer routing, submit failures, death, resume tokens, pipes transport."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import pytest
+
+from litbridge import drivers
+from litbridge.drivers.base import Driver, DriverError, LaunchSpec
+from litbridge.session import Session, SessionCommandError
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix PTY")
+
+
+class Scripted(Driver):
+    name = "scripted"
+    transport = "pty"
+
+    def __init__(self, host: Any, options: dict[str, Any]) -> None:
+        super().__init__(host, options)
+        self.accepting = True
+        self.submitted: list[str] = []
+        self.answers: list[tuple[Any, ...]] = []
+        self.screens: list[list[tuple[int, str]]] = []
+        self.outputs = bytearray()
+        self.fail_submit: DriverError | None = None
+        self.exit_seen: int | str | None = "no"
+
+    def launch(self) -> LaunchSpec:
+        return LaunchSpec(["cat"], transport=self.options.get("transport", "pty"))
+
+    async def startup(self) -> dict[str, Any]:
+        self.host.set_state("idle")
+        return {"model": "m1", "resumed": self.options.get("resume") is not None}
+
+    def can_accept_input(self) -> bool:
+        return self.accepting
+
+    async def submit(self, text: str) -> None:
+        if self.fail_submit:
+            raise self.fail_submit
+        self.submitted.append(text)
+        self.host.write(text.encode() + b"\r")
+
+    def on_output(self, data: bytes) -> None:
+        self.outputs += data
+        if self.options.get("transport") == "pipes":
+            self.host.terminal.feed(data.replace(b"\n", b"\r\n"))
+
+    def on_screen(self, changed_rows: list[tuple[int, str]]) -> None:
+        assert changed_rows
+        self.screens.append(changed_rows)
+
+    async def answer(self, question_id: str | None, digit: str | None = None, option: str | None = None,
+                     text: str | None = None) -> None:
+        if not self.host.open_questions():
+            raise DriverError("no_question", "nothing to answer")
+        qid = question_id or self.host.open_questions()[-1]
+        self.answers.append((qid, digit, option, text))
+        self.host.close_question(qid, "answered")
+
+    def on_exit(self, exit_code: int | None) -> None:
+        self.exit_seen = exit_code
+
+    async def stop(self, store_resume: bool) -> str | None:
+        return "resume-token-1" if store_resume else None
+
+    def info(self) -> dict[str, Any]:
+        return {"cli_version": "9.9", "transcript_path": "/x.jsonl", "count": 3, "extra": True}
+
+
+drivers.register("scripted-test", Scripted)
+
+
+class Rec(list):  # type: ignore[type-arg]
+    def names(self) -> list[str]:
+        return [e["event"] for e in self]
+
+    def of(self, name: str) -> list[dict[str, Any]]:
+        return [e for e in self if e["event"] == name]
+
+
+async def until(cond: Any, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not cond():
+        if loop.time() > end:
+            raise TimeoutError("condition never became true")
+        await asyncio.sleep(0.01)
+
+
+async def started(key: str = "s", **opts: Any) -> tuple[Session, Scripted, Rec]:
+    rec = Rec()
+    s = Session(key, {"session": key, "cli": "scripted-test", "working_dir": "/tmp", **opts}, rec.append)
+    s.spawn()
+    s.start(re="c")
+    await until(lambda: s.ready)
+    assert isinstance(s.driver, Scripted)
+    return s, s.driver, rec
+
+
+@pytest.mark.asyncio
+async def test_fifo_gated_by_can_accept_input() -> None:
+    s, d, rec = await started()
+    try:
+        assert rec.of("ready")[0]["model"] == "m1" and rec.of("ready")[0]["re"] == "c"
+        d.accepting = False
+        for n in range(3):
+            s.send(f"m{n}", re=n)
+        assert [a["queued"] for a in rec.of("accepted")] == [True, True, True]
+        await asyncio.sleep(0.1)
+        assert d.submitted == []
+        d.accepting = True
+        s.input_ready()
+        await until(lambda: d.submitted == ["m0"])
+        await asyncio.sleep(0.05)
+        assert d.submitted == ["m0"], "one turn at a time"
+        t0 = s.turn_id
+        s.turn_complete("done0")
+        s.turn_error("late", "api_error")  # ignored: the turn already ended
+        await until(lambda: d.submitted == ["m0", "m1"])
+        s.turn_interrupted("x")
+        await until(lambda: d.submitted == ["m0", "m1", "m2"])
+        s.turn_complete("done2")
+        ids = [a["turn_id"] for a in rec.of("accepted")]
+        terminal = [e for e in rec if e["event"] in ("complete", "interrupted", "turn_error")]
+        assert [e["turn_id"] for e in terminal] == ids and terminal[0]["turn_id"] == t0
+        assert [e["event"] for e in terminal] == ["complete", "interrupted", "complete"]
+        assert rec.of("state")[-1]["to"] == "thinking"
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_replace_dedup_and_only_within_a_turn() -> None:
+    s, d, rec = await started()
+    try:
+        s.turn_text("before any turn")
+        s.send("q")
+        await until(lambda: d.submitted)
+        s.turn_text("a")
+        s.turn_text("a")
+        s.turn_text("ab")
+        s.turn_thinking("spin")
+        s.turn_thinking("spin")
+        s.tool_use("tu1", "Bash", {"command": "ls"})
+        s.tool_result("tu1", "y" * 6000, False)
+        s.turn_complete("ab", {"input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 0, "cache_creation_tokens": 0}, "transcript")
+        assert [e["text"] for e in rec.of("replace")] == ["a", "ab"]
+        assert len(rec.of("thinking")) == 1
+        assert rec.of("tool_use")[0]["turn_id"] == rec.of("complete")[0]["turn_id"]
+        assert len(rec.of("tool_result")[0]["content"]) == 5001
+        assert rec.of("complete")[0]["usage"]["output_tokens"] == 2 and rec.of("complete")[0]["source"] == "transcript"
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_questions_unique_orphaned_and_answered() -> None:
+    s, d, rec = await started("qa")
+    s2, _, rec2 = await started("qb")
+    try:
+        startup_q = s.open_question("trust", "Trust?", [{"digit": "1", "label": "Yes", "selected": True}])
+        other_q = s2.open_question("choice", "Pick", [])
+        assert startup_q != other_q, "question ids are unique per daemon"
+        s.send("go")
+        await until(lambda: d.submitted)
+        q = s.open_question("permission", "Allow?", [{"digit": "1", "label": "Yes", "selected": True}], source="cli-dialog")
+        assert len({startup_q, other_q, q}) == 3
+        with pytest.raises(SessionCommandError) as info:
+            await s.answer("q-nope", None, None, None)
+        assert info.value.code == "no_question"
+        await s.answer(q, "1", None, None, re="a1")
+        assert d.answers == [(q, "1", None, None)]
+        sent = rec.of("answer_sent")[0]
+        assert sent["question_id"] == q and sent["digit"] == "1" and sent["re"] == "a1"
+        assert rec.of("question_closed")[-1] == {**rec.of("question_closed")[-1], "question_id": q, "reason": "answered"}
+        q2 = s.open_question("choice", "Another?", [])
+        s.turn_complete("ok")
+        closed = {e["question_id"]: e["reason"] for e in rec.of("question_closed")}
+        assert closed[q2] == "orphaned", "a turn's questions are orphaned when it ends"
+        assert startup_q not in closed, "a question outside the turn stays open"
+        with pytest.raises(SessionCommandError):
+            await s.answer(None, "x", None, None)
+    finally:
+        await s.kill()
+        await s2.kill()
+    closed = {e["question_id"]: e["reason"] for e in rec.of("question_closed")}
+    assert closed[startup_q] == "orphaned", "open questions are orphaned when the session dies"
+    assert {e["question_id"] for e in rec2.of("question_closed")} == {other_q}
+
+
+@pytest.mark.asyncio
+async def test_submit_failure_ends_turn_and_queue_moves_on() -> None:
+    s, d, rec = await started()
+    try:
+        d.fail_submit = DriverError("timeout", "prompt never went live")
+        s.send("one")
+        await until(lambda: rec.of("turn_error"))
+        err = rec.of("turn_error")[0]
+        assert err["kind"] == "timeout" and err["message"] == "prompt never went live"
+        d.fail_submit = None
+        s.send("two")
+        await until(lambda: d.submitted == ["two"])
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_death_ends_open_and_queued_turns() -> None:
+    s, d, rec = await started()
+    s.send("running")
+    await until(lambda: d.submitted)
+    d.accepting = False
+    s.send("queued")
+    assert s.child is not None
+    s.write(b"\x04")  # EOF on an empty line: cat exits by itself
+    await until(lambda: s.dead)
+    assert d.exit_seen == 0
+    errors = rec.of("turn_error")
+    assert len(errors) == 2 and all(e["kind"] == "cli_exited" for e in errors)
+    assert rec.of("exited")[0]["exit_code"] == 0
+    assert rec.of("state")[-1]["to"] == "dead"
+    assert rec.names().index("exited") > rec.names().index("turn_error")
+    with pytest.raises(SessionCommandError):
+        s.send("after death")
+    code, token = await s.kill(store_resume=True)
+    assert code == 0 and token is None, "no resume token from a dead session's driver"
+
+
+@pytest.mark.asyncio
+async def test_kill_store_resume_and_dump_fields() -> None:
+    s, d, rec = await started(resume="prev")
+    try:
+        assert rec.of("ready")[0]["resumed"] is True
+        s.input("hello")
+        await until(lambda: "hello" in "".join(s.terminal.display))
+        dump = s.dump(re="d")
+        assert dump["re"] == "d" and dump["driver"] == "scripted" and dump["cli_version"] == "9.9"
+        assert dump["transcript_path"] == "/x.jsonl" and dump["count"] == 3 and dump["extra"] is True
+        assert "hello" in dump["capture"] and len(dump["capture"].split("\n")) == 50
+        assert dump["osc_state"] is None and dump["queued"] == 0 and dump["observing"] is False
+        assert all(rows for rows in d.screens)
+        item = s.list_item()
+        assert item["name"] == "s" and item["model"] == "m1" and item["pid"] == s.pid
+    finally:
+        _, token = await s.kill(store_resume=True)
+    assert token == "resume-token-1"
+    assert rec.of("state")[-1]["to"] == "dead" and not rec.of("exited"), "a kill is not an exit by itself"
+
+
+@pytest.mark.asyncio
+async def test_pipes_transport_renders_into_terminal_and_tees() -> None:
+    s, d, _ = await started("p", transport="pipes")
+    seen = bytearray()
+    s.add_output_listener(lambda b: seen.extend(b) if b else None)
+    try:
+        assert s.transport == "pipes"
+        s.input("via pipes")
+        await until(lambda: b"via pipes" in d.outputs)
+        await until(lambda: "via pipes" in s.dump()["capture"])
+        assert b"via pipes" in seen, "attach viewers get what the driver renders"
+    finally:
+        await s.kill()
