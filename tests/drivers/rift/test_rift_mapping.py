@@ -127,6 +127,23 @@ def test_tool_turn_fifo_ids_and_args_parsing(m):
     assert mapping.info()["rift"]["last_diff"] == {"path": "/p/x", "added": 1, "removed": 0}
 
 
+def test_edit_diff_is_attached_to_the_write_result(m):
+    mapping, host, _, _ = m
+    mapping.begin_turn("x")
+    feed(mapping, {"event": "tool_start", "name": "write", "args": '{"path": "a.txt"}'},
+         {"event": "tool_result", "name": "write", "ok": True, "preview": "wrote 1 lines to a.txt"})
+    assert host.of("tool_result") == []  # held until we know whether a diff follows
+    feed(mapping, {"event": "edit_diff", "path": "/p/a.txt", "added": 1, "removed": 0,
+                   "diff": ["@@ line 1 @@", "+hi"]})
+    (tool_id, content, is_error), = host.of("tool_result")
+    assert tool_id == host.of("tool_use")[0][0]
+    assert content == "wrote 1 lines to a.txt\n/p/a.txt +1 -0\n@@ line 1 @@\n+hi" and is_error is False
+    feed(mapping, {"event": "tool_start", "name": "edit", "args": "{}"},
+         {"event": "tool_result", "name": "edit", "ok": True, "preview": "edited"},
+         {"event": "iteration", "n": 2})  # no diff came: released by the next event
+    assert host.of("tool_result")[-1][1:] == ("edited", False)
+
+
 def test_ask_is_a_question_answered_with_the_exact_choice(m):
     mapping, host, sent, _ = m
     mapping.begin_turn("x")

@@ -22,6 +22,7 @@ ERROR_PREFIX = "error: "
 BASH_APPROVAL_PREFIXES = ("Allow bash", "Allow write", "Allow edit")
 TRUST_MARK = "Trust this manifest"
 REVIEW_OPTIONS = ("apply", "reject")
+EDIT_TOOLS = ("write", "edit")  # their successful tool_result is followed by an edit_diff
 
 
 class MappingHost(Protocol):
@@ -167,6 +168,7 @@ class RiftMapping:
         self.listeners: list[Callable[[dict], None]] = []  # see every event after it is mapped (driver waits)
         self._flush_pending = False
         self._thinking_open = False
+        self._pending_result: tuple[str, str] | None = None
         self._sent_text = ""
         self._sent_thinking = ""
 
@@ -256,6 +258,8 @@ class RiftMapping:
             self._notice(f"unexpected line from rift: {str(line)[:200]}")
 
     def on_event(self, ev: dict) -> None:
+        if self._pending_result is not None and ev["event"] != "edit_diff":
+            self._flush_result()
         handler = getattr(self, "_ev_" + ev["event"], None)
         if handler is not None:  # unknown events are ignored (rift's additive-change rule)
             handler(ev)
@@ -369,11 +373,25 @@ class RiftMapping:
         else:  # a result without a start (never seen; keep the pairing total)
             self.turn.tools += 1
             tool_id = f"rift-{self.generation}-{self.turn.number}-{self.turn.tools}"
-        self.host.tool_result(tool_id, preview, not ok)
+        if ok and ev.get("name") in EDIT_TOOLS:
+            self._pending_result = (tool_id, preview)  # an edit_diff follows: attach it to this result
+        else:
+            self.host.tool_result(tool_id, preview, not ok)
+
+    def _flush_result(self, diff: dict | None = None) -> None:
+        pending, self._pending_result = self._pending_result, None
+        if pending is None:
+            return
+        tool_id, content = pending
+        if diff is not None:
+            lines = [str(x) for x in diff.get("diff") or []]
+            content += f"\n{diff.get('path', '')} +{diff.get('added', 0)} -{diff.get('removed', 0)}\n" + "\n".join(lines)
+        self.host.tool_result(tool_id, content, False)
 
     def _ev_edit_diff(self, ev: dict) -> None:
         self.meta["last_diff"] = {k: ev.get(k) for k in ("path", "added", "removed")}
         self.feed(render.edit_diff(ev))
+        self._flush_result(ev)
 
     def _ev_ask(self, ev: dict) -> None:
         rid = ev.get("id")
@@ -464,6 +482,7 @@ class RiftMapping:
     # ---------- process end ----------
     def on_exit(self, code: int | None) -> None:
         """rift is gone: orphan every question and end the turn in flight with turn_error(cli_exited)."""
+        self._flush_result()
         self._flush()
         for qid in list(self.questions):
             self._close(qid, "orphaned", settle=False)
