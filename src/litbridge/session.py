@@ -102,7 +102,7 @@ class Session:
         self.options = options
         self.cli: str = options.get("cli", "claude")
         self._emit_cb = emit
-        self.loop = loop or asyncio.get_event_loop()
+        self.loop = loop or asyncio.get_running_loop()
         self.log = logging.getLogger(f"litbridge.session.{key}")
         self._on_dead = on_dead
         self.kill_grace = kill_grace
@@ -321,7 +321,7 @@ class Session:
         except Exception:
             self.log.exception("driver.on_exit")
         why = "session was killed" if self.killing else f"CLI exited (code {code})"
-        if startup_pending and not self.killing:
+        if startup_pending:  # the create never got its `ready`: answer it with an error
             self._emit(
                 ev.error(f"{why} during startup: {self.stderr_tail()[-500:]}", "spawn_failed", self._create_re, self.key, self.channel_id)
             )
@@ -421,9 +421,17 @@ class Session:
             self.turn_interrupted(turn.last_text)
 
     def write_raw(self, data: bytes) -> None:
-        """Attach controller bytes straight to the CLI."""
-        if not self.dead and self.child is not None:
+        """Attach controller bytes: straight into the PTY; for pipes drivers through `driver.keys`
+        (raw keyboard bytes would corrupt a structured stdin protocol)."""
+        if self.dead or self.child is None:
+            return
+        if self.transport == "pty":
             self.child.write(data)
+        else:
+            try:
+                self.driver.keys(data)
+            except Exception:
+                self.log.exception("driver.keys")
 
     def add_output_listener(self, cb: Callable[[bytes | None], None]) -> None:
         """Raw output chunks (None once the session is dead) for attach viewers."""
