@@ -375,6 +375,8 @@ class RiftMapping:
             tool_id = f"rift-{self.generation}-{self.turn.number}-{self.turn.tools}"
         if ok and ev.get("name") in EDIT_TOOLS:
             self._pending_result = (tool_id, preview)  # an edit_diff follows: attach it to this result
+            if self.schedule is not None:  # rift < 2.6 sends no edit_diff: do not hold the result for long
+                self.schedule(0.25, self._flush_result)
         else:
             self.host.tool_result(tool_id, preview, not ok)
 
