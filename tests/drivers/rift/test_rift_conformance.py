@@ -169,6 +169,20 @@ def test_list_models_is_answered_asynchronously(spawn):
     assert models["current"] == ready["model"] and isinstance(models["models"], list)
 
 
+def test_models_and_approval_answers_interleave_mid_turn(spawn):
+    r = spawn(env={"FAKE_RIFT_SPEED": "0.05"})
+    r.startup()
+    r.send({"cmd": "prompt", "text": LONG_PROMPT})
+    r.until("content")
+    r.send({"cmd": "set_approval", "approve": True})  # safe mid-turn, answered at once
+    r.send({"cmd": "list_models"})
+    events = r.until("models")
+    assert "approval_changed" in [e["event"] for e in events]
+    assert not any(e["event"] == "done" for e in events)  # both arrived inside the turn
+    r.send({"cmd": "cancel"})
+    r.until("done")
+
+
 def test_list_sessions_shape(spawn):
     r = spawn()
     r.startup()
