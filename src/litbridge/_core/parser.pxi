@@ -78,6 +78,7 @@ cdef class Parser:
     cdef int _feed(self, const unsigned char* p, Py_ssize_t n) except -1:
         cdef Py_ssize_t i = 0, j
         cdef unsigned char b
+        cdef uint32_t cp
         cdef Screen s = self.scr
         cdef bint decode = self.use_utf8 or self.str_mode
         while i < n:
@@ -111,13 +112,60 @@ cdef class Parser:
                         s.draw_ascii(p + i, j - i)
                         i = j
                     continue
+                if b == 0x1B and i + 1 < n and p[i + 1] == 0x5B:
+                    i += 2
+                    self._csi_start()
+                    continue
                 if b < 0x20:
                     i += 1
                     self._c0(b)
                     continue
+                if decode and 0xE0 <= b <= 0xEF and i + 2 < n:
+                    # whole 3-byte UTF-8 char in the buffer (box drawing, CJK...): decode inline
+                    j = p[i + 1]
+                    if (0xA0 if b == 0xE0 else 0x80) <= j <= (0x9F if b == 0xED else 0xBF) and 0x80 <= p[i + 2] <= 0xBF:
+                        cp = ((b & 0x0F) << 12) | ((j & 0x3F) << 6) | (p[i + 2] & 0x3F)
+                        i += 3
+                        if s.tr_active or cp == 0x9B or cp == 0x9D or cp < 0xA0:
+                            self._cp(cp)
+                        else:
+                            s.draw_cp(cp)
+                        continue
                 if b == 0x7F:
                     i += 1
                     continue
+            elif self.state == S_CSI and b < 0x80:
+                # inline CSI scanner: parameters and the final byte without per-byte calls
+                while i < n:
+                    b = p[i]
+                    if 0x30 <= b <= 0x39:
+                        if self.cur < 100000:
+                            self.cur = self.cur * 10 + (b - 0x30)
+                        self.have_cur = True
+                        i += 1
+                    elif b == 0x3B:
+                        if self.np < MAXP:
+                            self.params[self.np] = self.cur if self.cur < 9999 else 9999
+                            self.sub[self.np] = self.next_sub
+                            self.np += 1
+                        self.cur = 0
+                        self.have_cur = False
+                        self.next_sub = False
+                        i += 1
+                    elif 0x40 <= b <= 0x7E:
+                        i += 1
+                        self._push_param()
+                        self.state = S_GROUND
+                        if not self.bad:
+                            self._csi_dispatch(b)
+                        break
+                    elif b < 0x80:
+                        i += 1
+                        self._csi_byte(b)
+                        break
+                    else:
+                        break
+                continue
             elif b < 0x80:
                 i += 1
                 self._cp(b)
@@ -149,7 +197,7 @@ cdef class Parser:
                 decode = self.use_utf8 or self.str_mode
         return 0
 
-    cdef void _c0(self, unsigned char b) except *:
+    cdef int _c0(self, unsigned char b) except -1:
         """C0 control in the ground state (pyte's `basic` table)."""
         cdef Screen s = self.scr
         if b == 0x1B:
@@ -181,7 +229,7 @@ cdef class Parser:
         self.inter = 0
         self.bad = False
 
-    cdef void _cp(self, uint32_t cp) except *:
+    cdef int _cp(self, uint32_t cp) except -1:
         """One decoded character outside the ASCII-run fast path, dispatched by parser state."""
         cdef Screen s = self.scr
         cdef int st = self.state
@@ -248,7 +296,7 @@ cdef class Parser:
         elif st == S_ESC_SKIP:
             self.state = S_GROUND
 
-    cdef void _esc(self, uint32_t cp) except *:
+    cdef int _esc(self, uint32_t cp) except -1:
         cdef Screen s = self.scr
         self.state = S_GROUND
         if cp == 0x5B:
@@ -292,7 +340,7 @@ cdef class Parser:
         self.cur = 0
         self.have_cur = False
 
-    cdef void _csi_byte(self, uint32_t cp) except *:
+    cdef int _csi_byte(self, uint32_t cp) except -1:
         cdef Screen s = self.scr
         if 0x30 <= cp <= 0x39:
             if self.cur < 100000:
@@ -333,7 +381,7 @@ cdef class Parser:
         elif cp >= 0x80:
             self.bad = True
 
-    cdef void _csi_dispatch(self, uint32_t f) except *:
+    cdef int _csi_dispatch(self, uint32_t f) except -1:
         cdef Screen s = self.scr
         cdef int* p = self.params
         cdef int n = self.np
@@ -344,12 +392,12 @@ cdef class Parser:
                 has_sub = True
                 break
         if self.inter:
-            return
+            return 0
         if f == 0x6D and self.priv == 0:     # m: SGR (colon sub-parameters allowed)
             s._sgr(p, self.sub, n)
-            return
+            return 0
         if has_sub:
-            return
+            return 0
         if self.priv == 0x3F:
             if f == 0x68 or f == 0x6C:
                 s._set_modes([p[i] for i in range(n)], True, f == 0x68)
@@ -360,13 +408,13 @@ cdef class Parser:
             elif f == 0x75:
                 if s.kitty_reply:
                     s.write_process_input("\x1b[?0u")
-            return
+            return 0
         if self.priv == 0x3E:
             if f == 0x71 and p[0] == 0:
                 s.write_process_input("\x1bP>|" + s.xtversion + "\x1b\\")
-            return
+            return 0
         if self.priv:
-            return
+            return 0
         if f == 0x48 or f == 0x66:          # H f
             s._cursor_position(p[0], p[1] if n > 1 else 0)
         elif f == 0x4B:                     # K
@@ -391,7 +439,7 @@ cdef class Parser:
             s._erase_in_display(p[0])
         elif f == 0x64:
             if s.m_om and not s.has_margins:
-                return
+                return 0
             s._cursor_to_line(p[0])
         elif f == 0x40:
             s._insert_characters(p[0])
@@ -418,7 +466,7 @@ cdef class Parser:
         elif f == 0x67:
             s.clear_tab_stop(p[0])
 
-    cdef void _osc_end(self) except *:
+    cdef int _osc_end(self) except -1:
         cdef Screen s = self.scr
         self.state = S_GROUND
         cdef int i = 0, code = 0
@@ -429,13 +477,13 @@ cdef class Parser:
             digits = True
             i += 1
         if not digits:
-            return
+            return 0
         if i < self.osclen and self.osc[i] == 0x3B:
             i += 1
         elif i < self.osclen:
-            return
+            return 0
         if code != 0 and code != 1 and code != 2 and code != 7501:
-            return
+            return 0
         param = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, self.osc + i, self.osclen - i)
         if code == 0 or code == 1:
             s.set_icon_name(param)
