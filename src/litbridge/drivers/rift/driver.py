@@ -266,5 +266,4 @@ class RiftDriver(Driver):
         out = self.mapping.info()
         out["rift"]["stderr_tail"] = list(self.stderr_tail)
         out["rift"]["exit_code"] = self.exit_code
-        out["observing"] = True
         return out
