@@ -65,7 +65,12 @@ class PyteTerminal:
         kitty_reply: bool = False,
     ) -> None:
         self.columns, self.lines = columns, lines
-        self.on_reply, self.on_status, self.on_title, self.on_frame_end = on_reply, on_status, on_title, on_frame_end
+        self.on_reply, self.on_status, self.on_title, self.on_frame_end = (
+            on_reply,
+            on_status,
+            on_title,
+            on_frame_end,
+        )
         self.kitty_reply = kitty_reply
         self.screen = _PyteScreen(columns, lines, self)
         self.stream = _pyte.ByteStream(self.screen)
@@ -155,12 +160,23 @@ class NativeTerminal:
         self.screen = _native.Screen(columns, lines)
         self._parser = _native.Parser(self.screen)
         self.screen.kitty_reply = kitty_reply
-        self.on_reply, self.on_status, self.on_title, self.on_frame_end = on_reply, on_status, on_title, on_frame_end
+        self.on_reply, self.on_status, self.on_title, self.on_frame_end = (
+            on_reply,
+            on_status,
+            on_title,
+            on_frame_end,
+        )
 
     # Callbacks live on the native screen so the C parser can call them without a Python subclass.
-    on_reply = property(lambda self: self.screen.on_reply, lambda self, v: setattr(self.screen, "on_reply", v))
-    on_status = property(lambda self: self.screen.on_status, lambda self, v: setattr(self.screen, "on_status", v))
-    on_title = property(lambda self: self.screen.on_title, lambda self, v: setattr(self.screen, "on_title", v))
+    on_reply = property(
+        lambda self: self.screen.on_reply, lambda self, v: setattr(self.screen, "on_reply", v)
+    )
+    on_status = property(
+        lambda self: self.screen.on_status, lambda self, v: setattr(self.screen, "on_status", v)
+    )
+    on_title = property(
+        lambda self: self.screen.on_title, lambda self, v: setattr(self.screen, "on_title", v)
+    )
     on_frame_end = property(
         lambda self: self.screen.on_frame_end, lambda self, v: setattr(self.screen, "on_frame_end", v)
     )

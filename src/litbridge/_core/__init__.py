@@ -20,6 +20,8 @@ if os.environ.get("LITBRIDGE_NO_EXTENSIONS") != "1":
 
         AVAILABLE = True
     except ImportError as exc:  # pragma: no cover - depends on the build
-        warnings.warn(f"litbridge: compiled terminal core unavailable ({exc}); falling back to pyte", stacklevel=2)
+        warnings.warn(
+            f"litbridge: compiled terminal core unavailable ({exc}); falling back to pyte", stacklevel=2
+        )
 
 __all__ = ["AVAILABLE", "native"]
