@@ -368,3 +368,18 @@ async def test_input_prompt_is_unobserved_but_gates_queued_sends(make):
     assert end["event"] == "complete" and end["content"] == "You said: after input"
     assert not any(e["event"] in ("interrupted", "turn_error") for e in h.events[mark:])
     assert "word0" in h.session.dump()["capture"]
+
+
+@pytest.mark.asyncio
+async def test_typed_keys_form_a_line_submitted_on_enter(make):
+    h = make()
+    await h.start()
+    for chunk in (b"hellx", b"\x7f", b"\x1b[A", "o wörld".encode(), b"\r"):
+        h.session.write_raw(chunk)  # attach typing reaches driver.keys for pipes drivers
+    deadline = asyncio.get_running_loop().time() + TIMEOUT
+    while "You said: hello wörld" not in h.session.dump()["capture"]:
+        assert asyncio.get_running_loop().time() < deadline, h.session.dump()["capture"]
+        await asyncio.sleep(0.02)
+    capture = h.session.dump()["capture"]
+    assert "❯ hello wörld" in capture and capture.count("❯ hello wörld") == 1
+    assert "[A" not in capture

@@ -225,4 +225,10 @@ async def test_attach_paints_the_transcript(daemon: Any, wire: Wire, project: Pa
         assert chunk, data[-500:]
         data += chunk
     assert b"\x1b[2J" in data  # a full repaint first
+    writer.write(b"typed in attach\r")  # the attacher types a line: it runs as a rift prompt
+    await writer.drain()
+    while b"You said: typed in attach" not in data:
+        chunk = await asyncio.wait_for(reader.read(65536), TIMEOUT)
+        assert chunk, data[-500:]
+        data += chunk
     writer.close()

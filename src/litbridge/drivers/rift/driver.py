@@ -8,6 +8,7 @@ Spawning, process groups and killing are the session's (LaunchSpec transport "pi
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 from collections import deque
@@ -48,6 +49,8 @@ class RiftDriver(Driver):
         self.edit_review = _flag(options, "edit_review") is True
         self.resume: str | None = options.get("resume") if isinstance(options.get("resume"), str) else None
         self._stdout = bytearray()
+        self._line = ""  # the key editor's line (see keys)
+        self._keys_decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._stderr_partial = bytearray()
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self.exit_code: int | None = None
@@ -215,7 +218,7 @@ class RiftDriver(Driver):
             raise DriverError("busy", "a rift turn is already running")
         self.mapping.begin_turn(text)
 
-    def input(self, text: str) -> None:
+    def input(self, text: str, echo: bool = True) -> None:
         """Type-like input: a few slash commands map onto rift control commands (feature-detected from
         `ready.commands`); anything else is sent as an unobserved prompt."""
         word, _, rest = text.strip().partition(" ")
@@ -239,12 +242,34 @@ class RiftDriver(Driver):
         if self.mapping.busy or self.mapping.ready is None:
             self._send({"cmd": "prompt", "text": text})  # rift answers with its busy warning
         else:  # a turn nobody observes, but queued sends still wait for its `done`
-            self.mapping.begin_turn(text, tracked=False)
+            self.mapping.begin_turn(text, tracked=False, echo=echo)
 
     def keys(self, data: bytes) -> None:
-        """rift has no keyboard in serve mode: Esc / Ctrl+C mean cancel, other keys are ignored."""
-        if data in (b"\x1b", b"\x03"):
-            self.interrupt()
+        """rift has no keyboard in serve mode, so keys (keystroke, attach typing) drive a one-line editor
+        echoed into the transcript: text, Backspace, Enter submits it like `input`; Esc / Ctrl+C cancel the
+        turn. Other escape sequences (arrows, function keys) are ignored."""
+        if len(data) > 1 and data.startswith(b"\x1b"):
+            return
+        for ch in self._keys_decoder.decode(data):
+            if ch in "\x1b\x03":
+                if self._line:
+                    self._line = ""
+                    self._render(b"\r\x1b[2K")
+                self.interrupt()
+            elif ch in "\r\n":
+                text, self._line = self._line, ""
+                if text:
+                    self._render(b"\r\n")
+                    self.input(text, echo=False)
+            elif ch in "\x7f\x08":
+                if self._line:
+                    self._line = self._line[:-1]
+                    self._render(b"\x08 \x08")
+            elif ch.isprintable():
+                if not self._line:
+                    self._render(b"\r\n\x1b[1m\xe2\x9d\xaf\x1b[0m ")  # the "❯ " prompt
+                self._line += ch
+                self._render(ch.encode("utf-8"))
 
     def interrupt(self) -> None:
         self.mapping.cancel()

@@ -186,13 +186,14 @@ class RiftMapping:
         return self.state == "idle" and self.turn is None and not self.questions
 
     # ---------- commands out ----------
-    def begin_turn(self, text: str, tracked: bool = True) -> None:
+    def begin_turn(self, text: str, tracked: bool = True, echo: bool = True) -> None:
         """Send a prompt as a new turn (the caller already rejected empty text and busy sessions)."""
         self.turns += 1
         self.turn = Turn(self.turns, tracked)
         self._sent_text = self._sent_thinking = ""
         self.send({"cmd": "prompt", "text": text})
-        self.feed(render.user(text))
+        if echo:
+            self.feed(render.user(text))
         self._set_state("thinking")
 
     def cancel(self) -> bool:
