@@ -1,0 +1,240 @@
+"""Transcript side: slug/path rules, whole-line tailing, /clear roll, and the turn tracker on real transcripts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from claude_captures import capture
+
+from litbridge.drivers.claude.transcript import (
+    TOOL_RESULT_LIMIT,
+    TranscriptTailer,
+    TurnTracker,
+    config_dir,
+    global_config_path,
+    project_dir,
+    project_slug,
+)
+
+# ---------------------------------------------------------------------------------------------- paths
+
+
+def test_slug_rule() -> None:
+    assert project_slug("/home/dev/work/s01a_startup_dialogs") == "-home-dev-work-s01a-startup-dialogs"
+    assert project_slug("slug test.dir_with-üñí") == "slug-test-dir-with----"  # reference §8.1
+    assert project_slug("/x/😀é") == "-x----"  # per UTF-16 code unit (computed with node)
+    assert project_slug("C:\\Users\\ben\\x") == "C--Users-ben-x"
+
+
+def test_long_slug_gets_the_js_hash_suffix() -> None:
+    # expected values computed with node: s.slice(0,200) + "-" + Math.abs(h).toString(36)
+    p = "/home/dev/work/" + "y" * 213 + "ü😀"
+    s = project_slug(p)
+    assert len(s) == 207 and s.endswith("yyyy-u2rcvr") and s[:200] == project_slug(p)[:200]
+    q = "/tmp/" + "abc/" * 60
+    assert project_slug(q)[195:] == "c-abc-ctco8j"
+    assert len(project_slug("/" + "a" * 199)) == 200  # exactly 200: no suffix
+
+
+def test_config_dir_respects_claude_config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    assert config_dir({"HOME": "/h"}) == Path("/h/.claude")
+    assert global_config_path({"HOME": "/h"}) == Path("/h/.claude.json")
+    env = {"HOME": "/h", "CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}
+    assert project_dir("/w/p", env) == tmp_path / "cfg" / "projects" / "-w-p"
+    assert global_config_path(env) == tmp_path / "cfg" / ".claude.json"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", "/daemon/cfg")
+    assert config_dir({"HOME": "/h"}) == Path("/daemon/cfg")
+
+
+# ---------------------------------------------------------------------------------------------- tailer
+
+
+def _line(obj: dict) -> bytes:
+    return orjson.dumps(obj) + b"\n"
+
+
+def test_tailer_reads_whole_lines_only_and_skips_corrupt(tmp_path: Path) -> None:
+    t = TranscriptTailer(tmp_path, "sid")
+    assert t.poll() == []  # no file yet
+    f = tmp_path / "sid.jsonl"
+    a = _line({"type": "user", "n": 1})
+    f.write_bytes(a + b'{"type":"assist')
+    assert [e["n"] for e in t.poll()] == [1]  # the partial line waits
+    with open(f, "ab") as fh:
+        fh.write(b'ant","n":2}\n{not json}\n[1,2]\n')
+    got = t.poll()
+    assert [e["n"] for e in got] == [2]
+    assert t.corrupt_lines == 2
+    assert t.poll() == []
+
+
+def test_tailer_starts_at_eof_of_an_existing_file_and_rereads_a_replaced_one(tmp_path: Path) -> None:
+    f = tmp_path / "sid.jsonl"
+    f.write_bytes(_line({"n": 0}))
+    t = TranscriptTailer(tmp_path, "sid")  # resume: history is skipped
+    assert t.poll() == []
+    with open(f, "ab") as fh:
+        fh.write(_line({"n": 1}))
+    assert [e["n"] for e in t.poll()] == [1]
+    f.write_bytes(_line({"n": 9}))  # truncated/replaced: read from the start again
+    assert [e["n"] for e in t.poll()] == [9]
+
+
+def test_tailer_never_flaps_to_a_newer_sibling_but_follows_clear(tmp_path: Path) -> None:
+    (tmp_path / "mine.jsonl").write_bytes(_line({"type": "user", "n": 1}))
+    (tmp_path / "old-sibling.jsonl").write_bytes(_line({"type": "user", "n": 2}))
+    t = TranscriptTailer(tmp_path, "mine", from_start=True)
+    assert [e["n"] for e in t.poll()] == [1]
+    (tmp_path / "newer-sibling.jsonl").write_bytes(_line({"type": "user", "message": {"content": "hi"}}))
+    assert t.poll() == [] and t.session_id == "mine"
+    assert t.find_clear_roll("/w") is None  # a sibling's ordinary conversation is not a roll
+    clear = {
+        "type": "user",
+        "cwd": "/w",
+        "message": {
+            "content": "<command-name>/clear</command-name>\n<command-message>clear</command-message>"
+        },
+    }
+    (tmp_path / "rolled.jsonl").write_bytes(_line({"type": "mode"}) + _line(clear))
+    assert t.find_clear_roll("/w") == "rolled"
+    assert t.find_clear_roll("/elsewhere") is None
+    t.pin("rolled")
+    assert len(t.poll()) == 2
+
+
+# ---------------------------------------------------------------------------------------------- tracker
+
+
+def _entries(name: str) -> list[dict]:
+    out = []
+    for f in sorted((capture(name) / "transcripts").glob("*/*.jsonl")):
+        out.extend(orjson.loads(x) for x in f.read_bytes().splitlines())
+    return out
+
+
+def _kinds(events) -> list[str]:
+    return [e.kind for e in events if e.kind != "text"]
+
+
+def test_simple_turns_complete_with_usage_once_per_message() -> None:
+    entries = _entries("s02_")
+    evs = TurnTracker().feed(entries)
+    assert _kinds(evs) == ["prompt", "complete", "prompt", "complete"]
+    first = next(e for e in evs if e.kind == "complete")
+    texts = [
+        b["text"]
+        for e in entries
+        if e["type"] == "assistant"
+        for b in e["message"]["content"]
+        if b["type"] == "text"
+    ]
+    assert first.text == texts[0]
+    assert first.data["usage"]["output_tokens"] == 49
+
+
+def test_usage_is_counted_once_per_message_id() -> None:
+    msg = {"id": "m1", "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 3}}
+    entries = [
+        {"type": "user", "message": {"content": "q"}},
+        {"type": "assistant", "message": {**msg, "content": [{"type": "thinking", "thinking": "x"}]}},
+        {
+            "type": "assistant",
+            "message": {**msg, "stop_reason": "end_turn", "content": [{"type": "text", "text": "a"}]},
+        },
+        {"type": "system", "subtype": "turn_duration"},
+    ]
+    evs = TurnTracker().feed(entries)
+    done = evs[-1]
+    assert done.kind == "complete" and done.text == "a"
+    assert done.data["usage"] == {
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "cache_read_tokens": 3,
+        "cache_creation_tokens": 0,
+    }
+
+
+def test_end_turn_waits_for_turn_duration() -> None:
+    tr = TurnTracker()
+    tr.feed([{"type": "user", "message": {"content": "q"}}])
+    evs = tr.feed(
+        [
+            {
+                "type": "assistant",
+                "message": {"id": "m", "stop_reason": "end_turn", "content": [{"type": "text", "text": "a"}]},
+            }
+        ]
+    )
+    assert "complete" not in _kinds(evs)
+    assert _kinds(tr.feed([{"type": "system", "subtype": "turn_duration"}])) == ["complete"]
+
+
+def test_tool_pairing_and_truncation() -> None:
+    evs = TurnTracker().feed(_entries("s04b"))
+    uses = [e for e in evs if e.kind == "tool_use"]
+    results = [e for e in evs if e.kind == "tool_result"]
+    assert len(uses) == len(results) == 8
+    assert {e.data["tool_use_id"] for e in uses} == {e.data["tool_use_id"] for e in results}
+    failed = [e for e in results if e.data["is_error"]]
+    assert len(failed) == 1 and failed[0].text.startswith("Exit code 1")
+    big = "x" * (TOOL_RESULT_LIMIT + 50)
+    tr = TurnTracker()
+    tr.feed([{"type": "user", "message": {"content": "q"}}])
+    (ev,) = tr.feed(
+        [
+            {
+                "type": "user",
+                "message": {"content": [{"type": "tool_result", "tool_use_id": "t", "content": big}]},
+            }
+        ]
+    )
+    assert len(ev.text) == TOOL_RESULT_LIMIT + 1 and ev.text.endswith("…")
+
+
+def test_api_error_ends_the_turn_as_error() -> None:
+    evs = TurnTracker().feed(_entries("s05d"))
+    assert _kinds(evs) == ["prompt", "error"]
+    assert evs[-1].text.startswith("API Error: 500")
+
+
+def test_retried_then_ok_is_one_complete() -> None:
+    assert _kinds(TurnTracker().feed(_entries("s05a"))) == ["prompt", "complete"]
+
+
+def test_interrupts() -> None:
+    evs = TurnTracker().feed(_entries("s06"))
+    assert _kinds(evs) == [
+        "prompt",
+        "interrupted",  # Esc while streaming: partial text kept
+        "prompt",
+        "abandoned",  # Esc before the first token: nothing after the prompt, the next prompt closes it
+        "prompt",
+        "interrupted",  # Ctrl+C while streaming
+        "prompt",
+        "tool_use",
+        "tool_result",
+        "interrupted",  # Esc while a tool runs ("…for tool use]")
+        "prompt",
+        "complete",
+        "prompt",
+        "complete",  # the queued prompt
+    ]
+    first = next(e for e in evs if e.kind == "interrupted")
+    assert first.text.startswith("This is a slow streaming answer")
+
+
+def test_meta_command_and_compact_entries_are_not_prompts() -> None:
+    evs = TurnTracker().feed(_entries("s07b"))
+    prompts = [e.text for e in evs if e.kind == "prompt"]
+    assert prompts == ["question after clear", "first question", "second question"]
+
+
+def test_every_capture_transcript_has_one_terminal_event_per_prompt() -> None:
+    for name in ("s02_", "s02b", "s03", "s04a", "s04b", "s05a", "s05d", "s06", "s07a", "s08a", "s09c", "s10"):
+        kinds = _kinds(TurnTracker().feed(_entries(name)))
+        prompts = kinds.count("prompt")
+        terminal = sum(kinds.count(k) for k in ("complete", "interrupted", "error", "abandoned"))
+        assert prompts == terminal, (name, kinds)
