@@ -1,0 +1,432 @@
+"""ClaudeDriver behaviour against a scripted CLI: launch/pinning, startup dialogs, submit, answer, interrupt, resume.
+
+The CLI is simulated by real capture screens that change when the driver types the keys the real CLI reacted to;
+everything runs on the replay's virtual clock, so timing rules (settle, quiet, gaps) are exercised without sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from claude_captures import capture, read_screen
+
+from litbridge.drivers.base import DriverError
+from litbridge.drivers.claude.driver import ClaudeDriver
+from litbridge.drivers.claude.replay import ReplayHost, VirtualTimeLoop
+from litbridge.drivers.claude.transcript import project_dir
+
+PASTE = b"\x1b[200~"
+UP, DOWN, ENTER, ESC = b"\x1b[A", b"\x1b[B", b"\r", b"\x1b"
+
+
+class FakeTerminal:
+    def __init__(self, rows: list[str]) -> None:
+        self.rows = rows
+        self.modes = {"bracketed_paste": True}
+
+    @property
+    def display(self) -> list[str]:
+        return [r.ljust(200) for r in self.rows]
+
+    def logical_lines(self) -> list[str]:
+        return list(self.rows)
+
+
+def screen(cap: str, name: str) -> list[str]:
+    return read_screen(capture(cap) / "screens" / name)[1]
+
+
+class FakeCLI:
+    """Screens that change on keys: transitions[(screen name, key bytes)] -> next screen name."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        screens: dict[str, list[str]],
+        start: str,
+        transitions: dict[tuple[str, bytes], str],
+        repaint: float = 0.05,
+    ) -> None:
+        self.loop, self.screens, self.current = loop, screens, start
+        self.transitions = transitions
+        self.repaint = repaint
+        self.term = FakeTerminal(list(screens[start]))
+        self.driver: ClaudeDriver | None = None
+        self.host: ReplayHost | None = None
+        self.keys_seen: list[tuple[str, bytes]] = []
+        self.on_write: Callable[[bytes], None] | None = None
+
+    def show(self, name: str) -> None:
+        self.current = name
+        self.term.rows = list(self.screens[name])
+        assert self.host is not None and self.driver is not None
+        self.host.last_output_at = self.loop.time()
+        self.driver.on_screen([(0, "")])
+
+    def write(self, data: bytes) -> None:
+        self.keys_seen.append((self.current, data))
+        if self.on_write is not None:
+            self.on_write(data)
+        nxt = self.transitions.get((self.current, data))
+        if nxt is not None:
+            self.loop.call_later(self.repaint, self.show, nxt)
+
+
+def make(tmp_path: Path, cli: FakeCLI, **options: Any) -> tuple[ClaudeDriver, ReplayHost, list[dict]]:
+    events: list[dict] = []
+    host = ReplayHost(cli.loop, cli.term, "k", events.append)
+    host.write = cli.write  # type: ignore[method-assign]
+    opts = {
+        "session": "k",
+        "cli": "claude",
+        "args": [],
+        "working_dir": str(tmp_path / "work"),
+        "env": {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude")},
+    }
+    opts.update(options)
+    drv = ClaudeDriver(host, opts)
+    cli.driver, cli.host = drv, host
+    return drv, host, events
+
+
+def run(loop: asyncio.AbstractEventLoop, coro: Any, timeout: float = 120.0) -> Any:
+    return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+
+
+@pytest.fixture
+def loop():
+    lp = VirtualTimeLoop()
+    yield lp
+    lp.close()
+
+
+# ---------------------------------------------------------------------------------------------- launch
+
+
+def test_launch_pins_a_session_id_and_passes_model(tmp_path: Path, loop) -> None:
+    cli = FakeCLI(loop, {"idle": screen("s02_", "01_idle_before.txt")}, "idle", {})
+    drv, _, _ = make(tmp_path, cli, model="claude-opus-5-5", args=["--permission-mode", "manual"])
+    spec = drv.launch()
+    assert spec.argv[:3] == ["claude", "--permission-mode", "manual"]
+    i = spec.argv.index("--session-id")
+    sid = spec.argv[i + 1]
+    assert len(sid) == 36 and drv.session_id == sid
+    assert spec.argv[-2:] == ["--model", "claude-opus-5-5"]
+    assert spec.cwd == str(tmp_path / "work")
+    assert (
+        drv.tailer is not None
+        and drv.tailer.path == project_dir(str(tmp_path / "work"), drv.env) / f"{sid}.jsonl"
+    )
+
+
+def test_launch_respects_callers_resume_flags(tmp_path: Path, loop) -> None:
+    cli = FakeCLI(loop, {"idle": screen("s02_", "01_idle_before.txt")}, "idle", {})
+    drv, _, _ = make(tmp_path, cli, args=["--resume", "abc"])
+    spec = drv.launch()
+    assert "--session-id" not in spec.argv and drv.session_id == "abc" and drv.resumed
+    drv2, _, _ = make(tmp_path, cli, resume="sid-1")
+    spec2 = drv2.launch()
+    assert spec2.argv[-2:] == ["--resume", "sid-1"] and "--session-id" not in spec2.argv and drv2.resumed
+
+
+def test_preapprove_writes_claudes_own_keys(tmp_path: Path, loop) -> None:
+    cli = FakeCLI(loop, {"idle": screen("s02_", "01_idle_before.txt")}, "idle", {})
+    cfg = tmp_path / ".claude"
+    cfg.mkdir()
+    (cfg / ".claude.json").write_text(json.dumps({"numStartups": 3, "projects": {"/other": {"x": 1}}}))
+    key = "sk-ant-api03-mockkey-abcdefghijklmnopqrstuvwxyz"
+    drv, _, _ = make(
+        tmp_path,
+        cli,
+        preapprove=True,
+        env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(cfg), "ANTHROPIC_API_KEY": key},
+    )
+    drv.launch()
+    data = json.loads((cfg / ".claude.json").read_text())
+    assert data["numStartups"] == 3 and data["projects"]["/other"] == {"x": 1}  # merged, not clobbered
+    assert data["hasCompletedOnboarding"] is True and data["hasSeenAutoDefaultNotice"] is True
+    assert data["projects"][str(tmp_path / "work")]["hasTrustDialogAccepted"] is True
+    assert data["customApiKeyResponses"]["approved"] == [key[-20:]]
+    assert json.loads((cfg / "settings.json").read_text())["skipDangerousModePermissionPrompt"] is True
+
+
+# ---------------------------------------------------------------------------------------------- startup
+
+
+def _startup_cli(loop) -> FakeCLI:
+    screens = {
+        "trust": screen("s01a", "01_trust_dialog_initial.txt"),
+        "trust_yes": screen("s01a", "02_trust_dialog_cursor_on_yes.txt"),
+        "key": screen("s01a", "03_apikey_dialog_initial.txt"),
+        "key_yes": screen("s01a", "04_apikey_dialog_cursor_on_yes.txt"),
+        "bypass": screen("s01d", "05_bypass_dialog_initial.txt"),
+        "bypass_yes": screen("s01d", "06_bypass_dialog_on_accept.txt"),
+        "idle": screen("s01d", "07_idle_bypass_mode.txt"),
+    }
+    transitions = {
+        ("trust", DOWN): "trust_yes",
+        ("trust_yes", ENTER): "key",
+        ("key", UP): "key_yes",
+        ("key_yes", ENTER): "bypass",
+        ("bypass", DOWN): "bypass_yes",
+        ("bypass_yes", ENTER): "idle",
+    }
+    return FakeCLI(loop, screens, "trust", transitions)
+
+
+def test_startup_answers_trust_api_key_and_bypass_one_key_per_settled_frame(tmp_path: Path, loop) -> None:
+    cli = _startup_cli(loop)
+    drv, _host, events = make(tmp_path, cli)
+    drv.launch()
+    times: list[float] = []
+    cli.on_write = lambda data: times.append(loop.time())
+    info = run(loop, drv.startup())
+    assert info == {"model": "Opus 5.5", "resumed": False}
+    assert [k for _, k in cli.keys_seen] == [DOWN, ENTER, UP, ENTER, DOWN, ENTER]
+    # never an Enter while the cursor sat on the refusing default, never a key into the live prompt
+    assert all(not (k == ENTER and s in ("trust", "key", "bypass")) for s, k in cli.keys_seen)
+    assert all(s != "idle" for s, _ in cli.keys_seen)
+    # the first key waits for the dialog to be quiet for 0.5 s after it painted
+    assert times[0] >= 0.5
+    dismissed = [(e["dialog"], e["keys"]) for e in events if e["event"] == "dialog_dismissed"]
+    assert dismissed == [
+        ("trust", ["Down", "Enter"]),
+        ("api_key", ["Up", "Enter"]),
+        ("bypass", ["Down", "Enter"]),
+    ]
+    assert drv.can_accept_input()
+
+
+def test_startup_relays_an_unknown_dialog_as_a_question(tmp_path: Path, loop) -> None:
+    rows = [""] * 50
+    rows[40] = "─" * 200
+    rows[41] = " This conversation is large and may be expensive to resume."
+    rows[43] = " ❯ 1. Compact and resume"
+    rows[44] = "   2. Resume without compacting"
+    rows[45] = "   3. Start a new session"
+    rows[47] = " Enter to confirm · Esc to cancel"
+    cli = FakeCLI(loop, {"q": rows}, "q", {})
+    drv, host, events = make(tmp_path, cli)
+    drv.launch()
+    cli.show("q")
+    run(loop, drv.startup())
+    assert cli.keys_seen == []  # never typed into an unknown modal
+    q = next(e for e in events if e["event"] == "question")
+    assert q["kind"] == "choice" and q["text"] == "This conversation is large and may be expensive to resume."
+    assert [o["label"] for o in q["options"]] == [
+        "Compact and resume",
+        "Resume without compacting",
+        "Start a new session",
+    ]
+    assert not drv.can_accept_input() and host.state == "dialog"
+
+
+def test_startup_fails_cleanly_when_the_cli_exits(tmp_path: Path, loop) -> None:
+    cli = FakeCLI(loop, {"blank": [""] * 50}, "blank", {})
+    drv, _, _ = make(tmp_path, cli)
+    drv.launch()
+    loop.call_later(1.0, drv.on_exit, 1)
+    with pytest.raises(DriverError) as ei:
+        run(loop, drv.startup())
+    assert ei.value.code == "spawn_failed"
+
+
+# ---------------------------------------------------------------------------------------------- turns
+
+
+def _ready_driver(tmp_path: Path, loop, screens: dict[str, list[str]], transitions, start="idle", **opts):
+    cli = FakeCLI(loop, screens, start, transitions)
+    drv, host, events = make(tmp_path, cli, **opts)
+    drv.launch()
+    run(loop, drv.startup())
+    return cli, drv, host, events
+
+
+def _append(drv: ClaudeDriver, *entries: dict) -> None:
+    assert drv.tailer is not None and drv.tailer.path is not None
+    drv.tailer.path.parent.mkdir(parents=True, exist_ok=True)
+    with open(drv.tailer.path, "ab") as fh:
+        for e in entries:
+            fh.write(orjson.dumps(e) + b"\n")
+
+
+def test_submit_pastes_then_enters_separately_and_completes_from_the_transcript(tmp_path: Path, loop) -> None:
+    screens = {
+        "idle": screen("s02_", "01_idle_before.txt"),
+        "typed": screen("s02_", "02_typed_prompt.txt"),
+        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
+        "done": screen("s02_", "08_idle_after_turn.txt"),
+    }
+    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
+    text = "What is the capital of France?"
+    writes: list[tuple[float, bytes]] = []
+
+    def on_write(data: bytes) -> None:
+        writes.append((loop.time(), data))
+        if data.startswith(PASTE):
+            loop.call_later(0.03, cli.show, "typed")
+        elif data == ENTER:
+            loop.call_later(0.05, cli.show, "busy")
+            loop.call_later(0.2, _append, drv, {"type": "user", "message": {"content": text}})
+            answer = "Paris is the capital of France."
+            loop.call_later(2.0, cli.show, "done")
+            loop.call_later(
+                2.1,
+                _append,
+                drv,
+                {
+                    "type": "assistant",
+                    "message": {
+                        "id": "m1",
+                        "stop_reason": "end_turn",
+                        "usage": {"input_tokens": 5, "output_tokens": 7},
+                        "content": [{"type": "text", "text": answer}],
+                    },
+                },
+                {"type": "system", "subtype": "turn_duration"},
+            )
+
+    cli.on_write = on_write
+    host.turn_id = "t1"
+    run(loop, drv.submit(text))
+    assert writes[0][1] == PASTE + text.encode() + b"\x1b[201~"
+    assert writes[1][1] == ENTER and writes[1][0] - writes[0][0] >= 0.1  # a separate write after a gap
+    assert len(writes) == 2  # no probe characters, no extra Enter
+    assert not drv.can_accept_input()  # busy with the turn
+    run(loop, asyncio.sleep(3.0))
+    done = [e for e in events if e["event"] == "complete"]
+    assert (
+        len(done) == 1
+        and done[0]["content"] == "Paris is the capital of France."
+        and done[0]["source"] == "transcript"
+    )
+    assert done[0]["usage"]["output_tokens"] == 7
+    assert host.state == "idle" and drv.can_accept_input()
+
+
+def test_submit_retries_enter_when_the_text_stays_in_the_box(tmp_path: Path, loop) -> None:
+    screens = {
+        "idle": screen("s02_", "01_idle_before.txt"),
+        "typed": screen("s02_", "02_typed_prompt.txt"),
+        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
+    }
+    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
+    enters: list[float] = []
+
+    def on_write(data: bytes) -> None:
+        if data.startswith(PASTE):
+            loop.call_later(0.03, cli.show, "typed")
+        elif data == ENTER:
+            enters.append(loop.time())
+            if len(enters) == 2:  # the first Enter was swallowed
+                loop.call_later(0.05, cli.show, "busy")
+
+    cli.on_write = on_write
+    host.turn_id = "t1"
+    run(loop, drv.submit("What is the capital of France?"))
+    assert len(enters) == 2 and enters[1] - enters[0] >= 0.9
+    assert not any(e["event"] == "turn_error" for e in events)
+
+
+def test_submit_gives_up_with_a_timeout_error(tmp_path: Path, loop) -> None:
+    screens = {"idle": screen("s02_", "01_idle_before.txt"), "typed": screen("s02_", "02_typed_prompt.txt")}
+    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
+    cli.on_write = lambda data: data.startswith(PASTE) and loop.call_later(0.03, cli.show, "typed")
+    host.turn_id = "t1"
+    run(loop, drv.submit("What is the capital of France?"))
+    err = [e for e in events if e["event"] == "turn_error"]
+    assert len(err) == 1 and err[0]["kind"] == "timeout"
+    enters = [k for _, k in cli.keys_seen if k == ENTER]
+    assert 2 <= len(enters) <= 5  # bounded retries
+
+
+def test_permission_question_answered_by_label_moves_then_confirms(tmp_path: Path, loop) -> None:
+    screens = {
+        "idle": screen("s04a", "01_idle.txt"),
+        "dialog": screen("s04a", "02_t1_bash_permission_dialog.txt"),
+        "dialog_down": screen("s04a", "03_t1_bash_dialog_cursor_down.txt"),
+        "after": screen("s04a", "04_t1_idle.txt"),
+    }
+    transitions = {("dialog", DOWN): "dialog_down", ("dialog_down", ENTER): "after"}
+    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, transitions)
+    host.turn_id = "t1"
+    cli.show("dialog")
+    run(loop, asyncio.sleep(0.3))
+    q = next(e for e in events if e["event"] == "question")
+    assert q["kind"] == "permission" and q["text"] == "Do you want to proceed?"
+    assert host.state == "dialog" and not drv.can_accept_input()
+    with pytest.raises(DriverError) as ei:
+        run(loop, drv.answer(q["question_id"], digit="9"))
+    assert ei.value.code == "bad_field"
+    with pytest.raises(DriverError) as ei:
+        run(loop, drv.answer("q-nope", digit="1"))
+    assert ei.value.code == "no_question"
+    run(loop, drv.answer(q["question_id"], option="Yes, and always allow access"))
+    run(loop, asyncio.sleep(0.5))
+    assert [k for _, k in cli.keys_seen] == [DOWN, ENTER]
+    closed = [e for e in events if e["event"] == "question_closed"]
+    assert closed == [{**closed[0], "question_id": q["question_id"], "reason": "answered"}]
+    with pytest.raises(DriverError):
+        run(loop, drv.answer(None, digit="1"))
+
+
+def test_answer_by_digit_on_the_default_option_is_one_enter(tmp_path: Path, loop) -> None:
+    screens = {
+        "idle": screen("s04a", "01_idle.txt"),
+        "dialog": screen("s04a", "02_t1_bash_permission_dialog.txt"),
+        "after": screen("s04a", "04_t1_idle.txt"),
+    }
+    cli, drv, _host, events = _ready_driver(tmp_path, loop, screens, {("dialog", ENTER): "after"})
+    cli.show("dialog")
+    run(loop, asyncio.sleep(0.3))
+    q = next(e for e in events if e["event"] == "question")
+    run(loop, drv.answer(q["question_id"], digit="1"))
+    run(loop, asyncio.sleep(0.5))
+    assert [k for _, k in cli.keys_seen] == [ENTER]
+
+
+def test_interrupt_sends_esc_and_ends_the_turn_even_without_a_transcript_marker(tmp_path: Path, loop) -> None:
+    screens = {
+        "idle": screen("s06", "19_f_after_esc_close.txt"),
+        "busy": screen("s06", "04_b_spinner_before_esc.txt"),
+        "back": screen("s06", "05_b_after_esc_0.3s.txt"),
+    }
+    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {("busy", ESC): "back"})
+    host.turn_id = "t1"
+    text = "slow first token (Esc before any text)"
+
+    def on_write(data: bytes) -> None:
+        if data == ENTER:
+            loop.call_later(0.05, cli.show, "busy")
+            loop.call_later(0.2, _append, drv, {"type": "user", "message": {"content": text}})
+
+    cli.on_write = on_write
+    run(loop, drv.submit(text))
+    run(loop, asyncio.sleep(1.0))
+    drv.interrupt()
+    assert cli.keys_seen[-1][1] == ESC
+    run(loop, asyncio.sleep(4.0))
+    ends = [e for e in events if e["event"] in ("complete", "interrupted", "turn_error")]
+    assert [e["event"] for e in ends] == ["interrupted"]
+
+
+def test_stop_returns_the_session_id_for_resume(tmp_path: Path, loop) -> None:
+    cli = FakeCLI(loop, {"idle": screen("s02_", "01_idle_before.txt")}, "idle", {})
+    drv, _, _ = make(tmp_path, cli)
+    drv.launch()
+    assert run(loop, drv.stop(True)) is None  # no conversation yet: nothing to resume
+    _append(drv, {"type": "user", "message": {"content": "hi"}})
+    assert run(loop, drv.stop(True)) == drv.session_id
+    assert run(loop, drv.stop(False)) is None
+    again, _, _ = make(tmp_path, cli, resume=drv.session_id)
+    spec = again.launch()
+    assert spec.argv[-2:] == ["--resume", drv.session_id]
+    info = run(loop, again.startup())
+    assert info["resumed"] is True
+    assert again.tailer is not None and again.tailer.poll() == []  # history is not replayed
