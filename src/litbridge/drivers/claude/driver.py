@@ -55,6 +55,7 @@ class _Turn:
     interrupt_at: float | None = None
     enters: int = 0
     repastes: int = 0
+    host_id: str | None = None  # the session's turn id; when the session ends the turn itself, ours is stale
 
 
 @dataclass
@@ -430,7 +431,16 @@ class ClaudeDriver(Driver):
             self.host.input_ready()
         self._input_was_ready = ready
 
+    def _sync_turn(self) -> None:
+        """Drop our turn if the session already ended it (its own interrupt fallback, a submit error...)."""
+        turn = self.turn
+        if turn is not None and turn.host_id is not None and self.host.turn_id != turn.host_id:
+            self.turn = None
+            self._prev_final = turn.last_text
+            self._input_was_ready = False
+
     def can_accept_input(self) -> bool:
+        self._sync_turn()
         return (
             self.started
             and not self.exited
@@ -491,6 +501,7 @@ class ClaudeDriver(Driver):
             self._schedule_poll()
 
     def _poll_once(self) -> None:
+        self._sync_turn()
         tailer = self.tailer
         if tailer is None:
             return
@@ -522,8 +533,9 @@ class ClaudeDriver(Driver):
             elif self.started:
                 begin = getattr(host, "begin_organic_turn", None)
                 if callable(begin) and self.turn is None:
-                    begin(ev.text)
+                    tid = begin(ev.text)
                     self.turn = _Turn(ev.text, self._now(), organic=True, witnessed=True)
+                    self.turn.host_id = tid if isinstance(tid, str) else self.host.turn_id
                     self._input_was_ready = False
             if self.turn is not None:
                 self._stream()
@@ -598,7 +610,7 @@ class ClaudeDriver(Driver):
     # ------------------------------------------------------------------------------------------ input
     async def submit(self, text: str) -> None:
         now = self._now()
-        turn = _Turn(text, now)
+        turn = _Turn(text, now, host_id=self.host.turn_id)
         self.turn = turn
         self._input_was_ready = False
         payload = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x1b[201~", "").encode("utf-8")
