@@ -218,6 +218,7 @@ async def test_tool_turn_permission_question_answered(
 async def test_persistent_api_500_is_turn_error(
     lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
 ) -> None:
+    """Persistent HTTP 500 (1 retry) -> `turn_error{kind: api_error}`; the next message works again."""
     home = preapproved_home(tmp_path)
     mock.push({"label": "e500", "status": 500, "persistent": True})
     await create(lb, claude_bin, key, home, mock, env={"CLAUDE_CODE_MAX_RETRIES": "1"})
@@ -226,6 +227,11 @@ async def test_persistent_api_500_is_turn_error(
     assert end["kind"] == "api_error"
     assert "500" in end["message"]
     assert len(mock.main_requests()) == 2  # first attempt + 1 retry
+    # the input now shows Claude's "Resend your message to try again" placeholder; the session must stay usable
+    mock.set_script([{"label": "back", "text": "Back online."}])
+    _, end2 = await turn(lb, key, "Try again.")
+    assert (end2["event"], end2["content"]) == ("complete", "Back online."), end2
+    assert mock.main_requests()[-1]["last_user"] == "Try again."
     check_invariants(lb, key)
 
 
@@ -322,10 +328,20 @@ async def test_messages_sent_while_busy_are_queued_fifo(
 async def test_classic_renderer_qa(
     lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
 ) -> None:
-    """settings.json {"tui": "default"}: the inline (non-alternate-screen) renderer works the same way."""
+    """settings.json {"tui": "default"}: the inline (non-alternate-screen) renderer works the same way; a thinking
+    block is not part of `complete.content`."""
     home = make_home(tmp_path)
     write_preapproval(home, tui="default")
-    mock.push({"label": "c1", "text": "Classic one."}, {"label": "c2", "text": "Classic two."})
+    mock.push(
+        {
+            "label": "c1",
+            "blocks": [
+                {"type": "thinking", "thinking": "Pondering the first question."},
+                {"type": "text", "text": "Classic one."},
+            ],
+        },
+        {"label": "c2", "text": "Classic two."},
+    )
     await create(lb, claude_bin, key, home, mock)
     _, end1 = await turn(lb, key, "One?")
     acc2, end2 = await turn(lb, key, "Two?")
