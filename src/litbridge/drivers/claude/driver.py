@@ -130,6 +130,7 @@ class ClaudeDriver(Driver):
         self._input_was_ready = False
         self._prev_final = ""
         self._dialog_paint: dict[tuple, float] = {}
+        self._last_spinner_body: str | None = None
 
     # ------------------------------------------------------------------------------------------ launch
     def launch(self) -> LaunchSpec:
@@ -327,7 +328,7 @@ class ClaudeDriver(Driver):
                 self._dialog_paint.setdefault(cls.dialog.signature(), now)
         if self._settle_handle is None:
             self._settle_handle = self.host.call_later(SETTLE, self._settle)
-        if self.turn is not None and self._stream_handle is None:
+        if (self.turn is not None or cls.state == "busy") and self._stream_handle is None:
             self._stream_handle = self.host.call_later(0.1, self._stream)
 
     def _settle(self) -> None:
@@ -453,24 +454,35 @@ class ClaudeDriver(Driver):
             and self._bracketed_paste()
         )
 
+    def _relay_spinner(self, spinner: str | None) -> None:
+        """`thinking` for the spinner line, once per change of its text (not per animation frame)."""
+        if not spinner:
+            return
+        body = spinner[2:]
+        if body != self._last_spinner_body:
+            self._last_spinner_body = body
+            self.host.turn_thinking(spinner)
+
     def _stream(self) -> None:
         self._stream_handle = None
         turn = self.turn
-        if turn is None or self.question is not None:
+        if self.question is not None:
+            return
+        cls = self._classify()
+        spinner = cls.spinner if cls.state == "busy" else None
+        if turn is None:
+            self._relay_spinner(spinner)  # e.g. /compact progress outside a turn
             return
         rows = list(self.host.terminal.logical_lines())
-        spinner = self.screen.spinner if self.screen.state == "busy" else None
         if not turn.witnessed:
-            if spinner:
-                self.host.turn_thinking(spinner)
+            self._relay_spinner(spinner)
             return
         needle = turn.text if len(turn.text) < 800 and turn.text.count("\n") < 8 else None
         start = v2_1.find_turn_start(rows, needle)
         if start is not None:
             turn.prompt_seen = True
         elif not turn.prompt_seen:
-            if spinner:
-                self.host.turn_thinking(spinner)
+            self._relay_spinner(spinner)
             return
         text = v2_1.extract_response(rows, start)
         if (
@@ -482,8 +494,8 @@ class ClaudeDriver(Driver):
             turn.last_text = text
             self.host.turn_text(text)
             self._update_state()
-        elif spinner:
-            self.host.turn_thinking(spinner)
+        else:
+            self._relay_spinner(spinner)
 
     # ------------------------------------------------------------------------------------------ transcript
     def _schedule_poll(self, delay: float | None = None) -> None:
