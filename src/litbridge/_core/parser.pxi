@@ -219,7 +219,7 @@ cdef class Parser:
             if not self.use_utf8:
                 s.charset = 0
 
-    cdef void _csi_start(self):
+    cdef void _csi_start(self) noexcept:
         self.state = S_CSI
         self.np = 0
         self.cur = 0
@@ -332,7 +332,7 @@ cdef class Parser:
         elif cp == 0x38:
             s.restore_cursor()
 
-    cdef void _push_param(self):
+    cdef void _push_param(self) noexcept:
         if self.np < MAXP:
             self.params[self.np] = self.cur if self.cur < 9999 else 9999
             self.sub[self.np] = self.next_sub
