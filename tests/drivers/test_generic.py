@@ -91,16 +91,21 @@ async def test_python_repl_turn_and_interrupt() -> None:
         s.send("print(6*7)")
         done = await rec.wait("complete")
         assert done["content"] == "42"
-        s.send("import time; time.sleep(30)")
-        await rec.wait("state", to="thinking", **{"from": "idle"})
-        for _ in range(100):
-            if s.turn is not None:
+        s.send("import time\nwhile True: print('tick'); time.sleep(0.1)\n")  # output keeps the turn open
+        for _ in range(400):
+            ticks = [e for e in rec.events if e["event"] == "replace" and "tick" in e["text"]]
+            if ticks:
                 break
-            await asyncio.sleep(0.02)
-        turn = s.turn_id
+            await asyncio.sleep(0.05)
+        turn = ticks[0]["turn_id"]
+        assert s.turn_id == turn
         s.interrupt(re="i1")
         ev = await rec.wait("interrupted", turn_id=turn)
         assert ev["re"] == "i1"
+        for _ in range(200):  # let the REPL print its KeyboardInterrupt and prompt before the next send
+            if "KeyboardInterrupt" in "\n".join(s.terminal.display) and s.state == "idle":
+                break
+            await asyncio.sleep(0.05)
         s.send("print('after')")
         done = await rec.wait("complete", content="after")
         assert done["turn_id"] != turn
