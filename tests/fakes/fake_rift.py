@@ -15,7 +15,7 @@ Anything else gets the reply `You said: <text>`.
 Knobs (environment): FAKE_RIFT_SPEED (delay factor, 0 = no delays; default 1), FAKE_RIFT_FAIL=1 (model
 server unreachable: exit 1 without `ready`), FAKE_RIFT_PLUGIN=<name> (plugin-trust ask on the first hello),
 FAKE_RIFT_APPROVE=0 (approval off by default, like `"approve": false` in the user config), FAKE_RIFT_HANG=1
-(the preflight never returns: no `ready`, ever).
+(the preflight never returns: no `ready`, ever), FAKE_RIFT_SAVE_DELAY=<s> (a slow save between `done` and `context`).
 """
 
 from __future__ import annotations
@@ -512,6 +512,7 @@ class Rift:
         self.emit("done", stats=stats_out)
         if self.closed:
             return
+        time.sleep(float(os.environ.get("FAKE_RIFT_SAVE_DELAY", "0")))  # the save/compaction window after done
         try:
             self.save()
         except OSError as e:

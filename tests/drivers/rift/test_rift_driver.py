@@ -383,3 +383,13 @@ async def test_typed_keys_form_a_line_submitted_on_enter(make):
     capture = h.session.dump()["capture"]
     assert "❯ hello wörld" in capture and capture.count("❯ hello wörld") == 1
     assert "[A" not in capture
+
+
+@pytest.mark.asyncio
+async def test_kill_right_after_done_waits_for_the_save(make):
+    h = make(env={"FAKE_RIFT_SAVE_DELAY": "0.5"})
+    await h.start()
+    await h.turn("saved before the kill")  # `complete` arrives before rift has saved the session file
+    _, token = await h.session.kill(store_resume=True)
+    saved = json.loads(read(token))
+    assert saved["messages"][0]["content"] == "saved before the kill"

@@ -137,22 +137,18 @@ class RiftDriver(Driver):
             close()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._exited.wait(), STOP_GRACE)
-        elif self.exit_code is None and self.mapping.busy:
+        elif self.exit_code is None and (self.mapping.busy or self.mapping.saving):
             await self._cancel_and_wait_saved()
         path = self.mapping.meta.get("session_path")
         return path if store_resume and isinstance(path, str) and path else None
 
     async def _cancel_and_wait_saved(self) -> None:
-        """Without a way to close stdin: cancel the turn and wait for the `context` rift sends once it has
-        saved the session after `done`, so a resume keeps the interrupted turn."""
+        """Without a way to close stdin: cancel the turn in flight and wait for the `context` rift sends once
+        it has saved the session after `done` (also when `done` was just seen), so a resume keeps that turn."""
         saved = asyncio.Event()
-        seen_done = False
 
         def watch(ev: dict) -> None:
-            nonlocal seen_done
-            if ev.get("event") == "done":
-                seen_done = True
-            elif ev.get("event") == "context" and seen_done:
+            if not self.mapping.busy and not self.mapping.saving:
                 saved.set()
 
         self.mapping.listeners.append(watch)

@@ -165,6 +165,7 @@ class RiftMapping:
         self.ready: dict[str, Any] | None = None
         self.meta: dict[str, Any] = {}
         self.notices: deque[str] = deque(maxlen=20)
+        self.saving = False  # between `done` and the `context` that follows rift's session save
         self.listeners: list[Callable[[dict], None]] = []  # see every event after it is mapped (driver waits)
         self._flush_pending = False
         self._thinking_open = False
@@ -283,6 +284,7 @@ class RiftMapping:
 
     def _ev_context(self, ev: dict) -> None:
         self.meta["context"] = {"used": ev.get("used"), "limit": ev.get("limit")}
+        self.saving = False  # rift sends context once the session file is saved after `done`
 
     def _ev_history(self, ev: dict) -> None:
         msgs = [m for m in ev.get("messages") or [] if isinstance(m, dict)]
@@ -455,6 +457,7 @@ class RiftMapping:
         self.feed(render.notice(f"sub-agent {ev.get('tag')} finished in {ev.get('steps')} steps"))
 
     def _ev_done(self, ev: dict) -> None:
+        self.saving = True
         turn = self.turn
         if turn is None:  # a turn started outside litbridge (`input`): nothing to terminate
             self.feed(render.done(ev.get("stats") or {}, "ok"))
