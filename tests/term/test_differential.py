@@ -11,6 +11,7 @@ import bisect
 import os
 import random
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 import pyte  # real pyte 0.8.2; litbridge.pyte is a different module
 import pytest
 from pyte.screens import StaticDefaultDict
+from wcwidth import wcwidth
 
 COLS, LINES = 200, 50
 CELL_EVERY = 10  # compare every cell (all Char fields) every N chunks, and after the last one
@@ -128,6 +130,74 @@ class OracleScreen(pyte.Screen):
                     self.savepoints.append(self._alt_saved)
                     self._alt_saved = None
                     self.restore_cursor()
+
+    # D6: grapheme clusters. pyte's draw() stops at the first zero-width non-combining or unprintable char and
+    # drops the rest of the run, merges a combining mark after a wide char into the invisible stub, and gives
+    # ZWJ emoji sequences / skin-tone modifiers their own cells. The fix, char by char on the rare runs:
+    # zero-width chars join the previous cell (NFC only for combining marks; a wide stub is skipped), a wide char
+    # after a cell ending in ZWJ and a skin-tone modifier after a wide char join that cell, width -1 is skipped.
+    def draw(self, data: str) -> None:
+        if (data.isascii() and data.isprintable()) or not (
+                self._joins_prev(data[:1]) or any(wcwidth(ch) < 1 or 0x1F3FB <= ord(ch) <= 0x1F3FF for ch in data)):
+            super().draw(data)
+            return
+        for ch in data:
+            w = wcwidth(ch)
+            if w < 0:
+                continue
+            if w == 0:
+                self._attach(ch, normalize=bool(unicodedata.combining(ch)))
+            elif w == 2 and self._joins_prev(ch):
+                self._attach(ch, normalize=False)
+            else:
+                super().draw(ch)
+        self.dirty.add(self.cursor.y)
+
+    def _attach_target(self) -> tuple[int, int] | None:
+        x, y = min(self.cursor.x, self.columns), self.cursor.y
+        if x > 0:
+            x -= 1
+        elif y > 0:
+            y, x = y - 1, self.columns - 1
+        else:
+            return None
+        if x > 0 and self.buffer[y][x].data == "":
+            x -= 1  # a wide char's stub: the mark belongs to the wide char
+        return y, x
+
+    def _attach(self, ch: str, normalize: bool) -> None:
+        target = self._attach_target()
+        if target is not None:
+            y, x = target
+            last = self.buffer[y][x]
+            data = unicodedata.normalize("NFC", last.data + ch) if normalize else last.data + ch
+            self.buffer[y][x] = last._replace(data=data)
+            self.dirty.add(y)
+
+    def _joins_prev(self, ch: str) -> bool:
+        if not ch or wcwidth(ch) != 2:
+            return False
+        target = self._attach_target()
+        if target is None:
+            return False
+        data = self.buffer[target[0]][target[1]].data
+        return data.endswith("\u200d") or (0x1F3FB <= ord(ch) <= 0x1F3FF and bool(data) and wcwidth(data[0]) == 2)
+
+    @property
+    def display(self) -> list[str]:
+        """pyte's display minus its assertion that a cell holds one wide/narrow char plus zero-width ones (D6)."""
+        def render(line: Any) -> str:
+            out, skip = [], False
+            for x in range(self.columns):
+                if skip:
+                    skip = False
+                    continue
+                data = line[x].data
+                skip = bool(data) and wcwidth(data[0]) == 2
+                out.append(data)
+            return "".join(out)
+
+        return [render(self.buffer[y]) for y in range(self.lines)]
 
     # D5: SGR 58 (underline colour) takes its arguments with it: 58;5;n and 58;2;r;g;b are skipped whole.
     def select_graphic_rendition(self, *attrs: int, **kwargs: Any) -> None:
@@ -259,6 +329,28 @@ def test_differential_more_seeds(native_pyte: ModuleType, emu_input: tuple[str, 
     _check(native_pyte, emu_input, seed)
 
 
+def test_terminal_changed_rows_is_exact(emu_input: tuple[str, bytes]) -> None:
+    """`Terminal.changed_rows()` after every chunk = exactly the rows whose display text changed since the last call."""
+    from litbridge.term import Terminal
+
+    name, raw = emu_input
+    term = Terminal(COLS, LINES)
+    term.changed_rows()  # baseline: the blank screen
+    prev = list(term.display)
+    last = 0
+    for i, cut in enumerate(chunk_cuts(len(raw), 0, name)):
+        term.feed(raw[last:cut])
+        last = cut
+        now = list(term.display)
+        expected = [(y, now[y]) for y in range(LINES) if now[y] != prev[y]]
+        got = sorted(term.changed_rows())
+        assert got == expected, (
+            f"{name}: changed_rows after chunk #{i} (raw offset {cut}) reported rows "
+            f"{[y for y, _ in got]}, display changed in rows {[y for y, _ in expected]}"
+        )
+        prev = now
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The harness itself: it must be able to fail, and the normaliser must be exact.
 # ---------------------------------------------------------------------------------------------------------------
@@ -363,6 +455,50 @@ def test_sgr_dim_does_not_change_pyte_fields(native_pyte: ModuleType) -> None:
     screen = _feed(native_pyte, b"\x1b[2mA\x1b[22mB")
     assert tuple(screen.buffer[0][0])[1:] == _plain(screen)[1:]
     assert tuple(screen.buffer[0][1])[1:] == _plain(screen)[1:]
+
+
+def test_zero_width_does_not_truncate_run(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, "❤\ufe0f OK a\u200bb".encode())
+    assert screen.display[0].rstrip() == "❤\ufe0f OK a\u200bb"
+    assert (screen.cursor.x, screen.cursor.y) == (7, 0)
+    real = pyte.Screen(20, 5)
+    pyte.ByteStream(real).feed("❤\ufe0f OK".encode())
+    assert real.display[0].rstrip() == "❤"  # the pyte bug this fixes
+
+
+def test_grapheme_clusters_share_a_cell(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, "A👍🏽B👨\u200d👩\u200d👧C".encode())
+    cells = [screen.buffer[0][x].data for x in range(8)]
+    assert cells == ["A", "👍🏽", "", "B", "👨\u200d👩\u200d👧", "", "C", " "]
+    assert screen.cursor.x == 7
+
+
+def test_grapheme_cluster_split_across_feeds(native_pyte: ModuleType) -> None:
+    screen = native_pyte.Screen(20, 5)
+    stream = native_pyte.ByteStream(screen)
+    for part in "👨\u200d👩\u200d👧".encode():
+        stream.feed(bytes([part]))
+    assert screen.buffer[0][0].data == "👨\u200d👩\u200d👧" and screen.cursor.x == 2
+
+
+def test_combining_after_wide_char_attaches_to_it(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, "中\u0301x".encode(), cols=4)
+    assert screen.buffer[0][0].data == "中\u0301" and screen.buffer[0][1].data == ""
+    assert screen.display[0] == "中\u0301x "
+    screen = _feed(native_pyte, b"abcd\r\n\xcc\x81", cols=4)  # column 0: joins the previous row's last cell
+    assert screen.buffer[0][3].data == "d\u0301"
+
+
+def test_sgr_dim_is_kept(native_pyte: ModuleType) -> None:
+    """SGR 2 is stored per cell (`Screen.dim_at`), cleared by 22 together with bold, and repainted as SGR 2."""
+    screen = _feed(native_pyte, b"\x1b[2mA\x1b[1mB\x1b[22mC\x1b[2mD\x1b[0mE")
+    assert [screen.dim_at(0, x) for x in range(5)] == [True, True, False, True, False]
+    assert [screen.buffer[0][x].bold for x in range(5)] == [False, True, False, False, False]
+    from litbridge.term import Terminal
+
+    term = Terminal(20, 5)
+    term.feed(b"\x1b[2mfaint\x1b[0m")
+    assert b"\x1b[0;2mfaint" in term.ansi_repaint()
 
 
 def test_alternate_screen_1049(native_pyte: ModuleType) -> None:
