@@ -266,3 +266,32 @@ async def test_pipes_transport_renders_into_terminal_and_tees() -> None:
         assert b"via pipes" in seen, "attach viewers get what the driver renders"
     finally:
         await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_screen_evaluated_once_per_synchronized_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    import litbridge.session as session_mod
+
+    s, d, _ = await started("sync", transport="pipes")
+    try:
+        s.terminal.feed(b"\x1b[?2026h")
+        if not s.terminal.in_sync_frame:
+            pytest.skip("this Terminal implementation has no synchronized-output support")
+        monkeypatch.setattr(session_mod, "SYNC_FRAME_FALLBACK", 30.0)
+        await asyncio.sleep(0.05)
+        d.screens.clear()
+        s.terminal.feed(b"\x1b[Habc")
+        await asyncio.sleep(0.1)
+        assert d.screens == [], "nothing is evaluated inside a frame"
+        s.terminal.feed(b"def\x1b[?2026l")
+        await until(lambda: d.screens)
+        await asyncio.sleep(0.05)
+        assert len(d.screens) == 1 and d.screens[0][0][1].startswith("abcdef")
+        # a frame that never ends is still evaluated, by the fallback timer
+        monkeypatch.setattr(session_mod, "SYNC_FRAME_FALLBACK", 0.05)
+        d.screens.clear()
+        s.terminal.feed(b"\x1b[?2026h\x1b[2;1Hstuck")
+        await until(lambda: d.screens)
+        assert any(text.startswith("stuck") for rows in d.screens for _, text in rows)
+    finally:
+        await s.kill()
