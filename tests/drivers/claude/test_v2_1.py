@@ -319,3 +319,17 @@ def test_reflow_rules() -> None:
     assert out == ["  " + "a" * 30 + " bbbbbbb cc dd", "  short", "  next line stays separate"]
     boxed = ["  ┌──┐", "  │ab│", "  └──┘"]
     assert v2_1.reflow(boxed, cols=w) == boxed
+
+
+def test_placeholders_are_not_a_draft() -> None:
+    rows = [""] * 50
+    rows[46] = rows[48] = "─" * 200
+    rows[49] = "  ⏵⏵ auto mode on (shift+tab to cycle)"
+    for text, draft in (
+        ("Resend your message to try again", ""),
+        ("Press up to edit queued messages", ""),
+        ("half a sentence", "half a sentence"),
+    ):
+        rows[47] = "❯\u00a0" + text
+        st = v2_1.classify(rows)
+        assert st.state == "idle" and st.input_text == text and st.draft == draft

@@ -449,7 +449,7 @@ class ClaudeDriver(Driver):
             and self.question is None
             and self.screen.state == "idle"
             and self.screen.live_prompt
-            and not self.screen.input_text.strip()
+            and not self.screen.draft
             and not (self.osc_seen and self.osc is not None and self.osc.get("state") == "working")
             and self._bracketed_paste()
         )
@@ -594,7 +594,7 @@ class ClaudeDriver(Driver):
             if transcript_quiet >= INTERRUPT_GRACE - 0.5:
                 self.host.turn_interrupted(turn.last_text)
                 self._end_turn(turn.last_text)
-                draft = self.screen.input_text.strip()
+                draft = self.screen.draft
                 if draft and turn.text.strip().startswith(draft[:40]):
                     self.host.write(b"\x03")  # Esc before the first token put the prompt back: clear it
                 return
@@ -653,7 +653,7 @@ class ClaudeDriver(Driver):
             cls = self._classify()
             if cls.state != "idle" or not cls.live_prompt or now - self._last_change < 0.2:
                 continue
-            draft = cls.input_text.strip()
+            draft = cls.draft
             if draft and now - last_enter >= 0.9 and turn.enters < 4:
                 self.host.write(b"\r")  # the text is in the box but the Enter was taken as paste
                 turn.enters += 1

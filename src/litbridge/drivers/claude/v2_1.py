@@ -37,6 +37,7 @@ TOOL_SUMMARY_RE = re.compile(
 )
 THINKING_ROW_RE = re.compile(r"^(Thinking for \d+\w*…?|Thought for \d+\w*)$")
 BOX_CHARS = frozenset(chr(c) for c in range(0x2500, 0x25A0))
+PLACEHOLDER_RE = re.compile(r'^(Resend your message to try again|Press up to edit queued messages|Try ".*")$')
 LIST_MARKER_RE = re.compile(r"^([-*+•] |\d+[.)] |▎)")
 
 # Startup dialogs: how to recognise them and which option accepts them (label, compared exactly).
@@ -114,6 +115,12 @@ class ScreenState:
     @property
     def live_prompt(self) -> bool:
         return self.prompt_row is not None
+
+    @property
+    def draft(self) -> str:
+        """Text really typed into the input box (Claude's dim placeholders are not a draft)."""
+        text = self.input_text.strip()
+        return "" if PLACEHOLDER_RE.match(text) else text
 
 
 def _strip(rows: Sequence[str]) -> list[str]:
