@@ -565,8 +565,8 @@ cdef class Screen:
 
     cdef inline void get_tb(self, int* top, int* bot) noexcept:
         if self.has_margins:
-            top[0] = self.mtop
-            bot[0] = self.mbot
+            top[0] = max(0, min(self.mtop, self.lines - 1))
+            bot[0] = max(top[0], min(self.mbot, self.lines - 1))
         else:
             top[0] = 0
             bot[0] = self.lines - 1
