@@ -430,3 +430,49 @@ def test_stop_returns_the_session_id_for_resume(tmp_path: Path, loop) -> None:
     info = run(loop, again.startup())
     assert info["resumed"] is True
     assert again.tailer is not None and again.tailer.poll() == []  # history is not replayed
+
+
+def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) -> None:
+    """Esc before the first token leaves a prompt with nothing after it; when the next prompt lands, the tracker
+    closes the old one (`abandoned`) — that must not end the new turn."""
+    screens = {
+        "idle": screen("s02_", "01_idle_before.txt"),
+        "typed": screen("s02_", "02_typed_prompt.txt"),
+        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
+        "done": screen("s02_", "08_idle_after_turn.txt"),
+    }
+    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
+    _append(drv, {"type": "user", "message": {"content": "old prompt, interrupted before any token"}})
+    run(loop, asyncio.sleep(0.5))
+    text = "What is the capital of France?"
+
+    def on_write(data: bytes) -> None:
+        if data == ENTER:
+            loop.call_later(0.05, cli.show, "busy")
+            loop.call_later(0.2, _append, drv, {"type": "user", "message": {"content": text}})
+            loop.call_later(1.0, cli.show, "done")
+            loop.call_later(
+                1.1,
+                _append,
+                drv,
+                {
+                    "type": "assistant",
+                    "message": {
+                        "id": "m2",
+                        "stop_reason": "end_turn",
+                        "content": [{"type": "text", "text": "Paris."}],
+                    },
+                },
+                {"type": "system", "subtype": "turn_duration"},
+            )
+
+    cli.on_write = on_write
+    host.turn_id = "t2"
+    run(loop, drv.submit(text))
+    run(loop, asyncio.sleep(2.0))
+    ends = [
+        (e["event"], e.get("content"))
+        for e in events
+        if e["event"] in ("complete", "interrupted", "turn_error")
+    ]
+    assert ends == [("complete", "Paris.")]

@@ -552,7 +552,9 @@ class ClaudeDriver(Driver):
             if self.turn is not None:
                 self._stream()
             return
-        if self.turn is None:
+        if self.turn is None or not self.turn.witnessed:
+            # events of an older prompt (e.g. the `abandoned` close of an Esc-before-first-token turn that
+            # arrives with the next prompt) never touch a turn whose own prompt is not in the transcript yet
             return
         if ev.kind == "tool_use":
             host.tool_use(ev.data["tool_use_id"], ev.text, ev.data.get("input"))
