@@ -72,6 +72,14 @@ def test_empty_prompt_unknown_answer_and_idle_cancel_produce_nothing(spawn):
     assert r.marker() == []
 
 
+def test_unknown_skill_warns_and_starts_no_turn(spawn):
+    r = spawn()
+    r.startup()
+    r.send({"cmd": "prompt", "text": "/skill:definitely-not-installed do things"})
+    assert r.next() == {"event": "warning", "text": "unknown skill 'definitely-not-installed'"}
+    assert r.marker() == []
+
+
 def test_busy_prompt_warns_and_is_not_queued(spawn):
     r = spawn()
     r.startup()
