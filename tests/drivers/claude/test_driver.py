@@ -476,3 +476,35 @@ def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) ->
         if e["event"] in ("complete", "interrupted", "turn_error")
     ]
     assert ends == [("complete", "Paris.")]
+
+
+def test_screen_fallback_closes_a_turn_only_after_a_silent_transcript(tmp_path: Path, loop) -> None:
+    """No transcript at all (e.g. an unexpected config dir): the screen closes the turn, slower never shorter."""
+    screens = {
+        "idle": screen("s02_", "01_idle_before.txt"),
+        "typed": screen("s02_", "02_typed_prompt.txt"),
+        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
+        "done": screen("s02_", "08_idle_after_turn.txt"),
+    }
+    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
+
+    def on_write(data: bytes) -> None:
+        if data == ENTER:
+            loop.call_later(0.05, cli.show, "busy")
+            loop.call_later(3.0, cli.show, "done")
+
+    cli.on_write = on_write
+    host.turn_id = "t1"
+    run(loop, drv.submit("What is the capital of France?"))
+    run(loop, asyncio.sleep(3.0 + 6.0))
+    assert not [
+        e for e in events if e["event"] == "complete"
+    ]  # idle for 6 s: still waiting for the transcript
+    run(loop, asyncio.sleep(4.0))
+    done = [e for e in events if e["event"] == "complete"]
+    assert len(done) == 1 and done[0]["source"] == "screen" and "usage" not in done[0]
+    assert done[0]["content"] == (
+        "Paris is the capital of France. It sits on the Seine river in the north of the country, and it has been "
+        "the seat of French government for most of the last thousand years.\n\nIt is also the largest city in France."
+    )
+    assert drv.can_accept_input()
