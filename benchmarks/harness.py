@@ -55,6 +55,8 @@ class Results:
     # (section, metric, input) -> impl name -> value
     values: dict[tuple[str, str, str], dict[str, float]] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    # (section, metric, input) -> median of per-round litbridge/pyte ratios measured interleaved (same round)
+    same_round: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
     def add(self, section: str, metric: str, name: str, impl: Impl, value: float) -> None:
         self.values.setdefault((section, metric, name), {})[impl.name] = value
@@ -97,6 +99,8 @@ def render_table(res: Results) -> str:
         ratio = None
         if p and lit:
             ratio = lit / p if higher_better else p / lit
+        if (section, metric, name) in res.same_round:
+            ratio = res.same_round[(section, metric, name)]
         if section == "throughput" and name.startswith("claude:") and name != "claude:all" and ratio:
             ratios_claude.append(ratio)
         target, verdict = _target(section, metric, name, lit, ratio)
@@ -110,4 +114,7 @@ def render_table(res: Results) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     legend = ", ".join(f"{k} = {v}" for k, v in res.labels.items())
-    return "\n".join(lines) + f"\n\nImplementations: {legend}. Ratio = speed-up (time or memory: pyte / litbridge)."
+    return "\n".join(lines) + (
+        f"\n\nImplementations: {legend}. Ratio = speed-up (time or memory: pyte / litbridge); for throughput it is "
+        "the median of same-round ratios (pyte and litbridge timed alternately in each round), the MB/s columns "
+        "are pytest-benchmark medians.")
