@@ -508,3 +508,13 @@ def test_screen_fallback_closes_a_turn_only_after_a_silent_transcript(tmp_path: 
         "the seat of French government for most of the last thousand years.\n\nIt is also the largest city in France."
     )
     assert drv.can_accept_input()
+
+
+def test_screen_rules_are_selected_by_cli_version() -> None:
+    from litbridge.drivers.claude import driver as d
+    from litbridge.drivers.claude import v2_1
+
+    assert d.rules_for("2.1.328") is v2_1
+    assert d.rules_for(None) is v2_1  # before the header shows: the newest validated module
+    assert d.rules_for("2.10.0") is v2_1  # "2.1" must not prefix-match 2.10; falls back to the newest
+    assert d.rules_for("9.0.0") is v2_1

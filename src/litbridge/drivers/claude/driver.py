@@ -90,11 +90,23 @@ def _decode_status(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+RULES: dict[str, Any] = {"2.1": v2_1}
+"""Validated screen-rule modules by CLI version prefix (a new CLI version gets a new module beside v2_1)."""
+
+
+def rules_for(version: str | None) -> Any:
+    """The rules module for a reported CLI version; unknown or not yet known -> the newest one."""
+    if version:
+        for prefix, mod in RULES.items():
+            if version == prefix or version.startswith(prefix + "."):
+                return mod
+    return RULES[max(RULES, key=lambda v: tuple(int(x) for x in v.split(".")))]
+
+
 class ClaudeDriver(Driver):
     """Claude Code (2.1.x) under a 200x50 PTY."""
 
     name = "claude"
-    screen_rules = v2_1
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options)
@@ -106,7 +118,7 @@ class ClaudeDriver(Driver):
         self.resumed = False
         self.model: str | None = options.get("model")
         self.cli_version: str | None = None
-        self.rules = self.screen_rules
+        self.rules = rules_for(None)
         self.screen = v2_1.ScreenState("blank")
         self._pending_key: tuple | None = None
         self._pending_since = 0.0
@@ -134,11 +146,7 @@ class ClaudeDriver(Driver):
 
     # ------------------------------------------------------------------------------------------ launch
     def launch(self) -> LaunchSpec:
-        exe = str(self.options.get("cli") or "claude")
-        if os.path.basename(exe) in ("claude", "claude.exe") or exe == "claude":
-            argv = [exe]
-        else:
-            argv = ["claude"]
+        argv = [str(self.options.get("cli") or "claude")]
         args = list(self.args)
         has_resume = any(a in _RESUME_FLAGS or a.startswith("--resume=") for a in args)
         if self.resume_token and not has_resume:
@@ -259,7 +267,7 @@ class ClaudeDriver(Driver):
                 if current.keys:
                     self.host.emit("dialog_dismissed", dialog=current.kind, keys=list(current.keys))
                 current = None
-            if cls.state == "dialog" and dialog is not None and dialog.kind in v2_1.STARTUP_ACCEPT:
+            if cls.state == "dialog" and dialog is not None and dialog.kind in self.rules.STARTUP_ACCEPT:
                 idle_since = None
                 sig = dialog.signature()
                 if current is None:
@@ -267,8 +275,8 @@ class ClaudeDriver(Driver):
                 settled = now - current.first_paint >= DIALOG_QUIET and self._quiet_for() >= DIALOG_QUIET
                 repainted = current.changed_since_key or now - current.last_key_at > 2.0
                 if settled and repainted:
-                    target = dialog.find(label=v2_1.STARTUP_ACCEPT[dialog.kind])
-                    keys = v2_1.cursor_keys(dialog, target) if target is not None else []
+                    target = dialog.find(label=self.rules.STARTUP_ACCEPT[dialog.kind])
+                    keys = self.rules.cursor_keys(dialog, target) if target is not None else []
                     if not keys:
                         raise DriverError(
                             "startup_dialog", f"cannot parse the {dialog.kind} dialog's options"
@@ -301,7 +309,7 @@ class ClaudeDriver(Driver):
             await self._wait_change(0.25)
         self.started = True
         self.screen = self._classify()
-        version, model = v2_1.header_info(self._rows())
+        version, model = self.rules.header_info(self._rows())
         self.cli_version = version or self.cli_version
         if model and not self.model:
             self.model = model
@@ -320,6 +328,11 @@ class ClaudeDriver(Driver):
         cls = self._classify()
         if self.cli_version is None and cls.version:
             self.cli_version = cls.version
+            self.rules = rules_for(cls.version)
+            if cls.version.rsplit(".", 1)[0] not in RULES:
+                self.host.log.warning(
+                    "claude %s: no screen rules for this version; using %s", cls.version, self.rules.__name__
+                )
         key = (cls.state, cls.dialog.signature() if cls.dialog else None)
         if key != self._pending_key:
             self._pending_key = key
@@ -379,7 +392,7 @@ class ClaudeDriver(Driver):
                         self.question.id, "answered" if self.question.answered else "dismissed"
                     )
                 qid = self.host.open_question(
-                    v2_1.QUESTION_KIND.get(dialog.kind, "choice"),
+                    self.rules.QUESTION_KIND.get(dialog.kind, "choice"),
                     dialog.text,
                     [o.as_dict() for o in dialog.options],
                     dialog.detail or None,
@@ -393,6 +406,8 @@ class ClaudeDriver(Driver):
         elif self.question is not None and cls.state != "blank":
             self.host.close_question(self.question.id, "answered" if self.question.answered else "dismissed")
             self.question = None
+        if cls.dialog is None:
+            self._dialog_paint.clear()
         if self.turn is not None and cls.state == "busy":
             self.turn.went_busy = True
         self._update_state()
@@ -478,13 +493,13 @@ class ClaudeDriver(Driver):
             self._relay_spinner(spinner)
             return
         needle = turn.text if len(turn.text) < 800 and turn.text.count("\n") < 8 else None
-        start = v2_1.find_turn_start(rows, needle)
+        start = self.rules.find_turn_start(rows, needle)
         if start is not None:
             turn.prompt_seen = True
         elif not turn.prompt_seen:
             self._relay_spinner(spinner)
             return
-        text = v2_1.extract_response(rows, start)
+        text = self.rules.extract_response(rows, start)
         if (
             text
             and text != turn.last_text
@@ -610,16 +625,16 @@ class ClaudeDriver(Driver):
             and self._completion_below_prompt(turn)
         ):
             rows = list(self.host.terminal.logical_lines())
-            start = v2_1.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
-            text = v2_1.extract_response(rows, start) or turn.last_text
+            start = self.rules.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
+            text = self.rules.extract_response(rows, start) or turn.last_text
             self.host.turn_complete(text, None, "screen")
             self._end_turn(text)
 
     def _completion_below_prompt(self, turn: _Turn) -> bool:
         rows = [r.rstrip() for r in self._rows()]
-        start = v2_1.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
+        start = self.rules.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
         begin = 0 if start is None else start + 1
-        return any(v2_1.COMPLETION_RE.match(r) for r in rows[begin:])
+        return any(self.rules.COMPLETION_RE.match(r) for r in rows[begin:])
 
     # ------------------------------------------------------------------------------------------ input
     async def submit(self, text: str) -> None:
@@ -732,7 +747,7 @@ class ClaudeDriver(Driver):
                 idx = dialog.find(label=label)
                 if idx is None:
                     return
-                keys = v2_1.cursor_keys(dialog, idx)
+                keys = self.rules.cursor_keys(dialog, idx)
                 if not keys:
                     return
                 self._write_keys(keys[:1])
