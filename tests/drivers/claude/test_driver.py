@@ -518,3 +518,11 @@ def test_screen_rules_are_selected_by_cli_version() -> None:
     assert d.rules_for(None) is v2_1  # before the header shows: the newest validated module
     assert d.rules_for("2.10.0") is v2_1  # "2.1" must not prefix-match 2.10; falls back to the newest
     assert d.rules_for("9.0.0") is v2_1
+
+
+def test_paste_payload_cannot_escape_the_bracketed_paste() -> None:
+    from litbridge.drivers.claude.driver import paste_payload
+
+    assert paste_payload("a\r\nb\rc\nd\te") == b"a\nb\nc\nd\te"
+    assert paste_payload("x\x1b[201~\x1b[Ay\x03") == b"x[201~[Ay"
+    assert paste_payload("héllo ✓") == "héllo ✓".encode()

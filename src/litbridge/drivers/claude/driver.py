@@ -11,6 +11,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -642,7 +643,7 @@ class ClaudeDriver(Driver):
         turn = _Turn(text, now, host_id=self.host.turn_id)
         self.turn = turn
         self._input_was_ready = False
-        payload = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x1b[201~", "").encode("utf-8")
+        payload = paste_payload(text)
         self.host.write(PASTE_START + payload + PASTE_END)
         await asyncio.sleep(ENTER_GAP)
         if self.turn is not turn:
@@ -779,6 +780,15 @@ class ClaudeDriver(Driver):
             "observing": self.turn is not None,
             "screen_state": self.screen.state,
         }
+
+
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def paste_payload(text: str) -> bytes:
+    """The message as bracketed-paste content: CR/CRLF -> LF, other control bytes (ESC...) removed, so the
+    text can neither end the paste early nor be taken as keys."""
+    return _CONTROL_RE.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).encode("utf-8")
 
 
 def _wall() -> float:
