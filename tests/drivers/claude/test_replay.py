@@ -184,3 +184,11 @@ def test_cli_smoke() -> None:
         [sys.executable, "-m", "litbridge", "replay", "/nonexistent/capture"], capture_output=True, timeout=60
     )
     assert bad.returncode == 2 and b"cannot load" in bad.stderr
+
+
+def test_recorded_timing_mode_gives_the_same_turns() -> None:
+    d = capture("s05d")
+    ev = replay(d, fast=False, speed=20.0, tail=1.0)
+    assert [e["event"] for e in ev if e["event"] in TERMINAL] == ["turn_error"]
+    ts = [e["t"] for e in ev]
+    assert ts == sorted(ts) and ts[-1] < 60  # recording-relative times, not the loop's clock

@@ -180,6 +180,8 @@ class ReplayHost:
         self.log = logging.getLogger("litbridge.replay")
         self.last_output_at = 0.0
         self.spawned_at = loop.time()
+        self.t0 = loop.time()  # event `t` = seconds of recording time since spawn
+        self.speed = 1.0
         self.state = "starting"
         self.turn_id: str | None = None
         self.pid = None
@@ -192,7 +194,12 @@ class ReplayHost:
         self._last_thinking: str | None = None
 
     def _emit(self, event: str, **fields: Any) -> None:
-        ev = {"event": event, "session": self.key, **fields, "t": round(self.loop.time(), 3)}
+        ev = {
+            "event": event,
+            "session": self.key,
+            **fields,
+            "t": round((self.loop.time() - self.t0) * self.speed, 3),
+        }
         self._emit_cb(ev)
 
     def write(self, data: bytes) -> None:
@@ -336,7 +343,8 @@ async def _replay(
     tdir.mkdir(parents=True, exist_ok=True)
     if driver.tailer is not None:
         driver.tailer.directory = tdir
-    t0 = loop.time()
+    t0 = host.t0 = loop.time()
+    host.speed = speed
     done = loop.create_future()
     osc_buf = b""
 
