@@ -64,6 +64,8 @@ cdef class Parser:
             return
         cdef Screen s = self.scr
         s._sync_modes()
+        if s.hist_on:
+            s.before_event("feed")
         s.feeding += 1
         try:
             self._feed(&mv[0], mv.shape[0])
@@ -74,6 +76,8 @@ cdef class Parser:
             s.feeding -= 1
             if s.feeding == 0 and s.pending_da:
                 s._flush_da()
+            if s.hist_on:
+                s.after_event("feed")
 
     cdef int _feed(self, const unsigned char* p, Py_ssize_t n) except -1:
         cdef Py_ssize_t i = 0, j

@@ -367,6 +367,8 @@ cdef class Screen:
     cdef int pending_da
     cdef public str xtversion
     cdef object _bufview
+    cdef public dict _proxies
+    cdef public bint hist_on
     cdef object __weakref__
     cdef dict __dict__
 
@@ -384,6 +386,7 @@ cdef class Screen:
         self._alloc(columns, lines)
         self._dirty = set()
         self._bufview = None
+        self._proxies = {}
         self.kitty_reply = False
         self.alt_screen_enabled = True
         self.program_status = None
@@ -595,6 +598,9 @@ cdef class Screen:
         self._cursor = Cursor(0, 0)
         self._cursor_position(0, 0)
         self.saved_columns = None
+        self._proxies = {}
+        if self.hist_on:
+            self._reset_history()
 
     def resize(self, lines=None, columns=None):
         lines = lines or self.lines
@@ -640,6 +646,7 @@ cdef class Screen:
         memset(self.ldirty, 1, lines + 1)
         self.scratch = <ucs4*>malloc((cols + 1) * sizeof(ucs4))
         self.last_rows = [None] * lines
+        self._proxies = {}
         self.lines = lines
         self.columns = cols
         for y in self._dirty:
@@ -662,6 +669,7 @@ cdef class Screen:
         self.main_text = self.rowtext
         self.rowtext = self.alt_text
         self.in_alt = True
+        self._proxies = {}
         if clear:
             self._clear_grid()
         memset(self.g.stale, 1, self.lines)
@@ -675,6 +683,7 @@ cdef class Screen:
         self.alt_text = self.rowtext
         self.rowtext = self.main_text
         self.in_alt = False
+        self._proxies = {}
         memset(self.g.stale, 1, self.lines)
         self.mark_all()
 
@@ -952,6 +961,8 @@ cdef class Screen:
         cdef int top, bot, p, y
         self.get_tb(&top, &bot)
         if self._cursor.y == bot:
+            if self.hist_on:
+                self._history_push_top(top)
             self.mark_all()
             p = self.g.rowmap[top]
             memmove(self.g.rowmap + top, self.g.rowmap + top + 1, (bot - top) * sizeof(int))
@@ -964,6 +975,8 @@ cdef class Screen:
         cdef int top, bot, p
         self.get_tb(&top, &bot)
         if self._cursor.y == top:
+            if self.hist_on:
+                self._history_push_bottom(bot)
             self.mark_all()
             p = self.g.rowmap[bot]
             memmove(self.g.rowmap + top + 1, self.g.rowmap + top, (bot - top) * sizeof(int))
@@ -1212,6 +1225,8 @@ cdef class Screen:
             self.g.wrapped[self.g.rowmap[y]] = 0
         if how == 0 or how == 1:
             self._erase_in_line(how)
+        elif how == 3 and self.hist_on:
+            self._reset_history()
 
     def erase_in_display(self, how=0, *args, **kwargs):
         self._erase_in_display(how)
@@ -1614,19 +1629,71 @@ cdef class Screen:
                     out.append((y, t))
         return out
 
-    def _cell(self, int y, int x):
-        """(word, fg, bg) of a visible cell, for the buffer proxy."""
-        cdef Cell* c = self.row(y) + x
-        return (c.cp, c.fg, c.bg)
+    # -------- buffer proxy primitives (physical rows, so a row object follows its line as pyte's dicts do)
+    def _phys(self, int y):
+        """Physical row index of logical row y in the current grid."""
+        return self.g.rowmap[y]
 
-    def char_at(self, int y, int x):
-        """pyte Char of cell (x, y) (unwritten cells read as default_char)."""
-        if not (0 <= y < self.lines and 0 <= x < self.columns):
+    cdef void _touch_phys(self, int p) noexcept:
+        cdef int y
+        self.g.stale[p] = 1
+        for y in range(self.lines):
+            if self.g.rowmap[y] == p:
+                self.ldirty[y] = 1
+                break
+
+    def _char_phys(self, int p, int x):
+        if not (0 <= p < self.lines and 0 <= x < self.columns):
             return self.default_char
-        cdef Cell* c = self.row(y) + x
+        cdef Cell* c = self.g.cells + <Py_ssize_t>p * self.columns + x
         if not (c.cp & PRESENT):
             return _make_char(self.blank_word(), 0, 0)
         return _make_char(c.cp, c.fg, c.bg)
+
+    def _set_phys(self, int p, int x, ch):
+        if not (0 <= p < self.lines and 0 <= x < self.columns):
+            return
+        cdef tuple t = _pack_char(ch)
+        cdef Cell* c = self.g.cells + <Py_ssize_t>p * self.columns + x
+        c.cp = <uint32_t>t[0] | PRESENT
+        c.fg = t[1]
+        c.bg = t[2]
+        self._touch_phys(p)
+
+    def _del_phys(self, int p, int x):
+        if 0 <= p < self.lines and 0 <= x < self.columns:
+            (self.g.cells + <Py_ssize_t>p * self.columns + x).cp = 0
+            self._touch_phys(p)
+
+    def _present_phys(self, int p, int x):
+        if 0 <= p < self.lines and 0 <= x < self.columns:
+            return bool((self.g.cells + <Py_ssize_t>p * self.columns + x).cp & PRESENT)
+        return False
+
+    def _row_bytes(self, int p):
+        """Copy of physical row p (packed 12-byte cells): a history line / detached row."""
+        return bytearray((<char*>(self.g.cells + <Py_ssize_t>p * self.columns))[:self.columns * sizeof(Cell)])
+
+    def _load_row(self, int p, const unsigned char[::1] data):
+        """Overwrite physical row p from packed cells (shorter data: the rest reads unwritten)."""
+        cdef Py_ssize_t n = min(<Py_ssize_t>data.shape[0], self.columns * <Py_ssize_t>sizeof(Cell))
+        cdef char* dst = <char*>(self.g.cells + <Py_ssize_t>p * self.columns)
+        memset(dst, 0, self.columns * sizeof(Cell))
+        if n > 0:
+            memcpy(dst, &data[0], n)
+        self.g.wrapped[p] = 0
+        self._touch_phys(p)
+
+    def _copy_phys(self, int dst, int src):
+        if dst != src:
+            memcpy(self.g.cells + <Py_ssize_t>dst * self.columns, self.g.cells + <Py_ssize_t>src * self.columns,
+                   self.columns * sizeof(Cell))
+            self.g.wrapped[dst] = self.g.wrapped[src]
+        self._touch_phys(dst)
+
+    def _clear_phys_py(self, int p):
+        self.clear_phys(p)
+        self._touch_phys(p)
 
     def dim_at(self, int y, int x):
         """SGR 2 (dim) state of cell (x, y); pyte's Char has no field for it."""
@@ -1634,38 +1701,11 @@ cdef class Screen:
             return False
         return bool((self.row(y) + x).cp & F_DIM)
 
-    def set_char(self, int y, int x, ch):
-        """`buffer[y][x] = Char(...)`: store a cell (ignored outside the grid, like pyte's invisible keys)."""
-        if not (0 <= y < self.lines and 0 <= x < self.columns):
-            return
-        cdef tuple t = _pack_char(ch)
-        cdef Cell* c = self.row(y) + x
-        c.cp = <uint32_t>t[0] | PRESENT
-        c.fg = t[1]
-        c.bg = t[2]
-        self.touch_text(y)
-
-    def del_char(self, int y, int x):
-        if 0 <= y < self.lines and 0 <= x < self.columns:
-            (self.row(y) + x).cp = 0
-            self.touch_text(y)
-
-    def present(self, int y, int x):
-        if 0 <= y < self.lines and 0 <= x < self.columns:
-            return bool((self.row(y) + x).cp & PRESENT)
-        return False
-
-    def swap_rows(self, int y, int src_y):
-        """`buffer[y] = buffer[src_y]` (pyte moves line objects): copy row src_y over row y."""
-        if not (0 <= y < self.lines and 0 <= src_y < self.lines):
-            return
-        memcpy(self.row(y), self.row(src_y), self.columns * sizeof(Cell))
-        self.touch_text(y)
-
-    def clear_row(self, int y):
-        if 0 <= y < self.lines:
-            self.clear_phys(self.g.rowmap[y])
-            self.touch_text(y)
+    def char_at(self, int y, int x):
+        """pyte Char of cell (x, y) (unwritten cells read as default_char)."""
+        if not (0 <= y < self.lines):
+            return self.default_char
+        return self._char_phys(self.g.rowmap[y], x)
 
     cdef str _sgr_of(self, uint32_t w, uint32_t fg, uint32_t bg):
         parts = ["0"]
@@ -1807,44 +1847,90 @@ cdef int _col_sgr(list parts, uint32_t c, bint fg) except -1:
             parts.append("%d;2;%d;%d;%d" % (38 if fg else 48, v >> 16, (v >> 8) & 255, v & 255))
 
 
+cdef object _char_from_bytes(const unsigned char[::1] data, Py_ssize_t x, object dflt):
+    if x < 0 or (x + 1) * <Py_ssize_t>sizeof(Cell) > data.shape[0]:
+        return dflt
+    cdef const Cell* c = (<const Cell*>&data[0]) + x
+    if not (c.cp & PRESENT):
+        return dflt
+    return _make_char(c.cp, c.fg, c.bg)
+
+
+cdef object _store_in_bytes(bytearray data, Py_ssize_t x, object ch):
+    if x < 0 or (x + 1) * <Py_ssize_t>sizeof(Cell) > len(data):
+        return None
+    cdef tuple t = _pack_char(ch)
+    cdef unsigned char* base = data
+    cdef Cell* c = (<Cell*>base) + x
+    c.cp = <uint32_t>t[0] | PRESENT
+    c.fg = t[1]
+    c.bg = t[2]
+    return None
+
+
 class _Row:
-    """One row of `Screen.buffer`, behaving like pyte's StaticDefaultDict of `Char`."""
+    """One line of `Screen.buffer` (pyte: a StaticDefaultDict of `Char`).
 
-    __slots__ = ("_s", "_y")
+    Live rows view a physical grid row; a row pushed into history is *detached*: it keeps a packed copy
+    (`_data`, 12 bytes per cell) and stays the same object, so `history.top[-1] is line` holds as in pyte.
+    """
 
-    def __init__(self, screen, y):
+    __slots__ = ("__weakref__", "_data", "_p", "_s")
+
+    def __init__(self, screen, p, data=None):
         self._s = screen
-        self._y = y
+        self._p = p
+        self._data = data
+
+    def _detach(self):
+        if self._data is None:
+            s = self._s
+            self._data = s._row_bytes(self._p)
+            if s._proxies.get(self._p) is self:
+                del s._proxies[self._p]
+        return self
 
     @property
     def default(self):
         return self._s.default_char
 
     def __getitem__(self, x):
-        return self._s.char_at(self._y, x)
+        if self._data is not None:
+            return _char_from_bytes(self._data, x, self._s.default_char)
+        return self._s._char_phys(self._p, x)
 
     def __setitem__(self, x, ch):
-        self._s.set_char(self._y, x, ch)
+        if self._data is not None:
+            _store_in_bytes(self._data, x, ch)
+        else:
+            self._s._set_phys(self._p, x, ch)
 
     def __delitem__(self, x):
-        self._s.del_char(self._y, x)
+        if self._data is not None:
+            if 0 <= x < len(self._data) // 12:
+                self._data[x * 12 : x * 12 + 12] = bytes(12)
+        else:
+            self._s._del_phys(self._p, x)
+
+    def __contains__(self, x):
+        if self._data is not None:
+            if not (0 <= x < len(self._data) // 12):
+                return False
+            return bool(int.from_bytes(self._data[x * 12 : x * 12 + 4], "little") & 0x20000000)
+        return self._s._present_phys(self._p, x)
 
     def pop(self, x, *default):
-        s = self._s
-        if s.present(self._y, x):
-            ch = s.char_at(self._y, x)
-            s.del_char(self._y, x)
+        if x in self:
+            ch = self[x]
+            del self[x]
             return ch
         if default:
             return default[0]
         raise KeyError(x)
 
-    def __contains__(self, x):
-        return self._s.present(self._y, x)
-
     def keys(self):
-        s = self._s
-        return [x for x in range(s.columns) if s.present(self._y, x)]
+        n = len(self._data) // 12 if self._data is not None else self._s.columns
+        return [x for x in range(n) if x in self]
 
     def __iter__(self):
         return iter(self.keys())
@@ -1862,17 +1948,21 @@ class _Row:
         return self[x] if x in self else default
 
     def __eq__(self, other):
+        if self is other:
+            return True
         try:
             return dict(self.items()) == dict(other.items())
         except AttributeError:
             return NotImplemented
 
+    __hash__ = object.__hash__
+
     def __repr__(self):
-        return "Row(%d)" % self._y
+        return "Row(%s)" % ("detached" if self._data is not None else "phys %d" % self._p)
 
 
 class _Buffer:
-    """`Screen.buffer`: a mapping view y -> row, reading and writing the native grid."""
+    """`Screen.buffer`: a mapping view y -> row object, reading and writing the native grid."""
 
     __slots__ = ("_s",)
 
@@ -1880,18 +1970,35 @@ class _Buffer:
         self._s = screen
 
     def __getitem__(self, y):
+        s = self._s
         if y < 0:
-            y += self._s.lines
-        return _Row(self._s, y)
+            y += s.lines
+        if not (0 <= y < s.lines):
+            return _Row(s, -1, bytearray())
+        p = s._phys(y)
+        row = s._proxies.get(p)
+        if row is None:
+            row = _Row(s, p)
+            s._proxies[p] = row
+        return row
 
     def __setitem__(self, y, row):
         s = self._s
-        if isinstance(row, _Row):
-            s.swap_rows(y, row._y)
+        if not (0 <= y < s.lines):
             return
-        s.clear_row(y)
+        p = s._phys(y)
+        if isinstance(row, _Row) and row._s is s:
+            if row._data is not None:
+                s._load_row(p, bytes(row._data))
+                row._data = None
+                row._p = p
+                s._proxies[p] = row
+            else:
+                s._copy_phys(p, row._p)
+            return
+        s._clear_phys_py(p)
         for x, ch in row.items():
-            s.set_char(y, x, ch)
+            s._set_phys(p, x, ch)
 
     def __len__(self):
         return self._s.lines
@@ -1906,20 +2013,20 @@ class _Buffer:
         return list(range(self._s.lines))
 
     def values(self):
-        return [_Row(self._s, y) for y in range(self._s.lines)]
+        return [self[y] for y in range(self._s.lines)]
 
     def items(self):
-        return [(y, _Row(self._s, y)) for y in range(self._s.lines)]
+        return [(y, self[y]) for y in range(self._s.lines)]
 
     def clear(self):
         s = self._s
         for y in range(s.lines):
-            s.clear_row(y)
+            s._clear_phys_py(s._phys(y))
 
     def pop(self, y, default=None):
         if y in self:
-            row = {x: ch for x, ch in _Row(self._s, y).items()}
-            self._s.clear_row(y)
+            row = self[y]._detach()
+            self._s._clear_phys_py(self._s._phys(y))
             return row
         return default
 
