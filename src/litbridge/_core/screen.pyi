@@ -61,6 +61,7 @@ class Screen:
     # litbridge extras
     kitty_reply: bool
     alt_screen_enabled: bool
+    hist_on: bool
     xtversion: str
     program_status: dict[str, str] | None
     on_reply: Callable[[bytes], None] | None
