@@ -526,3 +526,27 @@ def test_paste_payload_cannot_escape_the_bracketed_paste() -> None:
     assert paste_payload("a\r\nb\rc\nd\te") == b"a\nb\nc\nd\te"
     assert paste_payload("x\x1b[201~\x1b[Ay\x03") == b"x[201~[Ay"
     assert paste_payload("héllo ✓") == "héllo ✓".encode()
+
+
+def test_osc_status_is_primary_but_a_stale_working_report_expires(tmp_path: Path, loop) -> None:
+    screens = {
+        "idle": screen("s10", "03_idle.txt"),
+        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
+    }
+    _cli, drv, host, _events = _ready_driver(tmp_path, loop, screens, {})
+    assert drv.can_accept_input()
+    drv.on_status({"state": "working", "app": "claude-code"})
+    assert not drv.can_accept_input() and host.state == "thinking"  # OSC leads the screen
+    drv.on_status({"state": "done", "app": "claude-code"})
+    assert drv.can_accept_input() and host.state == "idle"
+    drv.on_status(
+        {"state": "blocked", "app": "claude-code", "kind": "permission", "msg": "YXBwcm92ZSBXcml0ZQ=="}
+    )
+    assert drv.osc is not None and drv.osc["msg"] == "approve Write"  # base64 decoded
+    drv.on_status({"state": "working", "app": "claude-code"})
+    assert not drv.can_accept_input()
+    ready_calls: list[float] = []
+    host.input_ready = lambda: ready_calls.append(loop.time())  # type: ignore[method-assign]
+    run(loop, asyncio.sleep(3.5))  # the screen stayed idle without a spinner: the lost `done` expires
+    assert drv.can_accept_input() and host.state == "idle"
+    assert len(ready_calls) == 1  # and the session is told, although the screen never changed

@@ -39,6 +39,7 @@ SUBMIT_TIMEOUT = 15.0
 FALLBACK_QUIET = 8.0  # screen fallback: idle + completion line + silent transcript for this long
 FALLBACK_MIN_TURN = 2.0
 INTERRUPT_GRACE = 2.0
+OSC_STALE = 3.0  # an OSC `working` contradicted this long by an idle screen is ignored
 POLL_BUSY, POLL_IDLE = 0.05, 0.25
 
 _RESUME_FLAGS = ("--resume", "-r", "--continue", "-c")
@@ -144,6 +145,8 @@ class ClaudeDriver(Driver):
         self._prev_final = ""
         self._dialog_paint: dict[tuple, float] = {}
         self._last_spinner_body: str | None = None
+        self._idle_since: float | None = None
+        self._osc_at = 0.0
 
     # ------------------------------------------------------------------------------------------ launch
     def launch(self) -> LaunchSpec:
@@ -309,7 +312,7 @@ class ClaudeDriver(Driver):
                 unknown_since = None
             await self._wait_change(0.25)
         self.started = True
-        self.screen = self._classify()
+        self._set_screen(self._classify())
         version, model = self.rules.header_info(self._rows())
         self.cli_version = version or self.cli_version
         if model and not self.model:
@@ -363,12 +366,22 @@ class ClaudeDriver(Driver):
             return
         self.osc = fields
         self.osc_seen = True
+        self._osc_at = self._now()
         state = fields.get("state")
         if self.turn is not None:
             if state == "working":
                 self.turn.went_busy = True
         if self.started:
             self._update_state()
+            self._check_input_ready()
+            if state == "working":
+                # re-check once the report could have gone stale (nothing else may wake the session)
+                self.host.call_later(OSC_STALE + 0.05, self._recheck)
+
+    def _recheck(self) -> None:
+        if not self.exited:
+            self._update_state()
+            self._check_input_ready()
 
     def on_exit(self, exit_code: int | None) -> None:
         self.exited = True
@@ -380,8 +393,15 @@ class ClaudeDriver(Driver):
         self._poll_handle = self._settle_handle = self._stream_handle = None
 
     # ------------------------------------------------------------------------------------------ screen
-    def _commit(self, cls: v2_1.ScreenState) -> None:
+    def _set_screen(self, cls: v2_1.ScreenState) -> None:
+        if cls.state != "idle":
+            self._idle_since = None
+        elif self._idle_since is None:
+            self._idle_since = self._now()
         self.screen = cls
+
+    def _commit(self, cls: v2_1.ScreenState) -> None:
+        self._set_screen(cls)
         if not self.started:
             return
         dialog = cls.dialog if cls.state in ("dialog", "other") else None
@@ -416,11 +436,19 @@ class ClaudeDriver(Driver):
             self._stream()
         self._check_input_ready()
 
+    def _osc_working(self) -> bool:
+        """OSC 7501 says working, unless the screen has contradicted it (idle, no spinner) for 3 s: a lost
+        `done` report must not hold the session busy forever."""
+        if not (self.osc_seen and self.osc is not None and self.osc.get("state") == "working"):
+            return False
+        if self.screen.state == "idle" and self._idle_since is not None:
+            return self._now() - max(self._idle_since, self._osc_at) < OSC_STALE
+        return True
+
     def _busy(self) -> bool:
-        if self.osc_seen and self.osc is not None:
-            osc_busy = self.osc.get("state") == "working"
+        if self.osc_seen:
             # OSC leads the screen by a few ms both ways; a busy screen with OSC idle is a draft-hint frame
-            return osc_busy or (self.screen.state == "busy" and self.screen.spinner is not None)
+            return self._osc_working() or (self.screen.state == "busy" and self.screen.spinner is not None)
         return self.screen.state == "busy"
 
     def _update_state(self) -> None:
@@ -466,7 +494,7 @@ class ClaudeDriver(Driver):
             and self.screen.state == "idle"
             and self.screen.live_prompt
             and not self.screen.draft
-            and not (self.osc_seen and self.osc is not None and self.osc.get("state") == "working")
+            and not self._osc_working()
             and self._bracketed_paste()
         )
 
@@ -597,7 +625,9 @@ class ClaudeDriver(Driver):
         self._input_was_ready = False
         cls = self._classify()
         if cls.state in ("idle", "busy"):
-            self.screen = cls  # the transcript lands ~100 ms after the screen: don't wait for the debounce
+            self._set_screen(
+                cls
+            )  # the transcript lands ~100 ms after the screen: don't wait for the debounce
         self._update_state()
         self._check_input_ready()
 
