@@ -1,0 +1,85 @@
+"""Helpers for the hardening suite: load the emulator oracle/corpus and the daemon test helpers by path.
+
+The oracle (`tests/term/test_differential.py`), the corpus loader (`tests/term/conftest.py`) and the daemon helpers
+(`tests/daemon/lbd_helpers.py`) belong to other areas; they are imported here, never copied.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent.parent
+FAKES = TESTS / "fakes"
+
+
+def load_by_path(name: str, path: Path) -> ModuleType:
+    """Import `path` as module `name` once (registered in sys.modules so dataclasses work)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
+
+
+def differential() -> ModuleType:
+    """tests/term/test_differential.py: `OracleScreen`, `normalise`, `first_divergence`, `chunk_cuts`."""
+    return load_by_path("litbridge_hardening_differential", TESTS / "term" / "test_differential.py")
+
+
+def term_corpus() -> ModuleType:
+    """tests/term/conftest.py: `emulator_inputs()` (pyte's captured streams + the Claude recordings)."""
+    return load_by_path("litbridge_hardening_term_corpus", TESTS / "term" / "conftest.py")
+
+
+def lbd() -> ModuleType:
+    """tests/daemon/lbd_helpers.py: `start_daemon`, `DaemonProc`, `Conn`, `fake_create`, `FAKE_TUI`."""
+    return load_by_path("litbridge_hardening_lbd", TESTS / "daemon" / "lbd_helpers.py")
+
+
+@contextlib.contextmanager
+def short_tmpdir() -> Iterator[str]:
+    """AF_UNIX paths are limited to ~107 bytes: a short private temp dir, removed afterwards."""
+    d = tempfile.mkdtemp(prefix="lbh-")
+    try:
+        yield d
+    finally:
+        import shutil
+
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def tmp_short() -> Iterator[str]:
+    with short_tmpdir() as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def module_tmp_short() -> Iterator[str]:
+    with short_tmpdir() as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def daemon(module_tmp_short: str) -> Iterator[object]:
+    """One real `python -m litbridge serve` for the module (tests use distinct session keys)."""
+    d = lbd().start_daemon(os.path.join(module_tmp_short, "d.sock"))
+    yield d
+    code = d.stop()
+    assert code == 0, d.log()
