@@ -135,7 +135,7 @@ class StdinLines:
 
 def _short(value: Any, limit: int = 100) -> str:
     if isinstance(value, dict):
-        for key in ("command", "file_path", "path", "pattern", "url", "description", "prompt"):
+        for key in ("command", "file_path", "path", "pattern", "url", "question", "description", "prompt"):
             if isinstance(value.get(key), str):
                 value = value[key]
                 break
@@ -320,7 +320,7 @@ class CtrlC:
 async def _main(args: argparse.Namespace) -> int:
     text = args.text
     if text == "-":
-        text = sys.stdin.read()
+        text = sys.stdin.read().rstrip("\n")  # the newline ending the piped text is not part of the message
     async with common.connect(args) as client:
         turn = await client.send(args.session, text, channel_id=args.channel_id, msg_id=args.msg_id)
         stdin = StdinLines() if (sys.stdin.isatty() and args.text != "-" and not args.no_answer) else None

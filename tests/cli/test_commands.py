@@ -1,0 +1,197 @@
+"""The `litbridge` client subcommands as subprocesses against a real daemon: output, exit codes, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from _daemon import Daemon
+
+BASH = ["--cli", "bash", "--arg=--norc", "--arg=--noprofile", "--env", "PS1=$ "]
+NO_DAEMON = "no litbridge daemon at"
+
+
+def _events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list"],
+        ["create", "x", "--cli", "bash"],
+        ["send", "x", "hi"],
+        ["chat", "x"],
+        ["dump", "x"],
+        ["kill", "x"],
+        ["attach", "x"],
+    ],
+)
+def test_friendly_error_without_daemon(tmp_path, argv: list[str]) -> None:
+    sock = str(tmp_path / "nobody.sock")
+    out = subprocess.run(
+        [sys.executable, "-m", "litbridge", *argv, "--socket", sock],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 1, out
+    assert f"{NO_DAEMON} {sock}" in out.stderr
+    assert "start it with `litbridge serve`" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_create_list_dump_kill(daemon: Daemon) -> None:
+    out = daemon.cli("create", "cmds", *BASH, "--cwd", str(daemon.home))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("cmds: ready")
+
+    again = daemon.cli("create", "cmds", *BASH, "--json")
+    assert again.returncode == 0
+    assert _events(again.stdout)[0]["reused"] is True
+
+    table = daemon.cli("list")
+    assert table.returncode == 0
+    header, *rows = table.stdout.splitlines()
+    assert header.split()[:3] == ["SESSION", "STATE", "CLI"]
+    row = next(r.split() for r in rows if r.split()[0] == "cmds")
+    assert row[2] == "bash"
+
+    raw = daemon.cli("list", "--json")
+    names = [s["name"] for s in _events(raw.stdout)[0]["sessions"]]
+    assert "cmds" in names
+
+    assert daemon.cli("send", "cmds", "echo dumped-$((6*7))").returncode == 0
+    dump = daemon.cli("dump", "cmds")
+    assert dump.returncode == 0
+    first, ruler, *screen = dump.stdout.splitlines()
+    assert first.startswith("session cmds  state ")
+    assert set(ruler) == {"─"}
+    assert "dumped-42" in screen
+    full = daemon.cli("dump", "cmds", "--full")
+    assert len(full.stdout.splitlines()) == 2 + 50
+    as_json = _events(daemon.cli("dump", "cmds", "--json").stdout)[0]
+    assert as_json["event"] == "dump" and "dumped-42" in as_json["capture"]
+
+    killed = daemon.cli("kill", "cmds")
+    assert killed.returncode == 0 and killed.stdout.startswith("cmds: killed")
+    gone = daemon.cli("dump", "cmds")
+    assert gone.returncode == 1 and "session_not_found" in gone.stderr
+
+
+def test_create_bad_env_and_missing_cli(daemon: Daemon) -> None:
+    bad = daemon.cli("create", "badenv", "--cli", "bash", "--env", "NOEQUALS")
+    assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr
+    missing = daemon.cli("create", "nocli", "--cli", "definitely-not-a-program-xyz")
+    assert missing.returncode == 1
+    assert "cli_not_found" in missing.stderr or "spawn_failed" in missing.stderr
+
+
+def test_send_prints_answer_and_status_lines(daemon: Daemon) -> None:
+    assert daemon.cli("create", "snd", *BASH).returncode == 0
+    out = daemon.cli("send", "snd", "echo first; echo second")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "first\nsecond\n"  # not a terminal: only the final text, once
+    assert "· idle → thinking" in out.stderr
+
+    raw = daemon.cli("send", "snd", "echo json", "--json")
+    evs = _events(raw.stdout)
+    assert evs[0]["event"] == "accepted"
+    assert evs[-1]["event"] == "complete" and evs[-1]["content"] == "json"
+    assert {ev["turn_id"] for ev in evs if "turn_id" in ev} == {evs[0]["turn_id"]}
+
+    piped = daemon.cli("send", "snd", "-", input="echo from-stdin\n")
+    assert piped.stdout == "from-stdin\n"
+
+    missing = daemon.cli("send", "no-such-session", "hi")
+    assert missing.returncode == 1 and "session not found" in missing.stderr
+
+
+def test_send_exit_code_on_turn_error(daemon: Daemon) -> None:
+    assert daemon.cli("create", "dies", *BASH).returncode == 0
+    out = daemon.cli("send", "dies", "exit 7")  # the CLI exits mid-turn: turn_error{cli_exited}
+    assert out.returncode == 3, (out.stdout, out.stderr)
+    assert "turn failed" in out.stderr and "cli_exited" in out.stderr
+
+
+def test_send_exit_code_when_interrupted(daemon: Daemon) -> None:
+    py = ["--cli", sys.executable, "--arg=-q", "--arg=-u", "--arg=-i"]
+    assert daemon.cli("create", "intr", *py).returncode == 0
+    argv = [sys.executable, "-m", "litbridge", "send", "intr", "--socket", daemon.socket,
+            "[(print('tick', i, flush=True), __import__('time').sleep(0.05)) for i in range(10**6)]"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # wait until the turn is running
+            if "tick" in daemon.cli("dump", "intr").stdout:
+                break
+            time.sleep(0.2)
+        import asyncio
+
+        from litbridge.client import Client  # interrupt from another client
+
+        async def interrupt() -> None:
+            async with Client.connect(socket=daemon.socket) as c:
+                await c.interrupt("intr")
+
+        asyncio.run(interrupt())
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 4, err
+    assert "interrupted" in err
+
+
+def test_chat_piped_lines(daemon: Daemon) -> None:
+    assert daemon.cli("create", "chatty", *BASH).returncode == 0
+    out = daemon.cli("chat", "chatty", input="echo one\n\n:keys NoSuchKey\necho two\n:dump\n:quit\necho never\n")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["one", "two"]
+    assert "bad_key" in out.stderr  # a failed :command is reported, the chat goes on
+    assert "· state " in out.stderr  # :dump
+    missing = daemon.cli("chat", "nobody-here", input=":quit\n")
+    assert missing.returncode == 1 and "litbridge create" in missing.stderr
+
+
+def test_chat_answers_a_question_inline(daemon: Daemon) -> None:
+    """The fake rift asks `Pick a colour`; the next stdin line answers it by label."""
+    assert daemon.cli("create", "asker", "--cli", "rift").returncode == 0
+    out = daemon.cli("chat", "asker", input="hello [ask:Pick a colour|red|blue]\nblue\n:quit\n")
+    assert out.returncode == 0, out.stderr
+    assert "? [choice] Pick a colour" in out.stderr
+    assert "2. blue" in out.stderr
+    assert "question answered" in out.stderr
+    assert "blue" in out.stdout
+
+
+def test_send_answers_by_digit_with_answer_flag_off(daemon: Daemon) -> None:
+    """`send` does not read stdin for answers unless it is a terminal; the question is still shown."""
+    assert daemon.cli("create", "asker2", "--cli", "rift").returncode == 0
+    argv = [sys.executable, "-m", "litbridge", "send", "asker2", "q [ask:Yes or no|yes|no]", "--socket", daemon.socket]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        import asyncio
+
+        from litbridge.client import Client
+
+        async def answer() -> None:
+            async with Client.connect(socket=daemon.socket) as c:
+                for _ in range(300):
+                    item = next(s for s in await c.list() if s["name"] == "asker2")
+                    if item.get("state") == "dialog":
+                        break
+                    await asyncio.sleep(0.1)
+                dump = await c.dump("asker2")
+                assert dump["state"] == "dialog"
+                await c.answer("asker2", digit=2)
+
+        asyncio.run(answer())
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "? [" in err and "Yes or no" in err
+    assert "no" in out
