@@ -550,3 +550,19 @@ def test_osc_status_is_primary_but_a_stale_working_report_expires(tmp_path: Path
     run(loop, asyncio.sleep(3.5))  # the screen stayed idle without a spinner: the lost `done` expires
     assert drv.can_accept_input() and host.state == "idle"
     assert len(ready_calls) == 1  # and the session is told, although the screen never changed
+
+
+def test_startup_reports_an_unparseable_modal_and_never_types_into_it(tmp_path: Path, loop) -> None:
+    rows = [""] * 50
+    rows[40] = "─" * 200
+    rows[41] = " Something new that has no options at all"
+    rows[43] = " Press Enter to continue · Esc to cancel"
+    cli = FakeCLI(loop, {"m": rows}, "m", {})
+    drv, _host, events = make(tmp_path, cli)
+    drv.launch()
+    cli.show("m")
+    run(loop, drv.startup())
+    assert cli.keys_seen == []
+    unknown = [e for e in events if e["event"] == "unknown_dialog"]
+    assert len(unknown) == 1 and "Something new" in unknown[0]["dialog"]
+    assert not drv.can_accept_input()

@@ -39,6 +39,7 @@ SUBMIT_TIMEOUT = 15.0
 FALLBACK_QUIET = 8.0  # screen fallback: idle + completion line + silent transcript for this long
 FALLBACK_MIN_TURN = 2.0
 INTERRUPT_GRACE = 2.0
+UNKNOWN_MODAL_WAIT = 5.0  # an unparseable startup modal is reported (unknown_dialog) after this long
 OSC_STALE = 3.0  # an OSC `working` contradicted this long by an idle screen is ignored
 POLL_BUSY, POLL_IDLE = 0.05, 0.25
 
@@ -309,7 +310,15 @@ class ClaudeDriver(Driver):
                     break
             else:
                 idle_since = None
-                unknown_since = None
+                excerpt = self.rules.modal_excerpt(self._rows())
+                if excerpt is None:
+                    unknown_since = None
+                else:
+                    # a modal we cannot even parse: never type into it; tell the client and hand over
+                    unknown_since = unknown_since if unknown_since is not None else now
+                    if now - unknown_since >= UNKNOWN_MODAL_WAIT and self._quiet_for() >= DIALOG_QUIET:
+                        self.host.emit("unknown_dialog", dialog=excerpt)
+                        break
             await self._wait_change(0.25)
         self.started = True
         self._set_screen(self._classify())

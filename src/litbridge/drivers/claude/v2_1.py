@@ -320,6 +320,15 @@ def parse_dialog(rows: Sequence[str]) -> Dialog | None:
     return Dialog(kind, text, options, detail, keys)
 
 
+def modal_excerpt(rows: Sequence[str]) -> str | None:
+    """The bottom of the screen when a modal we cannot parse owns it (a dialog footer, no live prompt)."""
+    rows = _strip(rows)
+    if find_prompt_row(rows) is not None or parse_dialog(rows) is not None or _footer_row(rows) is None:
+        return None
+    tail = [r for r in rows if r.strip()][-12:]
+    return "\n".join(tail)[-600:]
+
+
 def cursor_keys(dialog: Dialog, target: int) -> list[str]:
     """Named keys moving the dialog's cursor one step toward option `target` (or Enter when on it)."""
     label = dialog.options[target].label
