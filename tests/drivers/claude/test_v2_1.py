@@ -333,3 +333,20 @@ def test_placeholders_are_not_a_draft() -> None:
         rows[47] = "❯\u00a0" + text
         st = v2_1.classify(rows)
         assert st.state == "idle" and st.input_text == text and st.draft == draft
+
+
+def test_prose_that_starts_like_a_tool_summary_is_kept() -> None:
+    rows = [""] * 50
+    rows[5] = "❯ do it"
+    rows[7] = "● Done."
+    rows[9] = "  Updated the config as requested, and ran the tests."
+    rows[11] = "  Ran 1 shell command"
+    rows[13] = "● Reading the file was enough."
+    rows[46] = rows[48] = "─" * 200
+    rows[47] = "❯\u00a0"
+    rows[49] = "  ⏵⏵ auto mode on (shift+tab to cycle)"
+    assert v2_1.extract_response(rows, 5).split("\n\n") == [
+        "Done.",
+        "Updated the config as requested, and ran the tests.",
+        "Reading the file was enough.",
+    ]

@@ -32,8 +32,8 @@ PERMISSION_Q_RE = re.compile(r"^ ?Do you want to .*\?$")
 NUMBERED_RE = re.compile(r"^(\d+)\.\s+(\S.*)$")
 TOOL_CALL_RE = re.compile(r"^[A-Z][\w-]*\(")
 TOOL_SUMMARY_RE = re.compile(
-    r"^(Ran|Read|Listed|Searched|Wrote|Edited|Updated|Created|Fetched|Running|Reading|Listing|Searching|"
-    r"Writing|Editing|Fetching|Did not run|No result recorded)\b"
+    r"^((Ran|Read|Listed|Searched|Wrote|Edited|Updated|Created|Fetched|Searched for) \d+ \w+"
+    r"|Did not run \d+ |No result recorded for \d+ )"
 )
 THINKING_ROW_RE = re.compile(r"^(Thinking for \d+\w*…?|Thought for \d+\w*)$")
 BOX_CHARS = frozenset(chr(c) for c in range(0x2500, 0x25A0))
