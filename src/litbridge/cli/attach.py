@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from litbridge.cli import common
-from litbridge.client import default_socket_path
+from litbridge.client import default_socket_path, read_token
 
 DETACH = b"\x1d"  # Ctrl-]
 GRID = (200, 50)
@@ -58,6 +58,10 @@ def selector_line(args: argparse.Namespace) -> bytes:
         sel["channel_id"] = args.channel_id
     if args.control:
         sel["control"] = True
+    if args.port is not None:  # TCP attach is authenticated in the selector
+        token = args.token or read_token(args.socket)
+        if token:
+            sel["token"] = token
     return orjson.dumps(sel) + b"\n"
 
 
