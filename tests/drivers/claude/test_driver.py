@@ -131,6 +131,9 @@ def test_launch_respects_callers_resume_flags(tmp_path: Path, loop) -> None:
     spec = drv.launch()
     assert "--session-id" not in spec.argv and drv.session_id == "abc" and drv.resumed
     drv2, _, _ = make(tmp_path, cli, resume="sid-1")
+    pdir = project_dir(str(tmp_path / "work"), drv2.env)
+    pdir.mkdir(parents=True)
+    (pdir / "sid-1.jsonl").write_bytes(b'{"type":"user","message":{"content":"hi"}}\n')
     spec2 = drv2.launch()
     assert spec2.argv[-2:] == ["--resume", "sid-1"] and "--session-id" not in spec2.argv and drv2.resumed
 
@@ -566,3 +569,22 @@ def test_startup_reports_an_unparseable_modal_and_never_types_into_it(tmp_path: 
     unknown = [e for e in events if e["event"] == "unknown_dialog"]
     assert len(unknown) == 1 and "Something new" in unknown[0]["dialog"]
     assert not drv.can_accept_input()
+
+
+def test_resume_of_a_missing_conversation_starts_fresh_and_continue_pins_the_newest(
+    tmp_path: Path, loop
+) -> None:
+    import os
+
+    cli = FakeCLI(loop, {"idle": screen("s02_", "01_idle_before.txt")}, "idle", {})
+    drv, _, _ = make(tmp_path, cli, resume="gone")
+    spec = drv.launch()
+    assert "--resume" not in spec.argv and "--session-id" in spec.argv and not drv.resumed
+    pdir = project_dir(str(tmp_path / "work"), drv.env)
+    pdir.mkdir(parents=True, exist_ok=True)
+    (pdir / "older.jsonl").write_bytes(b"{}\n")
+    (pdir / "newer.jsonl").write_bytes(b"{}\n")
+    os.utime(pdir / "older.jsonl", (1, 1))
+    drv2, _, _ = make(tmp_path, cli, args=["--continue"])
+    spec2 = drv2.launch()
+    assert "--session-id" not in spec2.argv and drv2.session_id == "newer" and drv2.resumed

@@ -154,6 +154,13 @@ class ClaudeDriver(Driver):
         argv = [str(self.options.get("cli") or "claude")]
         args = list(self.args)
         has_resume = any(a in _RESUME_FLAGS or a.startswith("--resume=") for a in args)
+        pdir = project_dir(self.cwd, self.env)
+        if self.resume_token and not has_resume and not (pdir / f"{self.resume_token}.jsonl").exists():
+            # `--resume` of a conversation that is not on disk makes Claude exit: start a fresh one instead
+            self.host.log.warning(
+                "claude: no transcript for resume token %s; starting fresh", self.resume_token
+            )
+            self.resume_token = None
         if self.resume_token and not has_resume:
             args += ["--resume", self.resume_token]
             self.session_id = self.resume_token
@@ -161,7 +168,7 @@ class ClaudeDriver(Driver):
         elif has_resume:
             self.resumed = True
             if "--continue" in args or "-c" in args:
-                self.session_id = _newest_transcript(project_dir(self.cwd, self.env))
+                self.session_id = _newest_transcript(pdir)
             for i, a in enumerate(args):
                 if a in ("--resume", "-r") and i + 1 < len(args) and not args[i + 1].startswith("-"):
                     self.session_id = args[i + 1]
@@ -178,7 +185,7 @@ class ClaudeDriver(Driver):
         if self.options.get("preapprove"):
             self.preapprove()
         # A resumed file's history is skipped: reading starts at its end.
-        self.tailer = TranscriptTailer(project_dir(self.cwd, self.env), self.session_id, from_start=False)
+        self.tailer = TranscriptTailer(pdir, self.session_id, from_start=False)
         self._spawn_wall = _wall()
         return LaunchSpec(argv=argv + args, env={}, cwd=self.cwd, transport="pty")
 
