@@ -375,6 +375,8 @@ async def test_interrupt_before_first_token(
     end = await lb.session_event(key, TERMINAL, start=begin, turn_id=acc["turn_id"])
     assert end["event"] == "interrupted", end
     assert "Too late." not in end["content"]
+    # t1 left only its prompt line in the JSONL: when t2's prompt lands, the transcript reports t1 `abandoned`;
+    # that must not end t2, which Claude completes normally
     _, end2 = await turn(lb, key, "Second try.")
     assert (end2["event"], end2["content"]) == ("complete", "Recovered."), end2
     assert [r["last_user"] for r in mock.main_requests()] == ["Slow first token please.", "Second try."]
