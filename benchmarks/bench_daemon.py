@@ -1,0 +1,407 @@
+"""Daemon benchmarks: a real `litbridge serve` subprocess and a client on its socket, fake CLIs under PTYs.
+
+Event latency (PTY write -> `replace`/`state` at the client, generic driver, timestamped tick lines), `complete`
+latency (transcript `end_turn` line written -> `complete` at the client, Claude driver over a replayed real
+recording), and scale (N Claude sessions replaying recordings at recorded speed: daemon CPU, RSS, event lag,
+sessions created per second). Prints pass/short against the targets; never fails on a miss.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon_support import (  # type: ignore[import-not-found]
+    CAPTURES,
+    REPLAYABLE,
+    Conn,
+    DaemonProc,
+    Received,
+    Sampler,
+    cpu_seconds,
+    daemon,
+    mem_kb,
+    pct,
+    read_log,
+)
+
+HERE = Path(__file__).resolve().parent
+RESULTS_DIR = HERE.parent / ".benchmarks"
+SMOKE = os.environ.get("LITBRIDGE_BENCH_SMOKE", "") not in ("", "0")
+SCALE_N = (1, 2) if SMOKE else (1, 10, 50, 100)
+pytestmark = pytest.mark.timeout(1800)
+
+sys.path.insert(0, str(HERE.parent / "tests" / "fakes"))
+import replay_cli  # type: ignore[import-not-found]  # noqa: E402
+
+TICK_RE = re.compile(r"tick (\d+)\.(\d+) (\d+\.\d+)\s*$")
+TERMINAL = ("complete", "interrupted", "turn_error")
+
+
+# ---------------------------------------------------------------------------------------------- results
+
+
+@dataclass
+class Row:
+    section: str
+    case: str
+    unit: str
+    value: float | None
+    target: str = ""
+    ok: bool | None = None
+    note: str = ""
+
+
+@dataclass
+class DaemonResults:
+    rows: list[Row] = field(default_factory=list)
+
+    def add(self, section: str, case: str, unit: str, value: float | None, limit: float | None = None,
+            note: str = "", higher_better: bool = False) -> None:
+        ok = None
+        target = ""
+        if limit is not None:
+            target = f"{'≥' if higher_better else '≤'} {limit:g} {unit}"
+            ok = None if value is None else (value >= limit if higher_better else value <= limit)
+        self.rows.append(Row(section, case, unit, value, target, ok, note))
+
+    def table(self) -> str:
+        head = ("section", "case", "value", "target", "verdict", "note")
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in self.rows:
+            v = "-" if r.value is None else (f"{r.value:,.1f}" if abs(r.value) >= 10 else f"{r.value:.2f}")
+            verdict = "" if r.ok is None else ("pass" if r.ok else "SHORT")
+            lines.append(f"| {r.section} | {r.case} | {v} {r.unit} | {r.target} | {verdict} | {r.note} |")
+        return "\n".join(lines)
+
+
+RESULTS = DaemonResults()
+
+
+class _Reporter:
+    """Prints the daemon table at the end of the run and writes .benchmarks/daemon-{latest,smoke}.{md,json}."""
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not RESULTS.rows:
+            return
+        table = RESULTS.table()
+        terminalreporter.write_sep("=", "litbridge daemon (same run)")
+        terminalreporter.write_line(table)
+        try:
+            RESULTS_DIR.mkdir(exist_ok=True)
+            stem = "daemon-smoke" if SMOKE else "daemon-latest"
+            stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            (RESULTS_DIR / f"{stem}.md").write_text(f"Measured {stamp} (cpus: {os.cpu_count()})\n\n{table}\n")
+            (RESULTS_DIR / f"{stem}.json").write_text(json.dumps([r.__dict__ for r in RESULTS.rows], indent=1))
+            terminalreporter.write_line(f"(also written to {RESULTS_DIR}/{stem}.md and .json)")
+        except OSError as exc:
+            terminalreporter.write_line(f"could not write results: {exc}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report(request: pytest.FixtureRequest) -> None:
+    pm = request.config.pluginmanager
+    if not pm.has_plugin("litbridge-daemon-report"):
+        pm.register(_Reporter(), "litbridge-daemon-report")
+
+
+def _ms(v: float | None) -> float | None:
+    return None if v is None else v * 1000
+
+
+# ---------------------------------------------------------------------------------------------- drivers of the fakes
+
+
+class TickProbe:
+    """A generic-driver session answering each send with timestamped tick lines: write -> event latency."""
+
+    def __init__(self, d: DaemonProc, conn: Conn, name: str, ticks: int, interval: float, quiet: float) -> None:
+        self.conn, self.name = conn, name
+        self.create = d.tick_create(name, ticks, interval, quiet)
+        self.replace_lat: list[float] = []
+        self.state_lat: list[float] = []
+        self.turns = 0
+        self._seen: set[tuple[int, int]] = set()
+        self._turn_start_tick: dict[int, float] = {}
+        self._awaiting_state = False
+
+    def send(self) -> None:
+        self.turns += 1
+        self._awaiting_state = True
+        self.conn.cmd("send", session=self.name, content=f"go {self.turns}")
+
+    def on_event(self, r: Received) -> bool:
+        """Record latencies; True when this event ended a turn."""
+        e = r.ev
+        kind = e.get("event")
+        if kind == "replace":
+            lines = [x for x in str(e.get("text", "")).splitlines() if x.strip()]
+            m = TICK_RE.search(lines[-1]) if lines else None
+            if m:
+                key = (int(m.group(1)), int(m.group(2)))
+                if key not in self._seen:
+                    self._seen.add(key)
+                    self.replace_lat.append(r.at - float(m.group(3)))
+                    if key[1] == 0:
+                        self._turn_start_tick[key[0]] = float(m.group(3))
+        elif kind == "state" and e.get("to") == "responding" and self._awaiting_state:
+            self._awaiting_state = False
+            self._pending_state_at = r.at
+        return kind in TERMINAL
+
+    def finish_turn(self) -> None:
+        """Pair the turn's `responding` state with its first tick's write time (known once the replace came)."""
+        at = getattr(self, "_pending_state_at", None)
+        first = self._turn_start_tick.get(self.turns)
+        if at is not None and first is not None and at >= first:
+            self.state_lat.append(at - first)
+        self._pending_state_at = None
+
+
+@dataclass
+class ReplaySession:
+    """A Claude-driver session whose CLI replays a recording; the client sends the recorded prompts."""
+
+    name: str
+    capture: str
+    prompts: list[str]
+    sent: int = 0
+    done: int = 0
+    ready_at: float | None = None
+    completes: list[Received] = field(default_factory=list)
+    events: list[Received] = field(default_factory=list)
+    failed: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.failed is not None or self.done >= len(self.prompts)
+
+
+_PROMPTS: dict[str, list[str]] = {}
+
+
+def prompts_of(capture: str) -> list[str]:
+    if capture not in _PROMPTS:
+        _, gates, _ = replay_cli.load_timeline(CAPTURES / capture)
+        _PROMPTS[capture] = [g["text"] for g in gates if not g.get("hold")]
+    return _PROMPTS[capture]
+
+
+def complete_latencies(d: DaemonProc, sessions: list[ReplaySession]) -> tuple[list[float], list[float]]:
+    """(end_turn line written -> complete read, turn_duration line written -> complete read) per turn.
+
+    The k-th transcript `complete` of a session pairs with the k-th turn_duration line its fake wrote, and with
+    the first end_turn line written after the previous turn_duration (a turn may hold several end_turn lines).
+    """
+    from_end, from_dur = [], []
+    for s in sessions:
+        turns: list[tuple[float, float]] = []  # (first end_turn, turn_duration) write times
+        first_end: float | None = None
+        for x in read_log(d.logs / s.name):
+            if x.get("k") != "jsonl":
+                continue
+            if x.get("tag") == "end_turn" and first_end is None:
+                first_end = x["m"]
+            elif x.get("tag") == "turn_duration":
+                turns.append((first_end if first_end is not None else x["m"], x["m"]))
+                first_end = None
+        comps = [c for c in s.completes if c.ev.get("source") == "transcript"]
+        for c, (end, dur) in zip(comps, turns, strict=False):
+            from_end.append(c.at - end)
+            from_dur.append(c.at - dur)
+    return from_end, from_dur
+
+
+def run_replays(d: DaemonProc, conn: Conn, sessions: list[ReplaySession], probe: TickProbe | None = None,
+                timeout: float = 240.0) -> dict[str, Any]:
+    """Create every session (pipelined), wait for all `ready`, then drive their recorded prompts (the next
+    one on each `complete`) until every session has finished; a probe, if given, runs turns meanwhile.
+    Returns timings and the daemon's CPU seconds over the turn window."""
+    by_name = {s.name: s for s in sessions}
+    t_create = time.monotonic()
+    for s in sessions:
+        conn.cmd("create", **d.claude_create(s.name, s.capture))
+    list_id = conn.cmd("list")
+    spawned_at: float | None = None
+    pending = set(by_name)
+    deadline = time.monotonic() + timeout
+    sink: list[Received] = []
+    while pending:
+        r = conn.wait(lambda e: True, max(1.0, deadline - time.monotonic()))
+        e = r.ev
+        if e.get("re") == list_id and e.get("event") == "sessions":
+            spawned_at = r.at
+        s = by_name.get(e.get("session", ""))
+        if s is None:
+            sink.append(r)
+            continue
+        if e.get("event") == "ready":
+            s.ready_at = r.at
+            pending.discard(s.name)
+        elif e.get("event") == "error":
+            s.failed = f"create: {e.get('code')}: {e.get('message')}"
+            pending.discard(s.name)
+    t_ready = time.monotonic()
+    if probe is not None:
+        conn.cmd("create", **probe.create)
+        conn.wait(lambda e: e.get("session") == probe.name and e.get("event") in ("ready", "error"), 60)
+    cpu0, w0 = cpu_seconds(d.pid), time.monotonic()
+    with Sampler(d.pid) as sampler:
+        for s in sessions:
+            if not s.failed:
+                s.sent = 1
+                conn.cmd("send", session=s.name, content=s.prompts[0])
+        if probe is not None:
+            probe.send()
+        while not all(s.finished for s in sessions):
+            r = conn.wait(lambda e: True, max(1.0, deadline - time.monotonic()))
+            e = r.ev
+            name = e.get("session", "")
+            if probe is not None and name == probe.name:
+                if probe.on_event(r):
+                    probe.finish_turn()
+                    probe.send()
+                continue
+            s = by_name.get(name)
+            if s is None:
+                continue
+            s.events.append(r)
+            kind = e.get("event")
+            if kind in TERMINAL:
+                s.done += 1
+                if kind == "complete":
+                    s.completes.append(r)
+                else:
+                    s.failed = f"turn {s.done}: {kind}: {e.get('message') or e.get('content', '')[:80]}"
+                if s.sent < len(s.prompts) and not s.failed:
+                    conn.cmd("send", session=s.name, content=s.prompts[s.sent])
+                    s.sent += 1
+            elif kind == "exited":
+                s.failed = "exited"
+        cpu1, w1 = cpu_seconds(d.pid), time.monotonic()
+    if probe is not None:  # let the probe's last turn end so it is not left half-measured
+        try:
+            while True:
+                r = conn.wait(lambda e: e.get("session") == probe.name, 10)
+                if probe.on_event(r):
+                    probe.finish_turn()
+                    break
+        except Exception:
+            pass
+    return {
+        "spawn_s": (spawned_at or t_ready) - t_create,
+        "ready_s": t_ready - t_create,
+        "window_s": w1 - w0,
+        "cpu_s": cpu1 - cpu0,
+        "rss_peak_kb": max(sampler.rss, default=0),
+        "rss_end_kb": mem_kb(d.pid)["VmRSS"],
+        "failed": [f"{s.name}: {s.failed}" for s in sessions if s.failed],
+    }
+
+
+def _sessions(n: int, prefix: str) -> list[ReplaySession]:
+    out = []
+    for i in range(n):
+        cap = REPLAYABLE[i % len(REPLAYABLE)]
+        out.append(ReplaySession(f"{prefix}{i}", cap, prompts_of(cap)))
+    return out
+
+
+def _need_captures() -> None:
+    missing = [c for c in REPLAYABLE if not (CAPTURES / c / "chunks.jsonl").exists()]
+    if missing:
+        pytest.skip(f"Claude recordings missing under {CAPTURES}: {missing}")
+
+
+# ---------------------------------------------------------------------------------------------- benchmarks
+
+
+def test_event_latency() -> None:
+    """PTY write (fake's monotonic stamp) -> `replace` / `state{responding}` read by the client (generic driver)."""
+    turns, ticks = (2, 4) if SMOKE else (40, 10)
+    with daemon() as d:
+        conn = d.connect()
+        probe = TickProbe(d, conn, "probe", ticks, 0.02, 0.15)
+        conn.cmd("create", **probe.create)
+        r = conn.wait(lambda e: e.get("event") in ("ready", "error"), 60)
+        assert r.ev["event"] == "ready", r.ev
+        for _ in range(turns):
+            probe.send()
+            while not probe.on_event(conn.wait(lambda e: e.get("session") == "probe", 60)):
+                pass
+            probe.finish_turn()
+    rl, sl = probe.replace_lat, probe.state_lat
+    note = f"{len(rl)} writes, generic driver, 1 session"
+    RESULTS.add("latency", "PTY write → replace, p50", "ms", _ms(pct(rl, 50)), 5, note)
+    RESULTS.add("latency", "PTY write → replace, p99", "ms", _ms(pct(rl, 99)), 20, note)
+    note = f"{len(sl)} turns, generic driver"
+    RESULTS.add("latency", "PTY write → state, p50", "ms", _ms(pct(sl, 50)), 5, note)
+    RESULTS.add("latency", "PTY write → state, p99", "ms", _ms(pct(sl, 99)), 20, note)
+    assert rl, "no replace latency sample"
+
+
+def test_complete_latency() -> None:
+    """Transcript end_turn line written -> `complete` read (Claude driver, replayed real recordings)."""
+    _need_captures()
+    rounds, n = (1, 1) if SMOKE else (3, 2 * len(REPLAYABLE))
+    from_end: list[float] = []
+    from_dur: list[float] = []
+    failed: list[str] = []
+    for k in range(rounds):
+        with daemon() as d:
+            conn = d.connect()
+            sessions = _sessions(n, f"c{k}-")
+            out = run_replays(d, conn, sessions)
+            failed += out["failed"]
+            a, b = complete_latencies(d, sessions)
+            from_end += a
+            from_dur += b
+    note = f"{len(from_end)} turns, Claude driver, {n} sessions"
+    if failed:
+        note += f"; failed: {failed[:3]}"
+    RESULTS.add("latency", "JSONL end_turn → complete, p50", "ms", _ms(pct(from_end, 50)), None, note)
+    RESULTS.add("latency", "JSONL end_turn → complete, p99", "ms", _ms(pct(from_end, 99)), 20, note)
+    RESULTS.add("latency", "JSONL turn_duration → complete, p99", "ms", _ms(pct(from_dur, 99)), None,
+                "complete fires on turn_duration (same write burst as end_turn in the recordings)")
+    assert from_end, f"no complete measured: {failed}"
+
+
+@pytest.mark.parametrize("n", SCALE_N)
+def test_scale(n: int) -> None:
+    """N Claude sessions replaying recordings at recorded speed + 1 tick probe: CPU, RSS, event lag, create rate."""
+    _need_captures()
+    with daemon() as d:
+        conn = d.connect()
+        rss0 = mem_kb(d.pid)["VmRSS"]
+        sessions = _sessions(n, f"s{n}-")
+        probe = TickProbe(d, conn, "probe", 10, 0.05, 0.15)
+        out = run_replays(d, conn, sessions, probe)
+        comp, _ = complete_latencies(d, sessions)
+    cpu_pct = 100 * out["cpu_s"] / out["window_s"]
+    rss_mb = out["rss_peak_kb"] / 1024
+    note = f"window {out['window_s']:.1f}s" + (f"; failed {len(out['failed'])}: {out['failed'][:2]}" if out["failed"] else "")
+    target = n == max(SCALE_N) and not SMOKE
+    RESULTS.add(f"scale N={n}", "daemon CPU, % of one core", "%", cpu_pct, 50 if target else None, note)
+    RESULTS.add(f"scale N={n}", "daemon RSS peak", "MB", rss_mb, 150 if target else None,
+                f"idle daemon {rss0 / 1024:.1f} MB; {(out['rss_peak_kb'] - rss0) / 1024 / max(n, 1):.2f} MB/session")
+    RESULTS.add(f"scale N={n}", "probe PTY write → replace p50 / p99", "ms", _ms(pct(probe.replace_lat, 50)), None,
+                f"p99 {_fmt(_ms(pct(probe.replace_lat, 99)))} ms over {len(probe.replace_lat)} writes")
+    RESULTS.add(f"scale N={n}", "end_turn → complete p50 / p99", "ms", _ms(pct(comp, 50)), None,
+                f"p99 {_fmt(_ms(pct(comp, 99)))} ms over {len(comp)} turns")
+    RESULTS.add(f"scale N={n}", "sessions spawned per second", "/s", n / out["spawn_s"], None,
+                f"{n} creates pipelined → list reply in {out['spawn_s'] * 1000:.0f} ms")
+    RESULTS.add(f"scale N={n}", "sessions ready per second", "/s", n / out["ready_s"], None,
+                f"all ready after {out['ready_s']:.2f}s (replayed Claude startup ≈1 s + driver settle)")
+    assert len(out["failed"]) < n, f"every session failed: {out['failed'][:3]}"  # speed is never asserted
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"

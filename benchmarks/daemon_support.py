@@ -1,0 +1,253 @@
+"""Helpers for the daemon benchmarks: a real `litbridge serve` subprocess, a raw socket client that stamps
+every received event with time.monotonic(), /proc CPU and RSS readers, and the fake CLIs' launchers.
+
+It measures nothing by itself and asserts nothing; `bench_daemon.py` decides what to time.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+REPLAY_CLI = ROOT / "tests" / "fakes" / "replay_cli.py"
+CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT.parent / "shared" / "captures"))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+# Recordings whose keys are plain typed prompts + Enter (no dialogs): the replay can be driven by `send`.
+REPLAYABLE = ("s02_simple_qa", "s03_long_markdown_response", "s08a_first_session", "s02b_simple_qa_classic_tui")
+
+
+# ---------------------------------------------------------------------------------------------- /proc
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of `pid` (its own threads, not its children), in seconds."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        fields = fh.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def mem_kb(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak RSS) of `pid`, in KiB."""
+    out: dict[str, int] = {}
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                k, v = line.split(":", 1)
+                out[k] = int(v.split()[0])
+    return out
+
+
+class Sampler:
+    """Samples the daemon's RSS every `period` s in a thread (the peak within a window is what counts)."""
+
+    def __init__(self, pid: int, period: float = 0.25) -> None:
+        self.pid, self.period = pid, period
+        self.rss: list[int] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            try:
+                self.rss.append(mem_kb(self.pid)["VmRSS"])
+            except OSError:
+                return
+
+    def __enter__(self) -> Sampler:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._t.join(2)
+
+
+# ---------------------------------------------------------------------------------------------- client
+
+
+@dataclass
+class Received:
+    at: float  # time.monotonic() when the bytes carrying the event were read
+    ev: dict[str, Any]
+
+
+class Conn:
+    """A control connection: a reader thread stamps and parses every line; commands are written as-is."""
+
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.events: queue.Queue[Received] = queue.Queue()
+        self._ids = iter(range(1, 1 << 62))
+        self._t = threading.Thread(target=self._read, daemon=True)
+        self._t.start()
+
+    def _read(self) -> None:
+        buf = b""
+        while True:
+            try:
+                data = self.sock.recv(1 << 20)
+            except OSError:
+                return
+            now = time.monotonic()
+            if not data:
+                return
+            buf += data
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                if line:
+                    self.events.put(Received(now, orjson.loads(line)))
+
+    def cmd(self, cmd: str, **fields: Any) -> int:
+        rid = next(self._ids)
+        self.sock.sendall(orjson.dumps({"cmd": cmd, "id": rid, **fields}) + b"\n")
+        return rid
+
+    def wait(self, pred: Callable[[dict[str, Any]], bool], timeout: float = 60.0,
+             sink: list[Received] | None = None) -> Received:
+        """Next event matching `pred`; every event read meanwhile is appended to `sink`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no matching event within {timeout:.0f}s")
+            r = self.events.get(timeout=left)
+            if sink is not None:
+                sink.append(r)
+            if pred(r.ev):
+                return r
+
+    def drain(self, sink: list[Received] | None = None) -> None:
+        while True:
+            try:
+                r = self.events.get_nowait()
+            except queue.Empty:
+                return
+            if sink is not None:
+                sink.append(r)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------------------------------------- daemon
+
+
+@dataclass
+class DaemonProc:
+    proc: subprocess.Popen[bytes]
+    socket: str
+    tmp: Path
+    home: Path
+    bin: Path
+    logs: Path
+    conns: list[Conn] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def connect(self) -> Conn:
+        c = Conn(self.socket)
+        c.wait(lambda e: e.get("event") == "monitor_ready", 10)
+        self.conns.append(c)
+        return c
+
+    def claude_create(self, name: str, capture: str, speed: float = 1.0) -> dict[str, Any]:
+        """The `create` fields of a Claude-driver session whose CLI replays `capture` (log in logs/<name>)."""
+        cwd = self.tmp / "work" / name
+        cwd.mkdir(parents=True, exist_ok=True)
+        return {
+            "session": name,
+            "cli": str(self.bin / "claude"),
+            "args": ["--capture", str(CAPTURES / capture), "--speed", str(speed), "--log", str(self.logs / name)],
+            "working_dir": str(cwd),
+            "env": {"HOME": str(self.home)},
+        }
+
+    def tick_create(self, name: str, ticks: int, interval: float, quiescence: float) -> dict[str, Any]:
+        """A generic-driver session whose CLI answers each line with `ticks` timestamped lines."""
+        return {
+            "session": name,
+            "cli": str(self.bin / "tickcli"),
+            "args": ["--ticks", str(ticks), "--interval", str(interval), "--log", str(self.logs / name)],
+            "working_dir": str(self.tmp),
+            "quiescence": quiescence,
+        }
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    try:
+        return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+    except OSError:
+        return []
+
+
+@contextmanager
+def daemon(extra_env: dict[str, str] | None = None) -> Iterator[DaemonProc]:
+    """A `python -m litbridge serve --socket <tmp>` subprocess (HOME in a temp dir), stopped with SIGTERM."""
+    tmp = Path(tempfile.mkdtemp(prefix="lbbench-"))
+    home, bindir, logs = tmp / "home", tmp / "bin", tmp / "logs"
+    for d in (home, bindir, logs):
+        d.mkdir()
+    py = sys.executable
+    # The Claude driver is chosen by the executable's basename: a `claude` that execs the replaying fake.
+    for name in ("claude", "tickcli"):
+        script = bindir / name
+        script.write_text(f'#!/bin/sh\nexec "{py}" -S "{REPLAY_CLI}" "$@"\n')
+        script.chmod(0o755)
+    sock = str(tmp / "d.sock")
+    env = {**os.environ, **(extra_env or {})}
+    env.pop("CLAUDECODE", None)
+    err = open(tmp / "daemon.log", "wb")
+    proc = subprocess.Popen([py, "-m", "litbridge", "serve", "--socket", sock, "--log-level", "warning"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=str(tmp))
+    d = DaemonProc(proc, sock, tmp, home, bindir, logs)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"daemon did not start: {(tmp / 'daemon.log').read_text()[-2000:]}")
+            time.sleep(0.02)
+        yield d
+    finally:
+        for c in d.conns:
+            c.close()
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        err.close()
+        if os.environ.get("LITBRIDGE_BENCH_KEEP"):
+            print(f"kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def pct(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100) or None for no samples."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, round(q / 100 * len(s) + 0.5) - 1))
+    return s[k]
