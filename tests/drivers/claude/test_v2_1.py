@@ -350,3 +350,33 @@ def test_prose_that_starts_like_a_tool_summary_is_kept() -> None:
         "Updated the config as requested, and ran the tests.",
         "Reading the file was enough.",
     ]
+
+
+@pytest.mark.parametrize("name", ["s09c", "s10"])
+def test_screen_agrees_with_the_osc7501_reports(name: str) -> None:
+    """Where Claude reported its state over OSC 7501, the screen says the same once it has settled."""
+    capdir = capture(name)
+    cap = Capture.load(capdir)
+    reports = []
+    for line in (capdir / "timeline.txt").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\s*([\d.]+)\s+osc7501\s+state=(\w+)", line)
+        if m:
+            reports.append((float(m.group(1)), m.group(2)))
+    want = {"working": "busy", "idle": "idle", "done": "idle", "blocked": "dialog"}
+    term = Terminal(200, 50)
+    ci = 0
+    checked = 0
+    for i, (t, state) in enumerate(reports):
+        nxt = reports[i + 1][0] if i + 1 < len(reports) else t + 5
+        if state not in want or nxt - t < 0.6:
+            continue
+        until = t + 0.5  # the screen follows the report within a few hundred ms
+        while ci < len(cap.chunks) and cap.chunks[ci][0] <= until:
+            term.feed(cap.chunks[ci][1])
+            ci += 1
+        got = v2_1.classify(term.display)
+        assert got.state == want[state], (t, state, got.state, got.footer)
+        if state == "blocked":
+            assert got.dialog is not None and got.dialog.kind in ("trust", "permission")
+        checked += 1
+    assert checked >= 4
