@@ -83,6 +83,12 @@ def test_create_list_dump_kill(daemon: Daemon) -> None:
 def test_create_bad_env_and_missing_cli(daemon: Daemon) -> None:
     bad = daemon.cli("create", "badenv", "--cli", "bash", "--env", "NOEQUALS")
     assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr
+    bad_opt = daemon.cli("create", "badopt", "--cli", "bash", "--opt", "novalue")
+    assert bad_opt.returncode == 2
+    opts = daemon.cli("create", "opts", *BASH, "--opt", "quiescence=0.25", "--opt", "label=plain text")
+    assert opts.returncode == 0, opts.stderr
+    dump = _events(daemon.cli("dump", "opts", "--json").stdout)[0]
+    assert dump["quiescence"] == 0.25  # --opt values reach the driver, JSON-typed
     missing = daemon.cli("create", "nocli", "--cli", "definitely-not-a-program-xyz")
     assert missing.returncode == 1
     assert "cli_not_found" in missing.stderr or "spawn_failed" in missing.stderr

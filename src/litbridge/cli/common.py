@@ -109,6 +109,6 @@ def parse_env(pairs: Iterable[str]) -> dict[str, str]:
     for item in pairs:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--env expects KEY=VALUE, got {item!r}")
+            raise ValueError(f"expected KEY=VALUE, got {item!r}")
         out[key] = value
     return out

@@ -8,21 +8,36 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
+
+import orjson
 
 from litbridge.cli import common
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    """`--opt K=V` driver options; V is JSON when it parses (true, 0.3, ["a"]), else a string."""
+    out: dict[str, Any] = {}
+    for key, value in common.parse_env(pairs).items():
+        try:
+            out[key] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            out[key] = value
+    return out
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
         env = common.parse_env(args.env or [])
+        extra = _options(args.opt or [])
     except ValueError as exc:
         common.eprint(f"litbridge: {exc}")
         return common.EXIT_USAGE
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else None
-    return common.run(lambda: _main(args, env, cwd))
+    return common.run(lambda: _main(args, env, cwd, extra))
 
 
-async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None) -> int:
+async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, extra: dict[str, Any]) -> int:
     async with common.connect(args) as client:
         ready = await client.create(
             args.session,
@@ -33,6 +48,7 @@ async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None) 
             model=args.model,
             channel_id=args.channel_id,
             timeout=args.timeout,
+            **extra,
         )
     if args.json:
         common.print_json(ready)
@@ -59,6 +75,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cwd", metavar="DIR", help="working directory of the CLI (default: the daemon's $HOME)")
     p.add_argument("--env", action="append", metavar="K=V", help="environment variable for the CLI (repeatable)")
     p.add_argument("--model", metavar="M", help="model, passed to the CLI as --model M")
+    p.add_argument(
+        "--opt",
+        action="append",
+        metavar="K=V",
+        help="driver option (repeatable; V parsed as JSON when it can be), e.g. --opt preapprove=true "
+        "for claude, --opt quiescence=0.5 for the generic driver",
+    )
     p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="give up after S seconds (default 600)")
     common.add_connection_args(p, json_help="print the `ready` event as JSON")
     p.set_defaults(func=_run)
