@@ -380,3 +380,17 @@ def test_screen_agrees_with_the_osc7501_reports(name: str) -> None:
             assert got.dialog is not None and got.dialog.kind in ("trust", "permission")
         checked += 1
     assert checked >= 4
+
+
+def test_turn_start_accepts_claudes_paste_placeholder() -> None:
+    rows = [""] * 50
+    rows[3] = "❯ an older prompt"
+    rows[5] = "● old answer"
+    rows[7] = "❯ [Pasted text #1 +3 lines]"
+    rows[9] = "● new answer"
+    rows[46] = rows[48] = "─" * 200
+    rows[47] = "❯\u00a0"
+    rows[49] = "  ⏵⏵ auto mode on (shift+tab to cycle)"
+    assert v2_1.find_turn_start(rows, "line one\nline two\n\nline four") == 7
+    assert v2_1.extract_response(rows, 7) == "new answer"
+    assert v2_1.find_turn_start(rows, "an older prompt") == 3

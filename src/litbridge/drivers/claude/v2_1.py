@@ -38,6 +38,7 @@ TOOL_SUMMARY_RE = re.compile(
 THINKING_ROW_RE = re.compile(r"^(Thinking for \d+\w*…?|Thought for \d+\w*)$")
 BOX_CHARS = frozenset(chr(c) for c in range(0x2500, 0x25A0))
 PLACEHOLDER_RE = re.compile(r'^(Resend your message to try again|Press up to edit queued messages|Try ".*")$')
+PASTED_RE = re.compile(r"^\[Pasted text #\d+( \+\d+ lines)?\]")
 LIST_MARKER_RE = re.compile(r"^([-*+•] |\d+[.)] |▎)")
 
 # Startup dialogs: how to recognise them and which option accepts them (label, compared exactly).
@@ -453,6 +454,8 @@ def find_turn_start(lines: Sequence[str], prompt_text: str | None = None) -> int
             shown = r[2:].strip()
             if not needle or shown.startswith(needle) or needle.startswith(shown[:40]):
                 return y
+            if PASTED_RE.match(shown):
+                return y  # Claude collapsed the pasted message into a placeholder: the newest prompt is ours
     return None
 
 
