@@ -314,10 +314,11 @@ async def test_kill_escalates_to_sigkill(daemon: Any) -> None:
 
 async def test_cli_exit_ends_turn_and_recreate(daemon: Any) -> None:
     c, _ = await connect(daemon)
-    first = await create(c, fake_create("dies"))
+    first = await create(c, fake_create("dies", quiescence=30))
     assert first["event"] == "ready"
     pid1 = (await c.request({"cmd": "dump", "session": "dies"}, "dump"))["pid"]
-    acc = await c.request({"cmd": "send", "session": "dies", "content": "exit 7"}, "accepted")
+    # the turn stays open (long quiescence) until the CLI exits 2 s later; the second send queues behind it
+    acc = await c.request({"cmd": "send", "session": "dies", "content": "exit 7 2"}, "accepted")
     q = await c.request({"cmd": "send", "session": "dies", "content": "never typed"}, "accepted")
     assert q["queued"] is True
     err = await c.wait("turn_error", turn_id=acc["turn_id"])
@@ -419,11 +420,15 @@ async def test_reconnect_since_seq_loses_and_duplicates_nothing(daemon: Any, bas
 
 async def test_buffering_while_no_client(daemon: Any, bash_create: Any) -> None:
     c, _ = await connect(daemon)
-    await create(c, bash_create("buf"))
-    await c.send({"cmd": "send", "session": "buf", "content": "sleep 0.3; echo later", "id": "b1"})
+    await create(c, bash_create("buf", quiescence=2.0))
+    # the output comes 1 s after the client left: the daemon has long noticed the disconnect
+    await c.send({"cmd": "send", "session": "buf", "content": "sleep 1; echo later", "id": "b1"})
     await c.wait("accepted")
     await c.close()
-    await asyncio.sleep(2.0)
+    r, w = await attach(daemon, b"buf")  # a raw viewer is not a control client
+    await read_until(r, b"later\r\n")
+    w.close()
+    await asyncio.sleep(3.0)  # > the 2 s quiescence that completes the turn
     c2, ready = await connect(daemon)
     assert ready["buffered"] > 0
     flushed = [await c2.wait(lambda e: True) for _ in range(ready["buffered"])]

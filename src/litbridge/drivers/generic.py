@@ -27,6 +27,7 @@ class GenericDriver(Driver):
             self.quiet = max(0.05, float(options.get("quiescence", DEFAULT_QUIET)))
         except (TypeError, ValueError):
             self.quiet = DEFAULT_QUIET
+        self.settle = min(self.quiet, DEFAULT_QUIET)  # startup: the first settle needs no long window
         self._timer: asyncio.TimerHandle | None = None
         self._settled: asyncio.Future[None] | None = None
         self._quiet_from = 0.0  # quiescence is measured from max(last output, this)
@@ -69,13 +70,15 @@ class GenericDriver(Driver):
 
     def _arm(self) -> None:
         if self._timer is None:
-            self._timer = self.host.call_later(self.quiet, self._check)
+            settled = self._settled is not None and self._settled.done()
+            self._timer = self.host.call_later(self.quiet if settled else self.settle, self._check)
 
     def _check(self) -> None:
         self._timer = None
+        window = self.quiet if self._settled is not None and self._settled.done() else self.settle
         quiet_for = self.host.loop.time() - max(self.host.last_output_at, self._quiet_from)
-        if quiet_for < self.quiet:
-            self._timer = self.host.call_later(self.quiet - quiet_for, self._check)
+        if quiet_for < window:
+            self._timer = self.host.call_later(window - quiet_for, self._check)
             return
         if self._settled is not None and not self._settled.done():
             silent_for = self.host.loop.time() - self.host.spawned_at
