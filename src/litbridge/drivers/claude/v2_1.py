@@ -448,14 +448,15 @@ def find_turn_start(lines: Sequence[str], prompt_text: str | None = None) -> int
     needle = ""
     if prompt_text and prompt_text.strip():
         needle = prompt_text.strip().splitlines()[0].strip()[:40]
+    paste_like = bool(prompt_text) and ("\n" in prompt_text.strip() or len(prompt_text) > 200)
     for y in range(end - 1, -1, -1):
         r = rows[y]
         if r.startswith(PROMPT + " ") and not is_prompt_line(r):
             shown = r[2:].strip()
             if not needle or shown.startswith(needle) or needle.startswith(shown[:40]):
                 return y
-            if PASTED_RE.match(shown):
-                return y  # Claude collapsed the pasted message into a placeholder: the newest prompt is ours
+            if paste_like and PASTED_RE.match(shown):
+                return y  # Claude collapsed our pasted message into a placeholder
     return None
 
 
