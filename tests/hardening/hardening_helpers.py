@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -83,3 +84,79 @@ def daemon(module_tmp_short: str) -> Iterator[object]:
     yield d
     code = d.stop()
     assert code == 0, d.log()
+
+
+HERE = Path(__file__).resolve().parent
+
+
+def spawn_daemon(
+    socket_path: str,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    launcher: list[str] | None = None,
+    preexec: Any = None,
+    wait: bool = True,
+) -> Any:
+    """Start `litbridge serve --socket PATH --log-level debug` (or `launcher + serve ...`); a lbd DaemonProc.
+
+    Unlike lbd.start_daemon this allows a different launcher (serve_patched.py), extra env and a preexec hook
+    (umask tests)."""
+    import socket as socketmod
+    import subprocess
+    import time
+
+    helpers = lbd()
+    log_path = socket_path + ".stderr"
+    argv = (launcher or [sys.executable, "-m", "litbridge"]) + [
+        "serve", "--socket", socket_path, "--log-level", "debug", *extra
+    ]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, **(env or {})}, preexec_fn=preexec
+        )
+    d = helpers.DaemonProc(socket_path, proc, log_path)
+    if wait:
+        deadline = time.monotonic() + helpers.WAIT
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"daemon exited with {proc.returncode}:\n{d.log()}")
+            with contextlib.suppress(OSError), socketmod.socket(socketmod.AF_UNIX) as s:
+                s.connect(socket_path)
+                break
+            time.sleep(0.05)
+        else:
+            d.stop()
+            raise RuntimeError(f"daemon did not listen:\n{d.log()}")
+    return d
+
+
+def pid_alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return "State:\tZ" not in status
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of `pid` (every thread's children list)."""
+    out: list[int] = []
+    with contextlib.suppress(FileNotFoundError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                out += [int(p) for p in (task / "children").read_text().split()]
+    return out
+
+
+async def wait_until(pred: Any, timeout: float = 20.0, interval: float = 0.05) -> bool:
+    """Poll `pred()` until true (True) or the timeout (False)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while loop.time() < end:
+        if pred():
+            return True
+        await asyncio.sleep(interval)
+    return bool(pred())
