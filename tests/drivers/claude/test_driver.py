@@ -588,3 +588,52 @@ def test_resume_of_a_missing_conversation_starts_fresh_and_continue_pins_the_new
     drv2, _, _ = make(tmp_path, cli, args=["--continue"])
     spec2 = drv2.launch()
     assert "--session-id" not in spec2.argv and drv2.session_id == "newer" and drv2.resumed
+
+
+def test_a_swallowed_paste_is_pasted_again_once(tmp_path: Path, loop) -> None:
+    screens = {
+        "idle": screen("s02_", "01_idle_before.txt"),
+        "typed": screen("s02_", "02_typed_prompt.txt"),
+        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
+    }
+    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
+    pastes: list[float] = []
+
+    def on_write(data: bytes) -> None:
+        if data.startswith(PASTE):
+            pastes.append(loop.time())
+            if len(pastes) == 2:  # the first paste was lost (input layer re-initialising)
+                loop.call_later(0.03, cli.show, "typed")
+        elif data == ENTER and cli.current == "typed":
+            loop.call_later(0.05, cli.show, "busy")
+
+    cli.on_write = on_write
+    host.turn_id = "t1"
+    run(loop, drv.submit("What is the capital of France?"))
+    assert len(pastes) == 2 and pastes[1] - pastes[0] >= 2.5
+    assert cli.current == "busy" and not any(e["event"] == "turn_error" for e in events)
+
+
+def test_a_short_busy_blip_counts_as_submitted(tmp_path: Path, loop) -> None:
+    """A very fast answer: busy for less than the debounce, no transcript; the driver must not paste again."""
+    screens = {
+        "idle": screen("s02_", "01_idle_before.txt"),
+        "typed": screen("s02_", "02_typed_prompt.txt"),
+        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
+        "done": screen("s02_", "08_idle_after_turn.txt"),
+    }
+    cli, drv, host, _events = _ready_driver(tmp_path, loop, screens, {})
+
+    def on_write(data: bytes) -> None:
+        if data.startswith(PASTE):
+            loop.call_later(0.03, cli.show, "typed")
+        elif data == ENTER:
+            loop.call_later(0.02, cli.show, "busy")
+            loop.call_later(0.06, cli.show, "done")
+
+    cli.on_write = on_write
+    host.turn_id = "t1"
+    run(loop, drv.submit("What is the capital of France?"))
+    run(loop, asyncio.sleep(5.0))
+    assert [k for _, k in cli.keys_seen].count(ENTER) == 1
+    assert sum(1 for _, k in cli.keys_seen if k.startswith(PASTE)) == 1

@@ -353,6 +353,8 @@ class ClaudeDriver(Driver):
                 self.host.log.warning(
                     "claude %s: no screen rules for this version; using %s", cls.version, self.rules.__name__
                 )
+        if cls.state == "busy" and self.turn is not None:
+            self.turn.went_busy = True  # even a busy blip shorter than the debounce proves the Enter landed
         key = (cls.state, cls.dialog.signature() if cls.dialog else None)
         if key != self._pending_key:
             self._pending_key = key
@@ -731,7 +733,8 @@ class ClaudeDriver(Driver):
                 last_enter = self._now()
 
     def input(self, text: str) -> None:
-        payload = text.replace("\r\n", "\n").replace("\r", "\n").encode("utf-8")
+        """Type `text` + Enter without observing (slash commands); Enter is its own write, as for `send`."""
+        payload = paste_payload(text)
         if "\n" in text or len(text) > 100:
             self.host.write(PASTE_START + payload + PASTE_END)
             self.host.call_later(ENTER_GAP, lambda: self.host.write(b"\r"))
