@@ -27,9 +27,10 @@ from litbridge.drivers.claude.transcript import (
     global_config_path,
     project_dir,
 )
-from litbridge.keys import encode_keys
+from litbridge.keys import encode_key, encode_keys
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+ENTER, ESC, CTRL_C = encode_key("Enter"), encode_key("Esc"), encode_key("C-c")
 
 SETTLE = 0.15  # a classification must hold this long before it is believed (half-drawn frames)
 DIALOG_QUIET = 0.5  # output quiet this long after a dialog first paints before a key is sent
@@ -662,7 +663,7 @@ class ClaudeDriver(Driver):
                 self._end_turn(turn.last_text)
                 draft = self.screen.draft
                 if draft and turn.text.strip().startswith(draft[:40]):
-                    self.host.write(b"\x03")  # Esc before the first token put the prompt back: clear it
+                    self.host.write(CTRL_C)  # Esc before the first token put the prompt back: clear it
                 return
         if (
             idle_screen
@@ -696,7 +697,7 @@ class ClaudeDriver(Driver):
         await asyncio.sleep(ENTER_GAP)
         if self.turn is not turn:
             return
-        self.host.write(b"\r")
+        self.host.write(ENTER)
         turn.enters = 1
         last_enter = self._now()
         deadline = self._now() + SUBMIT_TIMEOUT
@@ -721,14 +722,14 @@ class ClaudeDriver(Driver):
                 continue
             draft = cls.draft
             if draft and now - last_enter >= 0.9 and turn.enters < 4:
-                self.host.write(b"\r")  # the text is in the box but the Enter was taken as paste
+                self.host.write(ENTER)  # the text is in the box but the Enter was taken as paste
                 turn.enters += 1
                 last_enter = now
             elif not draft and now - last_enter >= 2.5 and turn.repastes < 1:
                 self.host.write(PASTE_START + payload + PASTE_END)  # the paste was swallowed
                 await asyncio.sleep(ENTER_GAP)
                 if self.turn is turn:
-                    self.host.write(b"\r")
+                    self.host.write(ENTER)
                 turn.repastes += 1
                 last_enter = self._now()
 
@@ -737,13 +738,13 @@ class ClaudeDriver(Driver):
         payload = paste_payload(text)
         if "\n" in text or len(text) > 100:
             self.host.write(PASTE_START + payload + PASTE_END)
-            self.host.call_later(ENTER_GAP, lambda: self.host.write(b"\r"))
+            self.host.call_later(ENTER_GAP, lambda: self.host.write(ENTER))
         else:
             self.host.write(payload)
-            self.host.call_later(ENTER_GAP, lambda: self.host.write(b"\r"))
+            self.host.call_later(ENTER_GAP, lambda: self.host.write(ENTER))
 
     def interrupt(self) -> None:
-        self.host.write(b"\x1b")
+        self.host.write(ESC)
         if self.turn is not None:
             self.turn.interrupt_at = self._now()
 
