@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -28,7 +29,7 @@ REPLAY_CLI = ROOT / "tests" / "fakes" / "replay_cli.py"
 CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT.parent / "shared" / "captures"))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Recordings whose keys are plain typed prompts + Enter (no dialogs): the replay can be driven by `send`.
-REPLAYABLE = ("s02_simple_qa", "s03_long_markdown_response", "s08a_first_session", "s02b_simple_qa_classic_tui")
+REPLAYABLE = ("s08a_first_session", "s02_simple_qa", "s03_long_markdown_response", "s02b_simple_qa_classic_tui")
 
 
 # ---------------------------------------------------------------------------------------------- /proc
@@ -160,10 +161,11 @@ class DaemonProc:
     bin: Path
     logs: Path
     conns: list[Conn] = field(default_factory=list)
+    daemon_pid: int | None = None  # set when the daemon runs under a wrapper (e.g. py-spy record)
 
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        return self.daemon_pid or self.proc.pid
 
     def connect(self) -> Conn:
         c = Conn(self.socket)
@@ -203,7 +205,11 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
 @contextmanager
 def daemon(extra_env: dict[str, str] | None = None) -> Iterator[DaemonProc]:
-    """A `python -m litbridge serve --socket <tmp>` subprocess (HOME in a temp dir), stopped with SIGTERM."""
+    """A `python -m litbridge serve --socket <tmp>` subprocess (HOME in a temp dir), stopped with SIGTERM.
+
+    $LITBRIDGE_BENCH_WRAP (e.g. "py-spy record -r 200 -f raw -o /tmp/prof.txt --") runs it under a wrapper;
+    CPU and RSS are then read from the wrapper's child, the daemon itself.
+    """
     tmp = Path(tempfile.mkdtemp(prefix="lbbench-"))
     home, bindir, logs = tmp / "home", tmp / "bin", tmp / "logs"
     for d in (home, bindir, logs):
@@ -218,7 +224,8 @@ def daemon(extra_env: dict[str, str] | None = None) -> Iterator[DaemonProc]:
     env = {**os.environ, **(extra_env or {})}
     env.pop("CLAUDECODE", None)
     err = open(tmp / "daemon.log", "wb")
-    proc = subprocess.Popen([py, "-m", "litbridge", "serve", "--socket", sock, "--log-level", "warning"],
+    wrap = os.environ.get("LITBRIDGE_BENCH_WRAP", "").split()
+    proc = subprocess.Popen([*wrap, py, "-m", "litbridge", "serve", "--socket", sock, "--log-level", "warning"],
                             env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=str(tmp))
     d = DaemonProc(proc, sock, tmp, home, bindir, logs)
     try:
@@ -227,11 +234,17 @@ def daemon(extra_env: dict[str, str] | None = None) -> Iterator[DaemonProc]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"daemon did not start: {(tmp / 'daemon.log').read_text()[-2000:]}")
             time.sleep(0.02)
+        if wrap:
+            kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            d.daemon_pid = int(kids[0]) if kids else None
         yield d
     finally:
         for c in d.conns:
             c.close()
-        proc.terminate()
+        if d.daemon_pid:
+            os.kill(d.daemon_pid, signal.SIGTERM)  # the wrapper exits (and writes its output) after it
+        else:
+            proc.terminate()
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
