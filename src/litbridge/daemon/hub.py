@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 COALESCE_AT = int(os.environ.get("LITBRIDGE_CLIENT_COALESCE", "256"))
 MAX_QUEUE = int(os.environ.get("LITBRIDGE_CLIENT_QUEUE", "10000"))
+SLOW_ABORT_AFTER = 10.0  # seconds a cut-off slow client gets to read what was already buffered
 
 
 class _Entry:
@@ -103,7 +104,7 @@ class Client:
             self.writer.write(encode(err))
             self.writer.close()
         # a peer that reads nothing would keep the buffered bytes forever: abort after a grace period
-        asyncio.get_running_loop().call_later(2.0, transport.abort)
+        asyncio.get_running_loop().call_later(SLOW_ABORT_AFTER, transport.abort)
         self.hub.detach(self)
 
     async def _run(self) -> None:

@@ -51,43 +51,49 @@ class Daemon:
 
     # ------------------------------------------------------------------ listen / run / stop
     async def start(self) -> None:
-        """Bind every listener. Raises paths.AlreadyRunning when a live daemon owns the socket."""
+        """Bind every listener, the control socket last (once it accepts, everything is up).
+        Raises paths.AlreadyRunning when a live daemon owns the socket."""
         if self._unix:
             paths.prepare_socket_dir(self.socket_path)
             paths.claim_socket_path(self.socket_path)
+        if self.port is not None:
+            self.token = paths.write_token(paths.token_path(self.socket_path))
+            self._servers.append(
+                await asyncio.start_server(lambda r, w: self.attach.handle(r, w, tcp=True), "127.0.0.1", self.port + 1)
+            )
+            self._servers.append(
+                await asyncio.start_server(
+                    lambda r, w: self._on_control(r, w, tcp=True), "127.0.0.1", self.port, limit=MAX_LINE
+                )
+            )
+            log.info("listening on 127.0.0.1:%d (attach :%d), token in %s", self.port, self.port + 1,
+                     paths.token_path(self.socket_path))
+        if self._unix:
             old = os.umask(0o177)
             try:
-                self._servers.append(
-                    await asyncio.start_unix_server(self._on_control, path=self.socket_path, limit=MAX_LINE)
-                )
-                os.chmod(self.socket_path, 0o600)
                 attach = paths.attach_path(self.socket_path)
                 try:
                     self._servers.append(await asyncio.start_unix_server(self.attach.handle, path=attach))
                     os.chmod(attach, 0o600)
                 except OSError as exc:
                     log.warning("attach socket %s disabled: %s", attach, exc)
+                self._servers.append(
+                    await asyncio.start_unix_server(self._on_control, path=self.socket_path, limit=MAX_LINE)
+                )
+                os.chmod(self.socket_path, 0o600)
             finally:
                 os.umask(old)
             log.info("listening on %s (attach %s.attach)", self.socket_path, self.socket_path)
-        if self.port is not None:
-            self.token = paths.write_token(paths.token_path(self.socket_path))
-            self._servers.append(
-                await asyncio.start_server(
-                    lambda r, w: self._on_control(r, w, tcp=True), "127.0.0.1", self.port, limit=MAX_LINE
-                )
-            )
-            self._servers.append(
-                await asyncio.start_server(lambda r, w: self.attach.handle(r, w, tcp=True), "127.0.0.1", self.port + 1)
-            )
-            log.info("listening on 127.0.0.1:%d (attach :%d), token in %s", self.port, self.port + 1,
-                     paths.token_path(self.socket_path))
 
-    async def serve_forever(self) -> None:
+    def install_signal_handlers(self) -> None:
+        """SIGTERM/SIGINT -> orderly shutdown (installed before binding, so no signal is lost)."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
+
+    async def serve_forever(self) -> None:
+        self.install_signal_handlers()
         try:
             await self._stop.wait()
         finally:
@@ -306,6 +312,7 @@ def _create_options(f: dict[str, Any], cli: str) -> dict[str, Any]:
 async def run(socket_path: str | None = None, port: int | None = None) -> int:
     """Start, serve until SIGTERM/SIGINT, clean up. Returns the exit status."""
     daemon = Daemon(socket_path, port)
+    daemon.install_signal_handlers()
     try:
         await daemon.start()
     except paths.AlreadyRunning as exc:
