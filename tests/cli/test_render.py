@@ -15,7 +15,7 @@ from _daemon import Daemon
 from ptyprocess import PtyProcess
 
 from litbridge.cli.common import table
-from litbridge.cli.send import LiveText, answer_fields, question_lines
+from litbridge.cli.send import LiveText, TurnPrinter, answer_fields, question_lines
 
 COLS, ROWS = 40, 24
 
@@ -133,3 +133,13 @@ def test_send_under_a_pty_shows_the_final_text(daemon: Daemon) -> None:
     rows = [r.rstrip() for r in screen.display if r.strip()]
     answer = [r for r in rows if not r.startswith(("·", "⏺", "  ⎿"))]
     assert answer == ["bbb", "ccc"], rows
+
+
+def test_thinking_lines_are_shown_once_per_activity() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    printer = TurnPrinter(LiveText(out, err))
+    for text in ("✢ Doing… (0s · ↓ 3 tokens)", "✽ Doing… (1s · ↓ 9 tokens)", "✶ Forming…",
+                 "Compacting conversation… 17%", "Compacting conversation… 18%  ██░"):
+        printer.show({"event": "thinking", "session": "s", "text": text})
+    assert err.getvalue().splitlines() == ["· ✢ Doing… (0s · ↓ 3 tokens)", "· ✶ Forming…",
+                                           "· Compacting conversation… 17%"]

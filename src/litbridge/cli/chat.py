@@ -167,7 +167,7 @@ async def _meta(client: Client, name: str, channel_id: str | None, line: str, li
     return None
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "chat",
         help="interactive conversation with a session",

@@ -60,7 +60,7 @@ async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, 
     return common.EXIT_OK
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "create",
         help="start a CLI session and wait until it is ready",

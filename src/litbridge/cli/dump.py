@@ -37,7 +37,7 @@ async def _main(args: argparse.Namespace) -> int:
     return common.EXIT_OK
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "dump", help="print a session's screen and state", description="Print SESSION's screen (50 rows) and state."
     )

@@ -22,7 +22,7 @@ async def _main(args: argparse.Namespace) -> int:
     return common.EXIT_OK
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("kill", help="kill a session", description="Kill SESSION's CLI and its process group.")
     common.add_session_arg(p)
     p.add_argument(

@@ -27,7 +27,7 @@ async def _main(args: argparse.Namespace) -> int:
     return common.EXIT_OK
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("list", help="list the sessions", description="List the daemon's sessions as a table.")
     common.add_connection_args(p, json_help="print the `sessions` reply as JSON")
     p.set_defaults(func=lambda args: common.run(lambda: _main(args)))

@@ -33,7 +33,7 @@ def _main(args: argparse.Namespace) -> int:
     return common.EXIT_OK
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "schema",
         help="print the protocol's JSON Schema",

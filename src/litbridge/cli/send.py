@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import re
 import shutil
 import signal
 import sys
@@ -21,6 +22,8 @@ from wcwidth import wcswidth
 
 from litbridge.cli import common
 from litbridge.client import Client, Event, LitbridgeError, Turn
+
+_SPINNER_TAIL = re.compile(r"\s*(\(.*\)|\d+%|[▏▎▍▌▋▊▉█░▒▓ ]+)*\s*$")
 
 
 class LiveText:
@@ -144,6 +147,11 @@ def _short(value: Any, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _thinking_gist(text: str) -> str:
+    """A spinner line without its glyph, counters and progress: `✢ Doing… (3s · ↓ 1k tokens)` -> `Doing…`."""
+    return re.sub(r"^\W+", "", _SPINNER_TAIL.sub("", text)).strip()
+
+
 def question_lines(ev: Event) -> list[str]:
     """A question as text: its prompt and numbered options."""
     kind = ev.get("kind") or "question"
@@ -194,8 +202,9 @@ class TurnPrinter:
             self.live.note(f"· {ev.get('from')} → {ev.get('to')}")
         elif kind == "thinking":
             text = str(ev.get("text") or "").strip()
-            if text and text != self._last_thinking:
-                self._last_thinking = text
+            gist = _thinking_gist(text)
+            if gist and gist != self._last_thinking:  # not one line per spinner frame or token count
+                self._last_thinking = gist
                 self.live.note(f"· {text}")
         elif kind == "replace":
             self.live.update(str(ev.get("text") or ""))
@@ -336,7 +345,7 @@ async def _main(args: argparse.Namespace) -> int:
         return exit_code_for(terminal)
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "send",
         help="send a message and stream the answer",

@@ -691,6 +691,11 @@ class Client:
         finally:
             self._pending.pop(cmd_id, None)
 
+    async def _call(self, cmd: str, fields: dict[str, Any] | None = None, **options: Any) -> Event:
+        """`request` for commands whose reply is the event itself."""
+        reply: Event = await self.request(cmd, fields, **options)
+        return reply
+
     async def _send_when_connected(self, line: bytes, future: asyncio.Future[Any]) -> None:
         while not future.done():
             if self._failed is not None:
@@ -715,13 +720,13 @@ class Client:
         if subscribe is not None:
             self.subscribe = subscribe
         sub = subscribe if subscribe is None or isinstance(subscribe, str) else list(subscribe)
-        reply = await self.request("hello", {"subscribe": sub, "since_seq": since_seq, "token": token})
+        reply = await self._call("hello", {"subscribe": sub, "since_seq": since_seq, "token": token})
         self.capabilities = reply
         return reply
 
     async def ping(self) -> Event:
         """Liveness check; returns the `pong` event."""
-        return await self.request("ping")
+        return await self._call("ping")
 
     async def create(
         self,
@@ -755,7 +760,7 @@ class Client:
             "model": model,
             **extra,
         }
-        return await self.request("create", fields, timeout=timeout)
+        return await self._call("create", fields, timeout=timeout)
 
     async def send(
         self,
@@ -778,17 +783,18 @@ class Client:
         ...     print(turn.terminal)
         """
         key = session_key(session, channel_id)
-        return await self.request(
+        turn: Turn = await self.request(
             "send",
             {"session": session, "channel_id": channel_id, "content": content},
             id=msg_id,
             timeout=timeout,
             on_reply=lambda ev: Turn(self, ev, str(ev.get("session") or key)),
         )
+        return turn
 
     async def input(self, session: str, content: str, *, channel_id: str | None = None) -> Event:
         """Type `content` + Enter without observing a turn (slash commands); returns `input_sent`."""
-        return await self.request("input", {"session": session, "channel_id": channel_id, "content": content})
+        return await self._call("input", {"session": session, "channel_id": channel_id, "content": content})
 
     async def keystroke(self, session: str, keys: Sequence[str] | str, *, channel_id: str | None = None) -> Event:
         """Send named keys (`Enter`, `Esc`, `Up`, `C-c`, tmux names...); returns `keystroke_sent`.
@@ -799,7 +805,7 @@ class Client:
         ...     await c.keystroke("work", ["Down", "Enter"])
         """
         key_list = [keys] if isinstance(keys, str) else list(keys)
-        return await self.request("keystroke", {"session": session, "channel_id": channel_id, "keys": key_list})
+        return await self._call("keystroke", {"session": session, "channel_id": channel_id, "keys": key_list})
 
     async def answer(
         self,
@@ -816,7 +822,7 @@ class Client:
         >>> async def allow(c: Client, q: dict) -> None:  # doctest: +SKIP
         ...     await c.answer("work", question_id=q["question_id"], digit=1)
         """
-        return await self.request(
+        return await self._call(
             "answer",
             {
                 "session": session,
@@ -830,15 +836,15 @@ class Client:
 
     async def interrupt(self, session: str, *, channel_id: str | None = None) -> Event:
         """Interrupt the running turn; returns the daemon's reply (the turn ends with `interrupted`)."""
-        return await self.request("interrupt", {"session": session, "channel_id": channel_id})
+        return await self._call("interrupt", {"session": session, "channel_id": channel_id})
 
     async def dump(self, session: str, *, channel_id: str | None = None) -> Event:
         """The session's screen (`capture`: 50 rows of text) and bookkeeping (`state`, `cursor`, ...)."""
-        return await self.request("dump", {"session": session, "channel_id": channel_id})
+        return await self._call("dump", {"session": session, "channel_id": channel_id})
 
     async def kill(self, session: str, *, store_resume: bool = False, channel_id: str | None = None) -> Event:
         """Kill the CLI and its process group; returns `killed`. `store_resume` lets the next create resume."""
-        return await self.request(
+        return await self._call(
             "kill", {"session": session, "channel_id": channel_id, "store_resume": store_resume or None}
         )
 
@@ -875,6 +881,6 @@ class Client:
 
     async def list(self) -> builtins.list[Event]:
         """The sessions: `[{name, state, cli, model, pid, turn_id, queued, channel_id}, ...]`."""
-        reply = await self.request("list")
+        reply = await self._call("list")
         return builtins.list(reply.get("sessions") or [])
 

@@ -27,7 +27,7 @@ def default_socket_path() -> Path:
     'litbridge.sock'
     """
     try:
-        from litbridge.daemon import paths as _daemon_paths  # type: ignore[attr-defined]
+        from litbridge.daemon import paths as _daemon_paths
 
         return Path(_daemon_paths.default_socket_path())
     except (ImportError, AttributeError):
@@ -42,9 +42,9 @@ def attach_socket_path(socket: str | os.PathLike[str]) -> Path:
 def token_path(socket: str | os.PathLike[str] | None = None) -> Path:
     """Where the daemon writes its TCP token: next to the socket path, as `<socket>.token`."""
     try:
-        from litbridge.daemon import paths as _daemon_paths  # type: ignore[attr-defined]
+        from litbridge.daemon import paths as _daemon_paths
 
-        return Path(_daemon_paths.token_path(socket if socket is not None else default_socket_path()))
+        return Path(_daemon_paths.token_path(os.fspath(socket if socket is not None else default_socket_path())))
     except (ImportError, AttributeError):
         pass
     base = Path(socket) if socket is not None else default_socket_path()
