@@ -363,6 +363,12 @@ class Session:
             if seen is not None:
                 self._emit(ev.accepted(self.key, self.channel_id, seen.id, seen in self.queue, re, duplicate=True))
                 return
+        validate = getattr(self.driver, "validate_send", None)
+        if validate is not None:
+            try:
+                validate(content)
+            except DriverError as exc:
+                raise SessionCommandError(exc.code, exc.message) from exc
         turn = Turn(_new_turn_id(), content, re)
         if msg_id is not None:
             self._seen_ids[msg_id] = turn
@@ -562,6 +568,11 @@ class Session:
     def write(self, data: bytes) -> None:
         if self.child is not None and not self.dead:
             self.child.write(data)
+
+    def close_stdin(self) -> None:
+        """EOF on the child's stdin after queued writes (pipes transport; no-op under a PTY)."""
+        if self.child is not None and not self.dead:
+            self.child.close_stdin()
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
         handle: asyncio.TimerHandle

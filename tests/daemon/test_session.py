@@ -295,3 +295,29 @@ async def test_screen_evaluated_once_per_synchronized_frame(monkeypatch: pytest.
         assert any(text.startswith("stuck") for rows in d.screens for _, text in rows)
     finally:
         await s.kill()
+
+
+class Picky(Scripted):
+    def validate_send(self, text: str) -> None:
+        if not text.strip():
+            raise DriverError("bad_field", "empty prompt")
+
+
+drivers.register("picky-test", Picky)
+
+
+@pytest.mark.asyncio
+async def test_validate_send_rejects_before_accepting() -> None:
+    rec = Rec()
+    s = Session("v", {"session": "v", "cli": "picky-test", "working_dir": "/tmp"}, rec.append)
+    s.spawn()
+    s.start()
+    try:
+        await until(lambda: s.ready)
+        with pytest.raises(SessionCommandError) as info:
+            s.send("   ", msg_id="e1")
+        assert info.value.code == "bad_field" and not rec.of("accepted")
+        s.send("fine", msg_id="e1")  # a rejected id was not remembered
+        assert rec.of("accepted")[0].get("duplicate") is None
+    finally:
+        await s.kill()

@@ -142,3 +142,18 @@ async def test_write_is_non_blocking_for_large_input() -> None:
 def test_spawn_errors() -> None:
     with pytest.raises(SpawnError):
         spawn(["/bin/sh"], {}, "/nonexistent-dir-xyz")
+
+
+@pytest.mark.asyncio
+async def test_pipes_close_stdin_after_queued_writes() -> None:
+    env = child_env(base={"PATH": os.environ["PATH"]})
+    p = spawn([resolve("cat", env) or "cat"], env, "/tmp", "pipes")
+    loop = asyncio.get_running_loop()
+    out = bytearray()
+    done: asyncio.Future[int | None] = loop.create_future()
+    p.start(loop, out.extend, done.set_result)
+    p.write(b"a" * 300_000)  # more than a pipe holds: some of it is still queued
+    p.close_stdin()
+    p.write(b"dropped")  # after close_stdin nothing more is written
+    assert await asyncio.wait_for(done, 20) == 0, "cat saw EOF and exited by itself"
+    assert bytes(out) == b"a" * 300_000

@@ -88,6 +88,9 @@ class DriverHost(Protocol):
     def write(self, data: bytes) -> None:
         """Bytes to the CLI (PTY master or stdin pipe); non-blocking, queued in order."""
 
+    def close_stdin(self) -> None:
+        """EOF on the child's stdin once queued writes are flushed (pipes transport; no-op for a PTY)."""
+
     def call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
         """A timer that is cancelled automatically when the session dies."""
 
@@ -183,6 +186,10 @@ class Driver(ABC):
     def can_accept_input(self) -> bool:
         """True when a send may be typed now (prompt live, no dialog, no spinner)."""
         return True
+
+    def validate_send(self, text: str) -> None:
+        """Reject a send before it is accepted (raise DriverError, e.g. bad_field); default: accept all."""
+        return None
 
     @abstractmethod
     async def submit(self, text: str) -> None:

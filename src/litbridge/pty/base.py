@@ -47,6 +47,7 @@ class ChildProcess:
         self._wbuf: deque[bytes] = deque()
         self._writer_armed = False
         self._pidfd: int | None = None
+        self._stdin_closing = False  # close_stdin() was called: accept no more writes
 
     # -- public --------------------------------------------------------------------------------------
     def start(
@@ -71,10 +72,13 @@ class ChildProcess:
 
     def write(self, data: bytes) -> None:
         """Queue bytes for the child; written without blocking the loop (EAGAIN -> add_writer)."""
-        if self.exited or self._write_fd is None or not data:
+        if self.exited or self._write_fd is None or self._stdin_closing or not data:
             return
         self._wbuf.append(data)
         self._flush()
+
+    def close_stdin(self) -> None:
+        """Close the child's stdin once the queued writes are flushed (pipes; a no-op for a PTY)."""
 
     async def wait(self) -> int | None:
         assert self._exit_future is not None

@@ -39,6 +39,25 @@ class PipeProcess(ChildProcess):
         self._write_fd = self._in
         self._open: set[int] = set()
 
+    def close_stdin(self) -> None:
+        """EOF for the child after everything queued so far is written."""
+        self._stdin_closing = True
+        self._maybe_close_stdin()
+
+    def _flush(self) -> None:
+        super()._flush()
+        self._maybe_close_stdin()
+
+    def _maybe_close_stdin(self) -> None:
+        if self._stdin_closing and not self._wbuf and self._write_fd is not None:
+            if self._writer_armed and self.loop is not None:
+                self.loop.remove_writer(self._write_fd)
+                self._writer_armed = False
+            self._write_fd = None
+            with contextlib.suppress(OSError):
+                assert self._proc.stdin is not None
+                self._proc.stdin.close()
+
     def _start_io(self) -> None:
         assert self.loop is not None
         for fd, cb in ((self._out, self._on_output), (self._err, self._on_stderr)):
