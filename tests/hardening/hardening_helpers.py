@@ -107,6 +107,9 @@ def spawn_daemon(
 
     helpers = lbd()
     log_path = socket_path + ".stderr"
+    if not os.path.isdir(os.path.dirname(log_path)):  # the daemon is to create that dir itself
+        fd, log_path = tempfile.mkstemp(prefix="lbh-", suffix=".stderr")
+        os.close(fd)
     argv = (launcher or [sys.executable, "-m", "litbridge"]) + [
         "serve", "--socket", socket_path, "--log-level", "debug", *extra
     ]
