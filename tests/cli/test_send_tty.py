@@ -1,0 +1,85 @@
+"""`litbridge send` on a real terminal (ptyprocess): a question answered at the prompt, Ctrl-C interrupting."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+import time
+
+from _daemon import Daemon
+from ptyprocess import PtyProcess
+
+
+def _read_until(proc: PtyProcess, needle: bytes, buf: bytearray, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while needle not in buf:
+        left = deadline - time.monotonic()
+        assert left > 0, f"{needle!r} not seen; got {bytes(buf[-2000:])!r}"
+        ready, _, _ = select.select([proc.fd], [], [], min(left, 0.5))
+        if ready:
+            try:
+                chunk = os.read(proc.fd, 65536)
+            except OSError:
+                chunk = b""
+            assert chunk, f"EOF before {needle!r}; got {bytes(buf[-2000:])!r}"
+            buf += chunk
+
+
+def _finish(proc: PtyProcess, buf: bytearray, timeout: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(proc.fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            buf += chunk
+        elif not proc.isalive():
+            break
+    proc.wait()
+    return proc.exitstatus if proc.exitstatus is not None else -(proc.signalstatus or 0)
+
+
+def _send(daemon: Daemon, session: str, text: str) -> PtyProcess:
+    argv = [sys.executable, "-m", "litbridge", "send", session, text, "--socket", daemon.socket]
+    return PtyProcess.spawn(argv, dimensions=(50, 200), env={**os.environ, "COLUMNS": "200", "LINES": "50"})
+
+
+def test_send_answers_a_question_typed_at_the_terminal(daemon: Daemon) -> None:
+    assert daemon.cli("create", "tty-ask", "--cli", "rift").returncode == 0
+    proc = _send(daemon, "tty-ask", "hi [ask:Pick a colour|red|blue]")
+    buf = bytearray()
+    try:
+        _read_until(proc, b"answer> ", buf)
+        assert b"Pick a colour" in buf and b"2. blue" in buf
+        proc.write(b"2\r")
+        status = _finish(proc, buf)
+    finally:
+        if proc.isalive():
+            proc.terminate(force=True)
+    assert status == 0, bytes(buf)
+    assert b"question answered" in buf
+    assert b"blue" in buf.split(b"question answered", 1)[1]
+
+
+def test_ctrl_c_interrupts_the_turn(daemon: Daemon) -> None:
+    py = ["--cli", sys.executable, "--arg=-q", "--arg=-u", "--arg=-i"]
+    assert daemon.cli("create", "tty-intr", *py).returncode == 0
+    proc = _send(daemon, "tty-intr", "[(print('tick', i, flush=True), __import__('time').sleep(0.05)) for i in range(10**6)]")
+    buf = bytearray()
+    try:
+        _read_until(proc, b"tick 3", buf)
+        proc.write(b"\x03")  # the terminal turns it into SIGINT for the foreground process
+        status = _finish(proc, buf)
+    finally:
+        if proc.isalive():
+            proc.terminate(force=True)
+    assert status == 130, bytes(buf[-1500:])
+    assert b"interrupting" in buf and b"interrupted" in buf
+    sessions = json.loads(daemon.cli("list", "--json").stdout)["sessions"]
+    assert next(s for s in sessions if s["name"] == "tty-intr")["turn_id"] is None  # the turn really ended
