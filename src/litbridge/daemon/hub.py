@@ -152,12 +152,32 @@ class Client:
             self._task.cancel()
 
 
+class _Kept:
+    """One ring entry; `line` becomes None when a newer `replace` of the same session supersedes it."""
+
+    __slots__ = ("kind", "line", "seq", "session")
+
+    def __init__(self, seq: int, session: str | None, kind: str | None, line: bytes) -> None:
+        self.seq, self.session, self.kind, self.line = seq, session, kind, line
+
+
+RING_BYTES = int(os.environ.get("LITBRIDGE_RING_BYTES", str(64 * 1024 * 1024)))
+
+
 class Hub:
-    """Seq stamping, the replay ring, buffering and broadcast."""
+    """Seq stamping, the replay ring, buffering and broadcast.
+
+    The ring keeps the last `buffer` events; a `replace` supersedes the previous `replace` of its session
+    in the ring (replace means "the full text so far", so replaying the newest loses nothing), and the
+    ring's bytes are capped (`LITBRIDGE_RING_BYTES`) so streamed responses cannot grow it without bound.
+    """
 
     def __init__(self, buffer: int = BUFFER_EVENTS) -> None:
         self.seq = 0
-        self.ring: deque[tuple[int, str | None, str | None, bytes]] = deque(maxlen=buffer)
+        self.ring: deque[_Kept] = deque()
+        self.buffer = buffer
+        self.ring_bytes = 0
+        self._last_replace: dict[str | None, _Kept] = {}
         self.clients: set[Client] = set()
         self._idle_since: int | None = 0  # seq at which the last client left (None while clients exist)
 
@@ -167,17 +187,35 @@ class Hub:
         event["seq"] = self.seq
         line = encode(event)
         kind, session = event.get("event"), event.get("session")
-        self.ring.append((self.seq, session, kind, line))
+        self._keep(_Kept(self.seq, session, kind, line))
         for client in list(self.clients):
             if client.wants(session):
                 client.send(line, kind, session)
 
+    def _keep(self, item: _Kept) -> None:
+        if item.kind == "replace":
+            older = self._last_replace.get(item.session)
+            if older is not None and older.line is not None:
+                self.ring_bytes -= len(older.line)
+                older.line = None
+            self._last_replace[item.session] = item
+        elif item.kind in ("complete", "interrupted", "turn_error", "killed", "exited"):
+            self._last_replace.pop(item.session, None)
+        self.ring.append(item)
+        self.ring_bytes += len(item.line or b"")
+        while self.ring and (len(self.ring) > self.buffer or self.ring_bytes > RING_BYTES):
+            old = self.ring.popleft()
+            if old.line is not None:
+                self.ring_bytes -= len(old.line)
+                if self._last_replace.get(old.session) is old:
+                    del self._last_replace[old.session]
+
     def attach(self, client: Client, greeting: Callable[[int], dict[str, Any]]) -> int:
         """Register a client: queue `greeting(n_buffered)` (monitor_ready), then the events buffered while
         no client was connected. Returns n_buffered."""
-        buffered: list[tuple[int, str | None, str | None, bytes]] = []
+        buffered: list[_Kept] = []
         if not self.clients and self._idle_since is not None:
-            buffered = [item for item in self.ring if item[0] > self._idle_since]
+            buffered = [item for item in self.ring if item.seq > self._idle_since and item.line is not None]
             client.covered_from = self._idle_since + 1
         else:
             client.covered_from = self.seq + 1
@@ -187,27 +225,30 @@ class Hub:
         self.clients.add(client)
         return len(buffered)
 
-    def _queue_items(self, client: Client, items: list[tuple[int, str | None, str | None, bytes]]) -> int:
-        for _, session, kind, line in items:
-            client.send(line, kind, session)
+    def _queue_items(self, client: Client, items: list[_Kept]) -> int:
+        for item in items:
+            if item.line is not None:
+                client.send(item.line, item.kind, item.session)
         return len(items)
 
     def buffered_count(self) -> int:
         if self.clients or self._idle_since is None:
             return 0
-        return sum(1 for item in self.ring if item[0] > self._idle_since)
+        return sum(1 for item in self.ring if item.seq > self._idle_since and item.line is not None)
 
     def replay(self, client: Client, since_seq: int) -> int:
         """Queue ring events with since_seq < seq < client.covered_from (never one it already got)."""
         items = [
-            item for item in self.ring if since_seq < item[0] < client.covered_from and client.wants(item[1])
+            item
+            for item in self.ring
+            if since_seq < item.seq < client.covered_from and item.line is not None and client.wants(item.session)
         ]
         client.covered_from = min(client.covered_from, since_seq + 1)
         return self._queue_items(client, items)
 
     @property
     def oldest_seq(self) -> int | None:
-        return self.ring[0][0] if self.ring else None
+        return self.ring[0].seq if self.ring else None
 
     def detach(self, client: Client) -> None:
         if client in self.clients:
