@@ -19,8 +19,8 @@ from litbridge.protocol import jsonschema as lbschema
 from litbridge.protocol.spec import COMMANDS, EVENTS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
-BEGIN = "<!-- BEGIN GENERATED: litbridge schema --markdown -->\n"
-END = "<!-- END GENERATED -->\n"
+BEGIN = lbschema.DOCS_BEGIN
+END = lbschema.DOCS_END
 
 
 def _cli_schema(*args: str) -> subprocess.CompletedProcess[str]:
@@ -101,8 +101,19 @@ def _table_names(block: str, heading: str) -> list[str]:
 
 def test_docs_tables_are_generated_from_the_spec() -> None:
     block = _docs_block()
-    assert block == lbschema.markdown_tables(), "regenerate with `litbridge schema --markdown`"
+    assert block == lbschema.markdown_tables(), "regenerate: `litbridge schema --update-docs docs/protocol.md`"
     assert _cli_schema("--markdown").stdout == block
+
+
+def test_update_docs_rewrites_only_the_generated_block(tmp_path: Path) -> None:
+    doc = tmp_path / "protocol.md"
+    doc.write_text(f"# intro\n{BEGIN}| stale |\n{END}## after\n", encoding="utf-8")
+    out = _cli_schema("--update-docs", str(doc))
+    assert out.returncode == 0 and "updated" in out.stdout
+    assert doc.read_text(encoding="utf-8") == f"# intro\n{BEGIN}{lbschema.markdown_tables()}{END}## after\n"
+    assert "already up to date" in _cli_schema("--update-docs", str(doc)).stdout
+    (tmp_path / "bare.md").write_text("no markers", encoding="utf-8")
+    assert _cli_schema("--update-docs", str(tmp_path / "bare.md")).returncode == 1
 
 
 def test_schema_monitor_ready_and_docs_agree(daemon: Daemon, schema: dict) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from litbridge.cli import common
 from litbridge.protocol import jsonschema
@@ -14,6 +15,18 @@ from litbridge.protocol.spec import COMMANDS, EVENTS
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.update_docs:
+        path = Path(args.update_docs)
+        try:
+            old = path.read_text(encoding="utf-8")
+            new = jsonschema.splice_docs(old)
+        except (OSError, ValueError) as exc:
+            common.eprint(f"litbridge: cannot update {path}: {exc}")
+            return common.EXIT_ERROR
+        if new != old:
+            path.write_text(new, encoding="utf-8")
+        print(f"{path}: {'updated' if new != old else 'already up to date'}")
+        return common.EXIT_OK
     if args.markdown:
         sys.stdout.write(jsonschema.markdown_tables())
         return common.EXIT_OK
@@ -43,5 +56,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     which.add_argument("--command", dest="command_name", metavar="CMD", help="only the schema of command CMD")
     which.add_argument("--event", dest="event_name", metavar="EVENT", help="only the schema of event EVENT")
     which.add_argument("--markdown", action="store_true", help="print the command/event tables of docs/protocol.md")
+    which.add_argument(
+        "--update-docs", metavar="FILE", help="rewrite the generated tables in FILE (docs/protocol.md) from the spec"
+    )
     common.add_connection_args(p, json_help="accepted for uniformity; the schema is always JSON")
     p.set_defaults(func=_main)

@@ -211,3 +211,16 @@ def markdown_tables() -> str:
         fields = ", ".join(_field_text(n, f) for n, f in e.fields.items()) or "—"
         lines.append(f"| `{e.name}` | {fields} | {'yes' if e.per_session else 'no'} | {_added(e)} | {_cell(e.doc)} |")
     return "\n".join(lines) + "\n"
+
+
+DOCS_BEGIN = "<!-- BEGIN GENERATED: litbridge schema --markdown -->\n"
+DOCS_END = "<!-- END GENERATED -->\n"
+
+
+def splice_docs(text: str) -> str:
+    """`text` (docs/protocol.md) with the block between the generated-table markers replaced by fresh tables."""
+    if DOCS_BEGIN not in text or DOCS_END not in text:
+        raise ValueError("the generated-table markers are missing")
+    head, rest = text.split(DOCS_BEGIN, 1)
+    _, tail = rest.split(DOCS_END, 1)
+    return head + DOCS_BEGIN + markdown_tables() + DOCS_END + tail
