@@ -42,6 +42,33 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def runq_wait_seconds(pid: int) -> float:
+    """Time `pid`'s threads spent runnable but waiting for a CPU (/proc/<pid>/schedstat, 2nd field)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                total += int(fh.read().split()[1])
+        except OSError:
+            continue
+    return total / 1e9
+
+
+def children_cpu_seconds(pid: int) -> float:
+    """utime + stime of the live direct children of `pid` (the fake CLIs under the daemon)."""
+    total = 0.0
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return 0.0
+    for k in kids:
+        try:
+            total += cpu_seconds(int(k))
+        except (OSError, ValueError):
+            continue
+    return total
+
+
 def mem_kb(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM (peak RSS) of `pid`, in KiB."""
     out: dict[str, int] = {}
@@ -230,7 +257,7 @@ def daemon(extra_env: dict[str, str] | None = None) -> Iterator[DaemonProc]:
     d = DaemonProc(proc, sock, tmp, home, bindir, logs)
     try:
         deadline = time.monotonic() + 30
-        while not os.path.exists(sock):
+        while not _accepts(sock):  # the socket file exists a moment before listen()
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"daemon did not start: {(tmp / 'daemon.log').read_text()[-2000:]}")
             time.sleep(0.02)
@@ -255,6 +282,17 @@ def daemon(extra_env: dict[str, str] | None = None) -> Iterator[DaemonProc]:
             print(f"kept {tmp}", file=sys.stderr)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _accepts(path: str) -> bool:
+    if not os.path.exists(path):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def pct(values: list[float], q: float) -> float | None:
