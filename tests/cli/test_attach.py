@@ -103,7 +103,17 @@ def test_attach_over_tcp_with_token() -> None:
     with running_daemon(port=port) as daemon:
         assert daemon.cli("create", "tatt", *BASH).returncode == 0
         assert daemon.cli("send", "tatt", "echo over-$((1+1))-tcp").returncode == 0
-        argv = [sys.executable, "-m", "litbridge", "attach", "tatt", "--port", str(port), "--socket", daemon.socket]
+        argv = [
+            sys.executable,
+            "-m",
+            "litbridge",
+            "attach",
+            "tatt",
+            "--port",
+            str(port),
+            "--socket",
+            daemon.socket,
+        ]
         proc = PtyProcess.spawn(argv, dimensions=(50, 200))
         try:
             _read_until(proc, b"over-2-tcp")

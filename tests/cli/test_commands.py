@@ -34,7 +34,10 @@ def test_friendly_error_without_daemon(tmp_path, argv: list[str]) -> None:
     sock = str(tmp_path / "nobody.sock")
     out = subprocess.run(
         [sys.executable, "-m", "litbridge", *argv, "--socket", sock],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert out.returncode == 1, out
     assert f"{NO_DAEMON} {sock}" in out.stderr
@@ -124,8 +127,16 @@ def test_send_exit_code_on_turn_error(daemon: Daemon) -> None:
 def test_send_exit_code_when_interrupted(daemon: Daemon) -> None:
     py = ["--cli", sys.executable, "--arg=-q", "--arg=-u", "--arg=-i"]
     assert daemon.cli("create", "intr", *py).returncode == 0
-    argv = [sys.executable, "-m", "litbridge", "send", "intr", "--socket", daemon.socket,
-            "[(print('tick', i, flush=True), __import__('time').sleep(0.05)) for i in range(10**6)]"]
+    argv = [
+        sys.executable,
+        "-m",
+        "litbridge",
+        "send",
+        "intr",
+        "--socket",
+        daemon.socket,
+        "[(print('tick', i, flush=True), __import__('time').sleep(0.05)) for i in range(10**6)]",
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -152,7 +163,9 @@ def test_send_exit_code_when_interrupted(daemon: Daemon) -> None:
 
 def test_chat_piped_lines(daemon: Daemon) -> None:
     assert daemon.cli("create", "chatty", *BASH).returncode == 0
-    out = daemon.cli("chat", "chatty", input="echo one\n\n:keys NoSuchKey\necho two\n:dump\n:quit\necho never\n")
+    out = daemon.cli(
+        "chat", "chatty", input="echo one\n\n:keys NoSuchKey\necho two\n:dump\n:quit\necho never\n"
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["one", "two"]
     assert "bad_key" in out.stderr  # a failed :command is reported, the chat goes on
@@ -175,8 +188,19 @@ def test_chat_answers_a_question_inline(daemon: Daemon) -> None:
 def test_send_answers_by_digit_with_answer_flag_off(daemon: Daemon) -> None:
     """`send` does not read stdin for answers unless it is a terminal; the question is still shown."""
     assert daemon.cli("create", "asker2", "--cli", "rift").returncode == 0
-    argv = [sys.executable, "-m", "litbridge", "send", "asker2", "q [ask:Yes or no|yes|no]", "--socket", daemon.socket]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "litbridge",
+        "send",
+        "asker2",
+        "q [ask:Yes or no|yes|no]",
+        "--socket",
+        daemon.socket,
+    ]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+    )
     try:
         import asyncio
 

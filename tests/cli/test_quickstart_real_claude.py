@@ -38,17 +38,33 @@ def mock() -> Iterator[MockAnthropic]:
 def test_quick_start(daemon: Daemon, claude_bin: Path, mock: MockAnthropic, tmp_path: Path) -> None:
     home = make_home(tmp_path)  # onboarded only: the trust and API-key dialogs are the driver's job
     env_flags = [f"--env={k}={v}" for k, v in offline_env(home, mock.url).items()]
-    mock._script.extend([
-        {"text": "Paris is the capital of France."},
-        {"blocks": [{"type": "text", "text": "Let me check."},
-                    {"type": "tool_use", "name": "Bash",
-                     "input": {"command": "touch made_by_tool.txt", "description": "Create a file"}}]},
-        {"text": "Created made_by_tool.txt."},
-    ])
+    mock._script.extend(
+        [
+            {"text": "Paris is the capital of France."},
+            {
+                "blocks": [
+                    {"type": "text", "text": "Let me check."},
+                    {
+                        "type": "tool_use",
+                        "name": "Bash",
+                        "input": {"command": "touch made_by_tool.txt", "description": "Create a file"},
+                    },
+                ]
+            },
+            {"text": "Created made_by_tool.txt."},
+        ]
+    )
 
     created = daemon.cli(
-        "create", "work", "--cli", str(claude_bin), "--cwd", str(home.cwd), *env_flags,
-        "--arg=--permission-mode", "--arg=manual",  # ask before every tool, so the chat gets a question
+        "create",
+        "work",
+        "--cli",
+        str(claude_bin),
+        "--cwd",
+        str(home.cwd),
+        *env_flags,
+        "--arg=--permission-mode",
+        "--arg=manual",  # ask before every tool, so the chat gets a question
         timeout=180,
     )
     assert created.returncode == 0, created.stderr

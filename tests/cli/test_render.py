@@ -86,15 +86,27 @@ def test_text_taller_than_the_screen_falls_back_to_reprinting() -> None:
 
 
 def test_answer_fields() -> None:
-    q = {"question_id": "q1", "options": [{"digit": "1", "label": "Yes"}, {"digit": "2", "label": "No, tell it"}]}
+    q = {
+        "question_id": "q1",
+        "options": [{"digit": "1", "label": "Yes"}, {"digit": "2", "label": "No, tell it"}],
+    }
     assert answer_fields(q, "2") == {"digit": "2"}
     assert answer_fields(q, "  yes ") == {"option": "Yes"}
     assert answer_fields(q, "no, TELL it") == {"option": "No, tell it"}
     assert answer_fields(q, "do something else") == {"text": "do something else"}
     assert answer_fields(q, "   ") is None
     assert answer_fields({"options": []}, "7") == {"text": "7"}
-    lines = question_lines({**q, "kind": "permission", "text": "Run ls?", "options": [
-        {"digit": "1", "label": "Yes", "selected": True}, {"digit": "2", "label": "No", "selected": False}]})
+    lines = question_lines(
+        {
+            **q,
+            "kind": "permission",
+            "text": "Run ls?",
+            "options": [
+                {"digit": "1", "label": "Yes", "selected": True},
+                {"digit": "2", "label": "No", "selected": False},
+            ],
+        }
+    )
     assert lines == ["? [permission] Run ls?", " › 1. Yes", "   2. No"]
 
 
@@ -109,7 +121,9 @@ def test_send_under_a_pty_shows_the_final_text(daemon: Daemon) -> None:
     assert daemon.cli("create", "ptysend", *py).returncode == 0
     code = "print('aaa', end='', flush=True); __import__('time').sleep(0.3); print('\\rbbb'); print('ccc')"
     argv = [sys.executable, "-m", "litbridge", "send", "ptysend", code, "--socket", daemon.socket]
-    proc = PtyProcess.spawn(argv, dimensions=(ROWS, 100), env={**os.environ, "COLUMNS": "100", "LINES": str(ROWS)})
+    proc = PtyProcess.spawn(
+        argv, dimensions=(ROWS, 100), env={**os.environ, "COLUMNS": "100", "LINES": str(ROWS)}
+    )
     buf = b""
     deadline = time.monotonic() + 60
     try:
@@ -138,8 +152,16 @@ def test_send_under_a_pty_shows_the_final_text(daemon: Daemon) -> None:
 def test_thinking_lines_are_shown_once_per_activity() -> None:
     out, err = io.StringIO(), io.StringIO()
     printer = TurnPrinter(LiveText(out, err))
-    for text in ("✢ Doing… (0s · ↓ 3 tokens)", "✽ Doing… (1s · ↓ 9 tokens)", "✶ Forming…",
-                 "Compacting conversation… 17%", "Compacting conversation… 18%  ██░"):
+    for text in (
+        "✢ Doing… (0s · ↓ 3 tokens)",
+        "✽ Doing… (1s · ↓ 9 tokens)",
+        "✶ Forming…",
+        "Compacting conversation… 17%",
+        "Compacting conversation… 18%  ██░",
+    ):
         printer.show({"event": "thinking", "session": "s", "text": text})
-    assert err.getvalue().splitlines() == ["· ✢ Doing… (0s · ↓ 3 tokens)", "· ✶ Forming…",
-                                           "· Compacting conversation… 17%"]
+    assert err.getvalue().splitlines() == [
+        "· ✢ Doing… (0s · ↓ 3 tokens)",
+        "· ✶ Forming…",
+        "· Compacting conversation… 17%",
+    ]

@@ -24,8 +24,9 @@ END = lbschema.DOCS_END
 
 
 def _cli_schema(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "litbridge", "schema", *args], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "litbridge", "schema", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,14 @@ def test_schema_accepts_and_rejects() -> None:
     v = jsonschema.Draft202012Validator(lbschema.protocol_schema())
     good = [
         {"cmd": "send", "session": "w", "content": "hi", "id": "a1"},
-        {"cmd": "create", "session": "w", "cli": "bash", "args": ["-l"], "env": {"A": "b"}, "preapprove": True},
+        {
+            "cmd": "create",
+            "session": "w",
+            "cli": "bash",
+            "args": ["-l"],
+            "env": {"A": "b"},
+            "preapprove": True,
+        },
         {"cmd": "keystroke", "session": "w", "keys": ["Down", "Enter"], "id": 7},
         {"cmd": "hello", "subscribe": "*", "since_seq": 10},
         {"event": "complete", "session": "w", "content": "x", "turn_id": "t1", "source": "screen", "seq": 3},
@@ -101,7 +109,9 @@ def _table_names(block: str, heading: str) -> list[str]:
 
 def test_docs_tables_are_generated_from_the_spec() -> None:
     block = _docs_block()
-    assert block == lbschema.markdown_tables(), "regenerate: `litbridge schema --update-docs docs/protocol.md`"
+    assert block == lbschema.markdown_tables(), (
+        "regenerate: `litbridge schema --update-docs docs/protocol.md`"
+    )
     assert _cli_schema("--markdown").stdout == block
 
 
@@ -139,7 +149,9 @@ def test_live_daemon_events_satisfy_the_schema(daemon: Daemon) -> None:
             seen.append(c.server_info)
             stream = c.events()
             seen.append(await c.hello(subscribe="*"))
-            await c.create("schema-check", "bash", args=["--norc"], env={"PS1": "$ "}, quiescence=0.3, timeout=60)
+            await c.create(
+                "schema-check", "bash", args=["--norc"], env={"PS1": "$ "}, quiescence=0.3, timeout=60
+            )
             turn = await c.send("schema-check", "echo checked")
             await turn.result(timeout=60)
             await c.input("schema-check", "true")
@@ -159,8 +171,22 @@ def test_live_daemon_events_satisfy_the_schema(daemon: Daemon) -> None:
 
     asyncio.run(session_life())
     kinds = {ev["event"] for ev in seen}
-    assert {"monitor_ready", "capabilities", "ready", "accepted", "state", "replace", "complete", "input_sent",
-            "keystroke_sent", "dump", "pong", "sessions", "error", "killed"} <= kinds
+    assert {
+        "monitor_ready",
+        "capabilities",
+        "ready",
+        "accepted",
+        "state",
+        "replace",
+        "complete",
+        "input_sent",
+        "keystroke_sent",
+        "dump",
+        "pong",
+        "sessions",
+        "error",
+        "killed",
+    } <= kinds
     for ev in seen:
         errors = [e.message for e in validator.iter_errors(ev)]
         assert not errors, (ev, errors)

@@ -70,7 +70,11 @@ def test_send_answers_a_question_typed_at_the_terminal(daemon: Daemon) -> None:
 def test_ctrl_c_interrupts_the_turn(daemon: Daemon) -> None:
     py = ["--cli", sys.executable, "--arg=-q", "--arg=-u", "--arg=-i"]
     assert daemon.cli("create", "tty-intr", *py).returncode == 0
-    proc = _send(daemon, "tty-intr", "[(print('tick', i, flush=True), __import__('time').sleep(0.05)) for i in range(10**6)]")
+    proc = _send(
+        daemon,
+        "tty-intr",
+        "[(print('tick', i, flush=True), __import__('time').sleep(0.05)) for i in range(10**6)]",
+    )
     buf = bytearray()
     try:
         _read_until(proc, b"tick 3", buf)

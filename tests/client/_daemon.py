@@ -30,8 +30,13 @@ class Daemon:
     log: Path
     env: dict[str, str] = field(default_factory=dict)
 
-    def cli(self, *args: str, input: str | None = None, timeout: float = 60, extra_env: dict[str, str] | None = None
-            ) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self,
+        *args: str,
+        input: str | None = None,
+        timeout: float = 60,
+        extra_env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         """Run `python -m litbridge ARGS --socket <ours>` and capture its output."""
         argv = [sys.executable, "-m", "litbridge", *args]
         if args and args[0] != "schema":
@@ -61,7 +66,9 @@ def _wait_listening(path: str, proc: subprocess.Popen[bytes], log: Path, timeout
             finally:
                 s.close()
         time.sleep(0.05)
-    raise RuntimeError(f"daemon did not listen on {path} within {timeout}s:\n{log.read_text(errors='replace')}")
+    raise RuntimeError(
+        f"daemon did not listen on {path} within {timeout}s:\n{log.read_text(errors='replace')}"
+    )
 
 
 @contextmanager

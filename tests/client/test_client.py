@@ -144,7 +144,9 @@ async def test_interrupt_ends_the_turn_interrupted(daemon: Daemon) -> None:
     async with Client.connect(socket=daemon.socket) as c:
         await _create(c, "intr", PY)
         # Prints forever (never quiet), so only the interrupt can end the turn.
-        turn = await c.send("intr", "[(print('tick', i, flush=True), __import__('time').sleep(0.05)) for i in range(10**6)]")
+        turn = await c.send(
+            "intr", "[(print('tick', i, flush=True), __import__('time').sleep(0.05)) for i in range(10**6)]"
+        )
         async for ev in turn:
             if ev["event"] == "replace" and "tick 3" in ev["text"]:
                 break

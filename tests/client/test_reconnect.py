@@ -54,9 +54,10 @@ async def _quiesce(*clients: Client) -> None:
 
 async def test_drop_between_turns_loses_nothing(daemon: Daemon, tmp_path: Path) -> None:
     gate = _Gate(daemon.socket, tmp_path)
-    async with Client.connect(socket=daemon.socket) as observer, Client.connect(
-        socket=gate.link, reconnect_timeout=60
-    ) as dropped:
+    async with (
+        Client.connect(socket=daemon.socket) as observer,
+        Client.connect(socket=gate.link, reconnect_timeout=60) as dropped,
+    ):
         await observer.create("rc1", "bash", timeout=60, **BASH)
         ref = observer.events("rc1")
         got = dropped.events("rc1")
@@ -88,12 +89,14 @@ async def test_drop_between_turns_loses_nothing(daemon: Daemon, tmp_path: Path) 
 
 async def test_drop_mid_turn_turn_handle_still_ends(daemon: Daemon, tmp_path: Path) -> None:
     gate = _Gate(daemon.socket, tmp_path)
-    async with Client.connect(socket=daemon.socket) as observer, Client.connect(
-        socket=gate.link, reconnect_timeout=60
-    ) as dropped:
+    async with (
+        Client.connect(socket=daemon.socket) as observer,
+        Client.connect(socket=gate.link, reconnect_timeout=60) as dropped,
+    ):
         await observer.create("rc2", sys.executable, timeout=60, args=["-q", "-u", "-i"], quiescence=0.5)
         turn = await dropped.send(
-            "rc2", "[(print('line', i, flush=True), __import__('time').sleep(0.1)) for i in range(6)] and None"
+            "rc2",
+            "[(print('line', i, flush=True), __import__('time').sleep(0.1)) for i in range(6)] and None",
         )
         async for ev in turn:
             if ev["event"] == "replace" and "line" in ev["text"]:
@@ -101,7 +104,9 @@ async def test_drop_mid_turn_turn_handle_still_ends(daemon: Daemon, tmp_path: Pa
         assert not turn.done
         gate.close()
         dropped._drop_connection()
-        async with observer.events("rc2", turn=turn.turn_id, kinds={"complete", "interrupted", "turn_error"}) as end:
+        async with observer.events(
+            "rc2", turn=turn.turn_id, kinds={"complete", "interrupted", "turn_error"}
+        ) as end:
             reference_end = await end.next(timeout=60)
         gate.open()
         done = await turn.result(timeout=60)

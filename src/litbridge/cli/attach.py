@@ -184,7 +184,10 @@ def _main(args: argparse.Namespace) -> int:
 
                 _write_all(stdout_fd, _RESTORE)
                 termios.tcsetattr(stdin_fd, termios.TCSADRAIN, saved)
-        print("\r\n[detached]" if reason == "detached" else "\r\n[the session closed the connection]", flush=True)
+        print(
+            "\r\n[detached]" if reason == "detached" else "\r\n[the session closed the connection]",
+            flush=True,
+        )
         return common.EXIT_OK
 
 

@@ -76,7 +76,9 @@ async def _chat(args: argparse.Namespace) -> int:
     async with common.connect(args) as client:
         key = name if channel_id is None else f"{name}:{channel_id}"
         if not any(s.get("name") == key for s in await client.list()):
-            common.eprint(f"litbridge: no session {key!r} — create it with `litbridge create {name} --cli ...`")
+            common.eprint(
+                f"litbridge: no session {key!r} — create it with `litbridge create {name} --cli ...`"
+            )
             return common.EXIT_ERROR
         live = LiveText()
         printer = TurnPrinter(live, json_mode=args.json)
@@ -101,7 +103,10 @@ async def _chat(args: argparse.Namespace) -> int:
                     if fields is not None:
                         try:
                             await client.answer(
-                                name, question_id=questions.open.get("question_id"), channel_id=channel_id, **fields
+                                name,
+                                question_id=questions.open.get("question_id"),
+                                channel_id=channel_id,
+                                **fields,
                             )
                         except LitbridgeError as exc:
                             live.note(f"litbridge: {exc.message} [{exc.code}]")

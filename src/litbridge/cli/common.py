@@ -36,22 +36,30 @@ def add_connection_args(parser: argparse.ArgumentParser, *, json_help: str | Non
         default=os.environ.get("LITBRIDGE_SOCKET") or None,
         help="daemon control socket (default: $LITBRIDGE_SOCKET, else the daemon's default path)",
     )
-    g.add_argument("--port", type=int, metavar="N", help="connect over TCP 127.0.0.1:N instead of a Unix socket")
-    g.add_argument("--token", metavar="TOKEN", help="TCP auth token (default: read from the daemon's token file)")
+    g.add_argument(
+        "--port", type=int, metavar="N", help="connect over TCP 127.0.0.1:N instead of a Unix socket"
+    )
+    g.add_argument(
+        "--token", metavar="TOKEN", help="TCP auth token (default: read from the daemon's token file)"
+    )
     parser.add_argument(
         "--json", action="store_true", help=json_help or "print the raw events as JSON lines instead of text"
     )
 
 
 def add_session_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("session", metavar="SESSION", help="session name (the key is SESSION or SESSION:CHANNEL)")
+    parser.add_argument(
+        "session", metavar="SESSION", help="session name (the key is SESSION or SESSION:CHANNEL)"
+    )
     parser.add_argument("--channel", dest="channel_id", metavar="CHANNEL", help="channel id of a sub-session")
 
 
 def connect(args: argparse.Namespace, **options: Any) -> _Connecting:
     """A `Client.connect` for the connection options in `args`."""
     return Client.connect(
-        socket=getattr(args, "socket", None), port=getattr(args, "port", None), token=getattr(args, "token", None),
+        socket=getattr(args, "socket", None),
+        port=getattr(args, "port", None),
+        token=getattr(args, "token", None),
         **options,
     )
 

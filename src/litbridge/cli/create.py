@@ -54,7 +54,13 @@ async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, 
         common.print_json(ready)
         return common.EXIT_OK
     key = ready.get("session") or args.session
-    how = "reused (already running)" if ready.get("reused") else "resumed" if ready.get("resumed") else "started"
+    how = (
+        "reused (already running)"
+        if ready.get("reused")
+        else "resumed"
+        if ready.get("resumed")
+        else "started"
+    )
     model = ready.get("model")
     print(f"{key}: ready, {how}" + (f", model {model}" if model else ""))
     return common.EXIT_OK
@@ -68,12 +74,20 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "live). Creating a key whose CLI is alive reuses it.",
     )
     common.add_session_arg(p)
-    p.add_argument("--cli", metavar="CLI", help="CLI name or executable: claude, rift, or any program (default: claude)")
     p.add_argument(
-        "--arg", dest="args", action="append", metavar="A", help="an argument for the CLI (repeatable; write --arg=--flag for values that start with -)"
+        "--cli", metavar="CLI", help="CLI name or executable: claude, rift, or any program (default: claude)"
+    )
+    p.add_argument(
+        "--arg",
+        dest="args",
+        action="append",
+        metavar="A",
+        help="an argument for the CLI (repeatable; write --arg=--flag for values that start with -)",
     )
     p.add_argument("--cwd", metavar="DIR", help="working directory of the CLI (default: the daemon's $HOME)")
-    p.add_argument("--env", action="append", metavar="K=V", help="environment variable for the CLI (repeatable)")
+    p.add_argument(
+        "--env", action="append", metavar="K=V", help="environment variable for the CLI (repeatable)"
+    )
     p.add_argument("--model", metavar="M", help="model, passed to the CLI as --model M")
     p.add_argument(
         "--opt",
@@ -82,6 +96,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="driver option (repeatable; V parsed as JSON when it can be), e.g. --opt preapprove=true "
         "for claude, --opt quiescence=0.5 for the generic driver",
     )
-    p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="give up after S seconds (default 600)")
+    p.add_argument(
+        "--timeout", type=float, default=600.0, metavar="S", help="give up after S seconds (default 600)"
+    )
     common.add_connection_args(p, json_help="print the `ready` event as JSON")
     p.set_defaults(func=_run)

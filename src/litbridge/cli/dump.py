@@ -9,7 +9,16 @@ import argparse
 
 from litbridge.cli import common
 
-_HEADER_FIELDS = ("state", "driver", "cli_version", "turn_id", "queued", "observing", "count", "transcript_path")
+_HEADER_FIELDS = (
+    "state",
+    "driver",
+    "cli_version",
+    "turn_id",
+    "queued",
+    "observing",
+    "count",
+    "transcript_path",
+)
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -27,7 +36,9 @@ async def _main(args: argparse.Namespace) -> int:
     info += [f"{k} {dump[k]}" for k in _HEADER_FIELDS if dump.get(k) not in (None, "")]
     cursor = dump.get("cursor")
     if isinstance(cursor, dict):
-        info.append(f"cursor {cursor.get('x')},{cursor.get('y')}" + (" hidden" if cursor.get("hidden") else ""))
+        info.append(
+            f"cursor {cursor.get('x')},{cursor.get('y')}" + (" hidden" if cursor.get("hidden") else "")
+        )
     elif isinstance(cursor, list | tuple):
         info.append("cursor " + ",".join(str(c) for c in cursor))
     print("  ".join(info))
@@ -39,7 +50,9 @@ async def _main(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
-        "dump", help="print a session's screen and state", description="Print SESSION's screen (50 rows) and state."
+        "dump",
+        help="print a session's screen and state",
+        description="Print SESSION's screen (50 rows) and state.",
     )
     common.add_session_arg(p)
     p.add_argument("--full", action="store_true", help="keep trailing blanks and empty rows (all 50 rows)")

@@ -18,12 +18,18 @@ async def _main(args: argparse.Namespace) -> int:
         return common.EXIT_OK
     code = ev.get("exit_code")
     note = " (the next create resumes the conversation)" if args.store_resume else ""
-    print(f"{ev.get('session') or args.session}: killed" + (f", exit code {code}" if code is not None else "") + note)
+    print(
+        f"{ev.get('session') or args.session}: killed"
+        + (f", exit code {code}" if code is not None else "")
+        + note
+    )
     return common.EXIT_OK
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("kill", help="kill a session", description="Kill SESSION's CLI and its process group.")
+    p = subparsers.add_parser(
+        "kill", help="kill a session", description="Kill SESSION's CLI and its process group."
+    )
     common.add_session_arg(p)
     p.add_argument(
         "--store-resume", action="store_true", help="remember the conversation so the next create resumes it"

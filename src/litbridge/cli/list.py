@@ -9,8 +9,15 @@ import argparse
 
 from litbridge.cli import common
 
-COLUMNS = (("name", "SESSION"), ("state", "STATE"), ("cli", "CLI"), ("model", "MODEL"), ("pid", "PID"),
-           ("turn_id", "TURN"), ("queued", "QUEUED"))
+COLUMNS = (
+    ("name", "SESSION"),
+    ("state", "STATE"),
+    ("cli", "CLI"),
+    ("model", "MODEL"),
+    ("pid", "PID"),
+    ("turn_id", "TURN"),
+    ("queued", "QUEUED"),
+)
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -28,6 +35,8 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("list", help="list the sessions", description="List the daemon's sessions as a table.")
+    p = subparsers.add_parser(
+        "list", help="list the sessions", description="List the daemon's sessions as a table."
+    )
     common.add_connection_args(p, json_help="print the `sessions` reply as JSON")
     p.set_defaults(func=lambda args: common.run(lambda: _main(args)))

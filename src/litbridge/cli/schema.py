@@ -55,9 +55,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     which = p.add_mutually_exclusive_group()
     which.add_argument("--command", dest="command_name", metavar="CMD", help="only the schema of command CMD")
     which.add_argument("--event", dest="event_name", metavar="EVENT", help="only the schema of event EVENT")
-    which.add_argument("--markdown", action="store_true", help="print the command/event tables of docs/protocol.md")
     which.add_argument(
-        "--update-docs", metavar="FILE", help="rewrite the generated tables in FILE (docs/protocol.md) from the spec"
+        "--markdown", action="store_true", help="print the command/event tables of docs/protocol.md"
+    )
+    which.add_argument(
+        "--update-docs",
+        metavar="FILE",
+        help="rewrite the generated tables in FILE (docs/protocol.md) from the spec",
     )
     common.add_connection_args(p, json_help="accepted for uniformity; the schema is always JSON")
     p.set_defaults(func=_main)

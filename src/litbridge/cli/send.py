@@ -35,7 +35,9 @@ class LiveText:
     are the same terminal.
     """
 
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, live: bool | None = None) -> None:
+    def __init__(
+        self, out: TextIO | None = None, err: TextIO | None = None, live: bool | None = None
+    ) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.live = self.out.isatty() if live is None else live
@@ -70,7 +72,7 @@ class LiveText:
         if not self.live or text == self.shown:
             return
         if self.shown and text.startswith(self.shown):
-            self.out.write(text[len(self.shown):])
+            self.out.write(text[len(self.shown) :])
         else:
             if self.shown:
                 self._erase()
@@ -285,7 +287,9 @@ async def stream_turn(
             await _ask(client, ev, name, channel_id, stdin, printer)
 
 
-async def _ask(client: Client, ev: Event, name: str, channel_id: str | None, stdin: StdinLines, printer: TurnPrinter) -> None:
+async def _ask(
+    client: Client, ev: Event, name: str, channel_id: str | None, stdin: StdinLines, printer: TurnPrinter
+) -> None:
     printer.live.note("  answer with a digit, an option label or text (empty line = leave it open):")
     sys.stderr.write("answer> ")
     sys.stderr.flush()
@@ -355,10 +359,21 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     common.add_session_arg(p)
     p.add_argument("text", metavar="TEXT", help='the message ("-" reads it from stdin)')
-    p.add_argument("--id", dest="msg_id", metavar="ID", help="message id: a repeated id is not delivered twice")
+    p.add_argument(
+        "--id", dest="msg_id", metavar="ID", help="message id: a repeated id is not delivered twice"
+    )
     p.add_argument("--no-answer", action="store_true", help="never prompt for answers to questions")
     common.add_connection_args(p, json_help="print the turn's raw events as JSON lines")
     p.set_defaults(func=lambda args: common.run(lambda: _main(args)))
 
 
-__all__ = ["CtrlC", "LiveText", "StdinLines", "TurnPrinter", "add_parser", "answer_fields", "exit_code_for", "stream_turn"]
+__all__ = [
+    "CtrlC",
+    "LiveText",
+    "StdinLines",
+    "TurnPrinter",
+    "add_parser",
+    "answer_fields",
+    "exit_code_for",
+    "stream_turn",
+]

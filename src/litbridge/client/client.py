@@ -88,7 +88,9 @@ class _Pending:
 
     __slots__ = ("cmd", "future", "line", "on_reply")
 
-    def __init__(self, cmd: str, line: bytes, future: asyncio.Future[Any], on_reply: Callable[[Event], Any] | None):
+    def __init__(
+        self, cmd: str, line: bytes, future: asyncio.Future[Any], on_reply: Callable[[Event], Any] | None
+    ):
         self.cmd = cmd
         self.line = line
         self.future = future
@@ -467,8 +469,12 @@ class Client:
                 chunk = await asyncio.wait_for(reader.read(65536), self.connect_timeout)
                 if not chunk:
                     if self.port is not None and not got_hello:
-                        raise AuthFailed(f"the daemon at {self.address} closed the connection (wrong or missing token?)")
-                    raise ConnectionLost(f"the daemon at {self.address} closed the connection during the handshake")
+                        raise AuthFailed(
+                            f"the daemon at {self.address} closed the connection (wrong or missing token?)"
+                        )
+                    raise ConnectionLost(
+                        f"the daemon at {self.address} closed the connection during the handshake"
+                    )
                 for ev in self._lines(splitter, chunk):
                     kind = ev.get("event")
                     if kind == "monitor_ready" and not got_ready:
@@ -711,7 +717,10 @@ class Client:
                     continue
 
     async def hello(
-        self, subscribe: Sequence[str] | str | None = None, since_seq: int | None = None, token: str | None = None
+        self,
+        subscribe: Sequence[str] | str | None = None,
+        since_seq: int | None = None,
+        token: str | None = None,
     ) -> Event:
         """Subscribe to some sessions (`"*"` = all), replay events after `since_seq`; returns `capabilities`.
 
@@ -796,7 +805,9 @@ class Client:
         """Type `content` + Enter without observing a turn (slash commands); returns `input_sent`."""
         return await self._call("input", {"session": session, "channel_id": channel_id, "content": content})
 
-    async def keystroke(self, session: str, keys: Sequence[str] | str, *, channel_id: str | None = None) -> Event:
+    async def keystroke(
+        self, session: str, keys: Sequence[str] | str, *, channel_id: str | None = None
+    ) -> Event:
         """Send named keys (`Enter`, `Esc`, `Up`, `C-c`, tmux names...); returns `keystroke_sent`.
 
         A single string is one key name. Unknown names raise `LitbridgeError('bad_key')` and type nothing.
@@ -883,4 +894,3 @@ class Client:
         """The sessions: `[{name, state, cli, model, pid, turn_id, queued, channel_id}, ...]`."""
         reply = await self._call("list")
         return builtins.list(reply.get("sessions") or [])
-

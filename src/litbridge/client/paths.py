@@ -44,7 +44,9 @@ def token_path(socket: str | os.PathLike[str] | None = None) -> Path:
     try:
         from litbridge.daemon import paths as _daemon_paths
 
-        return Path(_daemon_paths.token_path(os.fspath(socket if socket is not None else default_socket_path())))
+        return Path(
+            _daemon_paths.token_path(os.fspath(socket if socket is not None else default_socket_path()))
+        )
     except (ImportError, AttributeError):
         pass
     base = Path(socket) if socket is not None else default_socket_path()

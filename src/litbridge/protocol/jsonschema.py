@@ -33,7 +33,9 @@ except ImportError:  # pragma: no cover - older spec tables
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_ID = f"https://litbridge.dev/schema/protocol-v{PROTOCOL_VERSION}.json"
 
-_ID_FIELD = Field(("string", "integer"), doc="client request id; replies and errors echo it as `re`", new=True)
+_ID_FIELD = Field(
+    ("string", "integer"), doc="client request id; replies and errors echo it as `re`", new=True
+)
 
 
 def _type_schema(types: str | tuple[str, ...]) -> dict[str, Any]:
@@ -65,7 +67,9 @@ def field_schema(f: Field) -> dict[str, Any]:
     return out
 
 
-def _object(props: dict[str, dict[str, Any]], required: list[str], doc: str, item: Command | Event) -> dict[str, Any]:
+def _object(
+    props: dict[str, dict[str, Any]], required: list[str], doc: str, item: Command | Event
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "type": "object",
         "description": doc,
@@ -150,10 +154,13 @@ def protocol_schema() -> dict[str, Any]:
 
 def dumps(schema: dict[str, Any] | None = None) -> str:
     """The schema as indented JSON text (what `litbridge schema` prints)."""
-    return orjson.dumps(schema if schema is not None else protocol_schema(), option=orjson.OPT_INDENT_2).decode()
+    return orjson.dumps(
+        schema if schema is not None else protocol_schema(), option=orjson.OPT_INDENT_2
+    ).decode()
 
 
 # --- docs tables ------------------------------------------------------------------------------------
+
 
 def _type_text(f: Field) -> str:
     types = (f.type,) if isinstance(f.type, str) else f.type
@@ -209,7 +216,9 @@ def markdown_tables() -> str:
     ]
     for e in EVENTS.values():
         fields = ", ".join(_field_text(n, f) for n, f in e.fields.items()) or "—"
-        lines.append(f"| `{e.name}` | {fields} | {'yes' if e.per_session else 'no'} | {_added(e)} | {_cell(e.doc)} |")
+        lines.append(
+            f"| `{e.name}` | {fields} | {'yes' if e.per_session else 'no'} | {_added(e)} | {_cell(e.doc)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
