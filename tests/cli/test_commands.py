@@ -170,6 +170,9 @@ def test_chat_piped_lines(daemon: Daemon) -> None:
     assert out.stdout.splitlines() == ["one", "two"]
     assert "bad_key" in out.stderr  # a failed :command is reported, the chat goes on
     assert "· state " in out.stderr  # :dump
+    raw = daemon.cli("chat", "chatty", "--json", input="echo three\n")
+    evs = _events(raw.stdout)
+    assert evs[0]["event"] == "accepted" and evs[-1]["event"] == "complete" and evs[-1]["content"] == "three"
     missing = daemon.cli("chat", "nobody-here", input=":quit\n")
     assert missing.returncode == 1 and "litbridge create" in missing.stderr
 

@@ -1,0 +1,30 @@
+"""The runnable examples in the client's and the schema export's docstrings (network examples are +SKIP)."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import litbridge.client
+import litbridge.client.client
+import litbridge.client.errors
+import litbridge.client.paths
+import litbridge.protocol.jsonschema
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        litbridge.client,
+        litbridge.client.client,
+        litbridge.client.errors,
+        litbridge.client.paths,
+        litbridge.protocol.jsonschema,
+    ],
+    ids=lambda m: m.__name__,
+)
+def test_docstring_examples(module: object) -> None:
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)  # type: ignore[arg-type]
+    assert result.failed == 0
+    assert result.attempted > 0
