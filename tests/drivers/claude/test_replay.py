@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from functools import cache
@@ -192,3 +193,15 @@ def test_recorded_timing_mode_gives_the_same_turns() -> None:
     assert [e["event"] for e in ev if e["event"] in TERMINAL] == ["turn_error"]
     ts = [e["t"] for e in ev]
     assert ts == sorted(ts) and ts[-1] < 60  # recording-relative times, not the loop's clock
+
+
+def test_an_answer_longer_than_the_screen_is_stitched_not_windowed() -> None:
+    """The prompt scrolls off while a 6 kB answer streams: `replace` keeps growing to the whole answer
+    (screen windows stitched on their overlap), read between frames (no half-drawn garbage)."""
+    ev = _events("s03")
+    t3 = [e["text"] for e in ev if e["event"] == "replace" and e["turn_id"] == "t3"]
+    done = next(e for e in ev if e["event"] == "complete" and e["turn_id"] == "t3")
+    assert len(t3) >= 3
+    assert all(len(b) >= len(a) for a, b in itertools.pairwise(t3))
+    assert all(done["content"].startswith(x.rsplit("\n", 1)[0]) for x in t3)  # every step a true prefix
+    assert t3[-1] == done["content"].rstrip("\n")

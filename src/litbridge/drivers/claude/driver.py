@@ -41,6 +41,7 @@ FALLBACK_QUIET = 8.0  # screen fallback: idle + completion line + silent transcr
 FALLBACK_MIN_TURN = 2.0
 INTERRUPT_GRACE = 2.0
 UNKNOWN_MODAL_WAIT = 5.0  # an unparseable startup modal is reported (unknown_dialog) after this long
+FRAME_QUIET = 0.03  # response text is read only after output paused this long (whole frames)
 OSC_STALE = 3.0  # an OSC `working` contradicted this long by an idle screen is ignored
 POLL_BUSY, POLL_IDLE = 0.05, 0.25
 
@@ -529,7 +530,12 @@ class ClaudeDriver(Driver):
     def _stream(self) -> None:
         self._stream_handle = None
         turn = self.turn
-        if self.question is not None:
+        if self.question is not None or self.exited:
+            return
+        since_output = self._now() - (getattr(self.host, "last_output_at", 0.0) or 0.0)
+        if since_output < FRAME_QUIET:
+            # a frame split across reads looks like garbage for a moment: read the screen between frames
+            self._stream_handle = self.host.call_later(FRAME_QUIET - since_output + 0.005, self._stream)
             return
         cls = self._classify()
         spinner = cls.spinner if cls.state == "busy" else None
@@ -548,6 +554,9 @@ class ClaudeDriver(Driver):
             self._relay_spinner(spinner)
             return
         text = self.rules.extract_response(rows, start)
+        if start is None and turn.last_text:
+            # the prompt scrolled off: the screen shows a window of the answer; extend what we had with it
+            text = stitch(turn.last_text, text)
         if (
             text
             and text != turn.last_text
@@ -830,6 +839,34 @@ class ClaudeDriver(Driver):
             "observing": self.turn is not None,
             "screen_state": self.screen.state,
         }
+
+
+def stitch(old: str, window: str) -> str:
+    """`old` extended by a later screen `window` of the same answer (its top may be cut mid-paragraph).
+
+    Anchors on one of the window's first lines found at a line start in `old` where the rest of `old` is a
+    prefix of the window from there; without an anchor the window alone is returned.
+    """
+    if not old or window.startswith(old):
+        return window
+    lines = window.split("\n")
+    offset = 0
+    for i, line in enumerate(lines[:6]):
+        if i:
+            offset += len(lines[i - 1]) + 1
+        if len(line.strip()) < 8:
+            continue
+        tail = window[offset:]
+        pos = old.rfind("\n" + line)
+        pos = pos + 1 if pos >= 0 else (0 if old.startswith(line) else -1)
+        while pos >= 0:
+            rest = old[pos:]
+            # the old window's last line may have been caught half-drawn: it need not match
+            if tail.startswith(rest) or ("\n" in rest and tail.startswith(rest.rsplit("\n", 1)[0])):
+                return old[:pos] + tail
+            nxt = old.rfind("\n" + line, 0, max(pos - 1, 0))
+            pos = nxt + 1 if nxt >= 0 else -1
+    return window
 
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
