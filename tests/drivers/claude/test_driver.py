@@ -637,3 +637,20 @@ def test_a_short_busy_blip_counts_as_submitted(tmp_path: Path, loop) -> None:
     run(loop, asyncio.sleep(5.0))
     assert [k for _, k in cli.keys_seen].count(ENTER) == 1
     assert sum(1 for _, k in cli.keys_seen if k.startswith(PASTE)) == 1
+
+
+def test_stitch_extends_the_answer_by_a_later_window() -> None:
+    from litbridge.drivers.claude.driver import stitch
+
+    old = "First paragraph here.\n\nSecond paragraph here.\n\nThird paragraph, only its first ro"
+    window = "cut top of the second one\n\nThird paragraph, only its first row and the rest.\n\nFourth one."
+    assert stitch(old, window) == (
+        "First paragraph here.\n\nSecond paragraph here.\n\n"
+        "Third paragraph, only its first row and the rest.\n\nFourth one."
+    )
+    assert stitch(old, old + " more") == old + " more"  # plain growth
+    garbled = "First paragraph here.\n\nSecond paragraph here.\n\nThird parXXXgarbage"
+    assert stitch(garbled, window).endswith(
+        "Third paragraph, only its first row and the rest.\n\nFourth one."
+    )
+    assert stitch("Unrelated text entirely.", window) == window  # no overlap: the window alone

@@ -850,6 +850,8 @@ def stitch(old: str, window: str) -> str:
     if not old or window.startswith(old):
         return window
     lines = window.split("\n")
+    last_start = old.rfind("\n") + 1
+    partial = old[last_start:]
     offset = 0
     for i, line in enumerate(lines[:6]):
         if i:
@@ -857,6 +859,8 @@ def stitch(old: str, window: str) -> str:
         if len(line.strip()) < 8:
             continue
         tail = window[offset:]
+        if len(partial.strip()) >= 20 and line.startswith(partial):
+            return old[:last_start] + tail  # the old window ended inside this line
         pos = old.rfind("\n" + line)
         pos = pos + 1 if pos >= 0 else (0 if old.startswith(line) else -1)
         while pos >= 0:
