@@ -358,7 +358,7 @@ cdef class Screen:
     cdef public object tabstops
     cdef public list savepoints
     cdef public object saved_columns
-    cdef Cursor alt_saved
+    cdef object alt_saved
     cdef public object program_status
     cdef public bint kitty_reply
     cdef public bint alt_screen_enabled
@@ -752,15 +752,16 @@ cdef class Screen:
             for m in modes:
                 if m == 1049:
                     if on:
-                        self.alt_saved = self._cursor._copy()
+                        if not self.in_alt:  # already there (via 47/1047): xterm only clears
+                            self.save_cursor()  # as DECSC, into its own slot
+                            self.alt_saved = self.savepoints.pop()
                         self._switch_alt(True)
                     elif self.in_alt:
                         self._switch_main()
                         if self.alt_saved is not None:
-                            self._cursor = self.alt_saved
+                            self.savepoints.append(self.alt_saved)
                             self.alt_saved = None
-                            self._ensure_h()
-                            self._ensure_v(False)
+                            self.restore_cursor()
                 elif m == 47 or m == 1047:
                     if on:
                         self._switch_alt(False)

@@ -3,12 +3,14 @@
 Fast path: a native `Screen` whose event methods are not overridden and default dispatch tables -> the
 fused C parser (`litbridge._core`). Anything else (subclass overrides, handlers set on the instance,
 monkeypatched tables, pure-Python screens) -> pyte's own per-event parser, calling the screen's methods with
-pyte's argument shapes. Deliberate fixes (alternate screen, private CSI, DCS...) apply on the fast path only.
+pyte's argument shapes; a small filter in front of it consumes private/intermediate CSI sequences and
+DCS/APC/PM/SOS strings whole, as the fast path does (pyte would half-execute or print them).
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 from typing import Any
 
 from pyte import streams as _ps
@@ -25,6 +27,101 @@ _DEFAULT_TABLES = (
 )
 # Rare hooks the fast path calls back through Python, so overriding them keeps the fast path.
 _HOOKS = frozenset({"set_title", "set_icon_name", "bell"})
+
+
+_SPECIAL = re.compile("[\x1b\x9b]")
+_STRING_INTRO = frozenset("PX^_")
+
+
+class _CompatFilter:
+    """Removes sequences pyte mis-parses before pyte's per-event parser sees them (state kept across feeds).
+
+    Dropped whole: CSI with a `<`/`=`/`>` marker, `:` sub-parameters or intermediate bytes, and
+    DCS/SOS/PM/APC strings up to ST. An undecided tail (a CSI still in its parameters) is held back until
+    its final byte arrives; pyte dispatches nothing for those characters either, so holding them back is
+    unobservable except for controls embedded in the parameters, which are passed on at once.
+    """
+
+    def __init__(self) -> None:
+        self.state = 0  # 0 text, 1 after ESC, 2 in CSI, 3 in string, 4 ESC inside string
+        self.pending: list[str] = []
+        self.marked = False
+
+    def feed(self, data: str, escape: Any = (), csi: Any = ()) -> str:
+        """Filter `data`; `escape`/`csi` are the stream's tables (entries there are never dropped)."""
+        out: list[str] = []
+        i, n = 0, len(data)
+        while i < n:
+            st = self.state
+            if st == 0:
+                m = _SPECIAL.search(data, i)
+                if m is None:
+                    out.append(data[i:])
+                    break
+                out.append(data[i : m.start()])
+                ch = data[m.start()]
+                i = m.end()
+                if ch == "\x9b":
+                    self._csi_start(ch)
+                else:
+                    self.state = 1
+                    self.pending = [ch]
+                continue
+            ch = data[i]
+            i += 1
+            if st == 1:
+                if ch == "[":
+                    self._csi_start("".join(self.pending) + ch)
+                elif ch in _STRING_INTRO and ch not in escape:
+                    self.state = 3
+                    self.pending = []
+                else:
+                    out.append("".join(self.pending))
+                    out.append(ch)
+                    self.pending = []
+                    self.state = 0
+            elif st == 2:
+                o = ord(ch)
+                if 0x30 <= o <= 0x39 or ch == ";" or ch == "?":
+                    self.pending.append(ch)
+                elif (ch in "<=>:" or 0x20 <= o <= 0x2F) and ch not in csi:
+                    self.marked = True
+                    self.pending.append(ch)
+                elif 0x40 <= o <= 0x7E or ch in csi:
+                    if not self.marked:
+                        out.append("".join(self.pending))
+                        out.append(ch)
+                    self.pending = []
+                    self.state = 0
+                elif ch in "\x07\x08\t\n\x0b\x0c\r":
+                    out.append(ch)  # pyte executes these inside a CSI
+                elif ch == "\x1b" and self.marked:
+                    self.state = 1
+                    self.pending = [ch]
+                else:
+                    if not self.marked:
+                        out.append("".join(self.pending))
+                        out.append(ch)
+                    self.pending = []
+                    self.state = 0
+            elif st == 3:
+                if ch == "\x1b":
+                    self.state = 4
+                elif ch == "\x9c":
+                    self.state = 0
+            else:  # ESC inside a control string: `ESC \` is ST; any other ESC ends the string too
+                if ch == "\\":
+                    self.state = 0
+                else:
+                    self.state = 1
+                    self.pending = ["\x1b"]
+                    i -= 1
+        return "".join(out)
+
+    def _csi_start(self, intro: str) -> None:
+        self.state = 2
+        self.pending = [intro]
+        self.marked = False
 
 
 def fast_path_ok(stream: _ps.Stream, screen: Any) -> bool:
@@ -50,6 +147,7 @@ class Stream(_ps.Stream):
     def __init__(self, screen: Any = None, strict: bool = True) -> None:
         self._native = None
         self._use_utf8 = True
+        self._filter = _CompatFilter()
         super().__init__(screen, strict)
 
     @property
@@ -84,7 +182,7 @@ class Stream(_ps.Stream):
         if self._native is not None:
             self._use_utf8 = self._native.use_utf8
             self._native = None  # tables were patched: pyte's parser from now on
-        super().feed(data)
+        super().feed(self._filter.feed(data, self.escape, self.csi))
 
 
 class ByteStream(Stream):
@@ -107,7 +205,7 @@ class ByteStream(Stream):
             data_str = self.utf8_decoder.decode(data)
         else:
             data_str = "".join(map(chr, data))
-        _ps.Stream.feed(self, data_str)
+        _ps.Stream.feed(self, self._filter.feed(data_str, self.escape, self.csi))
 
     def select_other_charset(self, code: str) -> None:
         if code == "@":
