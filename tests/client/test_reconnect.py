@@ -135,3 +135,51 @@ async def test_daemon_restart_resets_seq_numbering(tmp_path: Path) -> None:
             assert c.last_seq is not None and c.last_seq < high
             t2 = await c.send("after-restart", "echo y")
             assert (await t2.result(timeout=60))["content"] == "y"
+
+
+async def test_sole_client_gets_the_events_buffered_while_it_was_away(daemon: Daemon, tmp_path: Path) -> None:
+    """No other client: the daemon buffers while nobody listens and flushes after monitor_ready."""
+    gate = _Gate(daemon.socket, tmp_path)
+    async with Client.connect(socket=gate.link, reconnect_timeout=60) as c:
+        await c.create("rc-solo", "bash", timeout=60, **BASH)
+        got = c.events("rc-solo")
+        gate.close()
+        c._drop_connection()
+        # Nobody is connected now: drive the session through a one-shot raw connection that leaves at once.
+        reader, writer = await asyncio.open_unix_connection(daemon.socket)
+        writer.write(b'{"cmd":"input","session":"rc-solo","content":"echo solo-$((2+2))"}\n')
+        await writer.drain()
+        await reader.readline()  # monitor_ready
+        await reader.readline()  # input_sent
+        writer.close()
+        async with Client.connect(socket=daemon.socket) as probe:  # wait until the echo is on screen
+            for _ in range(200):
+                if "solo-4" in (await probe.dump("rc-solo"))["capture"]:
+                    break
+                await asyncio.sleep(0.05)
+        gate.open()
+        await c.ping()
+        events = await _drain(got)
+        assert c.reconnects == 1
+        assert any(ev["event"] == "input_sent" for ev in events)  # published while c was away
+        seqs = _seqs(events, "rc-solo")
+        assert len(seqs) == len(set(seqs))
+
+
+async def test_explicit_history_replay_is_delivered(daemon: Daemon) -> None:
+    """hello(since_seq=0) fetches events from before the connection, even after newer ones were seen."""
+    async with Client.connect(socket=daemon.socket) as old:
+        await old.create("rc-hist", "bash", timeout=60, **BASH)
+        t = await old.send("rc-hist", "echo history")
+        await t.result(timeout=60)
+    async with Client.connect(socket=daemon.socket) as late:
+        stream = late.events("rc-hist")
+        await late.input("rc-hist", "true")  # a live event first: late.last_seq is now the newest seq
+        assert late.last_seq is not None
+        caps = await late.hello(since_seq=0)
+        assert caps["replayed"] > 0
+        await late.ping()
+        events = await _drain(stream)
+        completes = [ev for ev in events if ev["event"] == "complete"]
+        assert [ev["content"] for ev in completes] == ["history"]
+        assert min(ev["seq"] for ev in completes) < late.last_seq

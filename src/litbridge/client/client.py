@@ -70,6 +70,9 @@ TURN_SESSION_EVENTS = frozenset(
 # else keeps waiting: its reply, if the daemon ran it, comes back through the since_seq replay.
 _RESEND_AFTER_RECONNECT = frozenset({"ping", "list", "dump", "hello", "send"})
 
+SEEN_WINDOW = 50_000
+"""How many delivered seqs the client remembers for de-duplication (10x the daemon's replay buffer)."""
+
 # Client-side read limit: generous, because a `complete` may legitimately carry a long answer.
 _CLIENT_MAX_LINE = 64 * MAX_LINE
 
@@ -365,7 +368,7 @@ class Client:
         self.capabilities: Event = {}
         """The latest `capabilities` (reply to `hello`), if any was requested."""
         self.last_seq: int | None = None
-        """Highest `seq` seen; a reconnect asks the daemon to replay everything after it."""
+        """Highest `seq` delivered; a reconnect asks the daemon to replay everything after it."""
         self.reconnects = 0
         """How many times the connection was re-opened."""
         self._reader: asyncio.StreamReader | None = None
@@ -383,6 +386,10 @@ class Client:
         self._task: asyncio.Task[None] | None = None
         self._instance: Any = None
         self._fresh = False  # a re-opened connection that has not delivered a seq'd event yet
+        # Seqs delivered recently. A set, not just the highest: replayed events can arrive after newer ones
+        # (the buffered flush precedes the since_seq replay; an explicit hello(since_seq) fetches history).
+        self._seen: set[int] = set()
+        self._seen_order: deque[int] = deque()
 
     # --- connecting ---------------------------------------------------------------------------------
 
@@ -505,10 +512,15 @@ class Client:
         for ev in buffered:
             self._dispatch(ev)
 
+    def _forget_seqs(self) -> None:
+        self._seen.clear()
+        self._seen_order.clear()
+        self.last_seq = None
+
     def _on_server_info(self, ev: Event) -> None:
         instance = ev.get("daemon_id", ev.get("pid"))
         if self._instance is not None and instance is not None and instance != self._instance:
-            self.last_seq = None  # a different daemon: its seq numbers start afresh
+            self._forget_seqs()  # a different daemon: its seq numbers start afresh
         self._instance = instance
         self.server_info = ev
 
@@ -584,13 +596,20 @@ class Client:
     def _dispatch(self, ev: Event) -> None:
         seq = ev.get("seq")
         if isinstance(seq, int) and not isinstance(seq, bool):
-            if self.last_seq is not None and seq <= self.last_seq:
-                if not self._fresh:
-                    return  # already delivered (replayed after a reconnect)
-                # The daemon never replays what a reconnecting client already had, so a first seq going
-                # backwards on a new connection means a restarted daemon whose numbering began afresh.
+            if self._fresh and self.last_seq is not None and seq <= self.last_seq:
+                # The daemon never re-sends what a reconnecting client already had (replay starts after
+                # since_seq), so a first seq at or below it on a new connection means a restarted daemon
+                # whose numbering began afresh: forget the old numbers instead of dropping its events.
+                self._forget_seqs()
+            elif seq in self._seen:
+                return  # already delivered
             self._fresh = False
-            self.last_seq = seq
+            self._seen.add(seq)
+            self._seen_order.append(seq)
+            if len(self._seen_order) > SEEN_WINDOW:
+                self._seen.discard(self._seen_order.popleft())
+            if self.last_seq is None or seq > self.last_seq:
+                self.last_seq = seq
         kind = ev.get("event")
         if kind == "monitor_ready":
             self._on_server_info(ev)
