@@ -354,6 +354,8 @@ class Client:
         connect_timeout: float = 10.0,
         request_timeout: float | None = 60.0,
     ) -> None:
+        if port is None and not hasattr(asyncio, "open_unix_connection"):
+            raise LitbridgeError("bad_usage", "this platform has no Unix sockets: connect with port=N (TCP)")
         self.port = port
         self.host = host
         self.socket_path: Path | None = None if port is not None else Path(socket or default_socket_path())
