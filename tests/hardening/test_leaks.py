@@ -76,7 +76,7 @@ async def churn_connections(path: str, n: int) -> None:
                 pass
 
 
-async def check_no_leak(tmp_short: str, cycles: int) -> dict[str, Any]:
+async def check_no_leak(tmp_short: str, cycles: int, plateau: bool = False) -> dict[str, Any]:
     d = spawn_daemon(os.path.join(tmp_short, "leak.sock"))
     pid = d.proc.pid
     try:
@@ -84,19 +84,27 @@ async def check_no_leak(tmp_short: str, cycles: int) -> dict[str, Any]:
         await churn_connections(d.socket, 10)
         assert await wait_until(lambda: usage(pid)["children"] == 0)
         base = usage(pid)
-        await run_cycles(d.socket, "leak", cycles)
+        half: dict[str, int] | None = None
+        if plateau:  # RSS legitimately grows until the 5000-event replay ring is full (~600 cycles): then flat
+            await run_cycles(d.socket, "fill", cycles // 2)
+            half = usage(pid)
+            await run_cycles(d.socket, "leak", cycles - cycles // 2)
+        else:
+            await run_cycles(d.socket, "leak", cycles)
         await churn_connections(d.socket, cycles // 4)
         assert await wait_until(lambda: usage(pid)["children"] == 0), f"children left: {children_of(pid)}"
         assert await wait_until(lambda: usage(pid)["fds"] <= base["fds"], 10.0), (base, usage(pid))
         after = usage(pid)
         assert after["threads"] <= base["threads"], (base, after)
         # RSS: allocator noise only (~ a few MiB), not per-cycle growth (a 200x50 screen alone is > 100 KiB)
-        assert after["rss_kib"] - base["rss_kib"] < 8 * 1024 + cycles * 8, (base, after)
+        assert after["rss_kib"] - base["rss_kib"] < 8 * 1024 + cycles * 16, (base, after)
+        if half is not None:
+            assert after["rss_kib"] - half["rss_kib"] < 3 * 1024, f"RSS still growing after the ring filled: {half} -> {after}"
         c = await connect(d.socket)
         lst = await c.request({"cmd": "list"}, "sessions")
         assert lst["sessions"] == [], "killed sessions must leave the list"
         await c.close()
-        return {"base": base, "after": after}
+        return {"base": base, "half": half, "after": after}
     finally:
         assert d.stop() == 0, d.log()
 
@@ -111,5 +119,22 @@ async def test_create_send_kill_cycles_leak_nothing(tmp_short: str) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 async def test_create_send_kill_cycles_leak_nothing_1000(tmp_short: str) -> None:
-    result = await check_no_leak(tmp_short, 1000)
+    result = await check_no_leak(tmp_short, 1000, plateau=True)
     print("leak check 1000 cycles:", result)
+
+
+@pytest.mark.xfail(strict=True, reason="bugs.md#6: one logging.Logger per session key, kept for the daemon's lifetime")
+def test_session_loggers_are_not_kept_forever() -> None:
+    import gc
+    import logging
+
+    from litbridge.session import Session
+
+    loop = asyncio.new_event_loop()
+    try:
+        key = "lbh-logger-" + os.urandom(4).hex()
+        Session(key, {"session": key, "cli": "true"}, lambda e: None, loop=loop)
+        gc.collect()
+        assert not [n for n in logging.Logger.manager.loggerDict if key in n]
+    finally:
+        loop.close()
