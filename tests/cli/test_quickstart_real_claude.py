@@ -69,6 +69,7 @@ def test_quick_start(daemon: Daemon, claude_bin: Path, mock: MockAnthropic, tmp_
     )
     assert created.returncode == 0, created.stderr
     assert created.stdout.startswith("work: ready")
+    assert "answered a start-up dialog" in created.stderr  # trust / API-key dialogs, handled by the driver
 
     sent = daemon.cli("send", "work", "What is the capital of France?", timeout=180)
     assert sent.returncode == 0, sent.stderr

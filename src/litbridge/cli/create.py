@@ -7,12 +7,35 @@ daemon's and the driver's business.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from litbridge.cli import common
+from litbridge.client import Event, EventStream
+
+_PROGRESS: dict[str, Callable[[Event], str]] = {
+    "dialog_dismissed": lambda ev: (
+        f"· answered a start-up dialog: {ev.get('dialog')} ({' '.join(ev.get('keys') or [])})"
+    ),
+    "unknown_dialog": lambda ev: (
+        f"· an unknown dialog is showing (see `litbridge attach`): {ev.get('dialog')}"
+    ),
+    "question": lambda ev: f"· the CLI asks: {ev.get('text')} (answer with `litbridge chat` or attach)",
+}
+
+
+async def _show_progress(stream: EventStream, json_mode: bool) -> None:
+    """What happens while the CLI starts (dialogs answered...), on stderr."""
+    async for ev in stream:
+        if json_mode:
+            common.print_json(ev, sys.stderr)
+        else:
+            common.eprint(_PROGRESS[str(ev.get("event"))](ev))
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
@@ -39,17 +62,24 @@ def _run(args: argparse.Namespace) -> int:
 
 async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, extra: dict[str, Any]) -> int:
     async with common.connect(args) as client:
-        ready = await client.create(
-            args.session,
-            args.cli,
-            args=args.args,
-            working_dir=cwd,
-            env=env or None,
-            model=args.model,
-            channel_id=args.channel_id,
-            timeout=args.timeout,
-            **extra,
-        )
+        key = args.session if args.channel_id is None else f"{args.session}:{args.channel_id}"
+        progress = client.events(key, kinds=set(_PROGRESS))
+        shower = asyncio.create_task(_show_progress(progress, args.json))
+        try:
+            ready = await client.create(
+                args.session,
+                args.cli,
+                args=args.args,
+                working_dir=cwd,
+                env=env or None,
+                model=args.model,
+                channel_id=args.channel_id,
+                timeout=args.timeout,
+                **extra,
+            )
+        finally:
+            progress.close()
+            await shower
     if args.json:
         common.print_json(ready)
         return common.EXIT_OK
