@@ -569,6 +569,9 @@ def test_startup_reports_an_unparseable_modal_and_never_types_into_it(tmp_path: 
     unknown = [e for e in events if e["event"] == "unknown_dialog"]
     assert len(unknown) == 1 and "Something new" in unknown[0]["dialog"]
     assert not drv.can_accept_input()
+    cli.show("m")  # a repaint of the same modal is not reported again
+    run(loop, asyncio.sleep(0.5))
+    assert len([e for e in events if e["event"] == "unknown_dialog"]) == 1
 
 
 def test_resume_of_a_missing_conversation_starts_fresh_and_continue_pins_the_newest(

@@ -149,6 +149,7 @@ class ClaudeDriver(Driver):
         self._dialog_paint: dict[tuple, float] = {}
         self._last_spinner_body: str | None = None
         self._idle_since: float | None = None
+        self._unknown_reported: str | None = None
         self._osc_at = 0.0
 
     # ------------------------------------------------------------------------------------------ launch
@@ -327,6 +328,7 @@ class ClaudeDriver(Driver):
                     unknown_since = unknown_since if unknown_since is not None else now
                     if now - unknown_since >= UNKNOWN_MODAL_WAIT and self._quiet_for() >= DIALOG_QUIET:
                         self.host.emit("unknown_dialog", dialog=excerpt)
+                        self._unknown_reported = excerpt
                         break
             await self._wait_change(0.25)
         self.started = True
@@ -449,6 +451,13 @@ class ClaudeDriver(Driver):
             self.question = None
         if cls.dialog is None:
             self._dialog_paint.clear()
+        if cls.state == "other" and cls.dialog is None:
+            excerpt = self.rules.modal_excerpt(self._rows())
+            if excerpt is not None and excerpt != self._unknown_reported:
+                self._unknown_reported = excerpt  # a modal we cannot parse: say so once, never type into it
+                self.host.emit("unknown_dialog", dialog=excerpt)
+        elif cls.state in ("idle", "busy"):
+            self._unknown_reported = None
         if self.turn is not None and cls.state == "busy":
             self.turn.went_busy = True
         self._update_state()
