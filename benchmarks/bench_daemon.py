@@ -445,7 +445,7 @@ def test_scale(n: int) -> None:
     RESULTS.add(f"scale N={n}", "end_turn → complete p50 / p99", "ms", _ms(pct(comp, 50)), None,
                 f"p99 {_fmt(_ms(pct(comp, 99)))} ms over {len(comp)} turns")
     RESULTS.add(f"scale N={n}", "sessions spawned per second", "/s", n / out["spawn_s"], None,
-                f"{n} creates pipelined → list reply in {out['spawn_s'] * 1000:.0f} ms")
+                f"{n} create(s) pipelined → list reply in {out['spawn_s'] * 1000:.0f} ms")
     RESULTS.add(f"scale N={n}", "sessions ready per second", "/s", n / out["ready_s"], None,
                 f"all ready after {out['ready_s']:.2f}s (replayed Claude startup ≈1 s + driver settle)")
     assert len(out["failed"]) < n, f"every session failed: {out['failed'][:3]}"  # speed is never asserted
