@@ -6,6 +6,8 @@ screen updates in C (the fast path); the pyte-compatible per-event dispatch (com
 `litbridge.pyte.streams`, which calls this Screen's Python methods with pyte's argument shapes.
 """
 
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_XINCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_FromKindAndData, PyUnicode_4BYTE_KIND, PyUnicode_DecodeASCII
 from libc.stdint cimport uint8_t, uint32_t, int32_t
 from libc.stdlib cimport calloc, free, malloc
@@ -192,18 +194,32 @@ cdef uint32_t _first_cp(uint32_t w):
         return ord(s[0]) if s else 0
     return w & CPMASK
 
-cdef dict _CHARS = {}
+# Direct-mapped cache of materialised `Char`s keyed by the raw cell: a hit allocates nothing.
+DEF CCACHE = 8192
+cdef struct CharSlot:
+    uint32_t w
+    uint32_t fg
+    uint32_t bg
+    PyObject* ch
+
+cdef CharSlot _ccache[CCACHE]
 
 cdef object _make_char(uint32_t w, uint32_t fg, uint32_t bg):
-    key = (w & (DATAMASK | FLAGMASK), fg, bg)
-    ch = _CHARS.get(key)
-    if ch is None:
-        ch = Char(_data_str(w), _color_str(fg), _color_str(bg), bool(w & F_BOLD), bool(w & F_ITAL),
-                  bool(w & F_UND), bool(w & F_STRIKE), bool(w & F_REV), bool(w & F_BLINK))
-        if len(_CHARS) > 65536:
-            _CHARS.clear()
-        _CHARS[key] = ch
+    w &= (DATAMASK | FLAGMASK) & ~F_DIM
+    cdef uint32_t h = (w * 2654435761u) ^ (fg * 40503u) ^ (bg * 2246822519u)
+    cdef CharSlot* slot = &_ccache[(h ^ (h >> 15)) & (CCACHE - 1)]
+    if slot.ch != NULL and slot.w == w and slot.fg == fg and slot.bg == bg:
+        return <object>slot.ch
+    ch = Char(_data_str(w), _color_str(fg), _color_str(bg), bool(w & F_BOLD), bool(w & F_ITAL),
+              bool(w & F_UND), bool(w & F_STRIKE), bool(w & F_REV), bool(w & F_BLINK))
+    Py_XINCREF(<PyObject*>ch)
+    Py_XDECREF(slot.ch)
+    slot.ch = <PyObject*>ch
+    slot.w = w
+    slot.fg = fg
+    slot.bg = bg
     return ch
+
 
 cdef tuple _pack_char(object ch):
     """(word without PRESENT, fg, bg) for a pyte Char (or anything with its fields)."""
@@ -1869,16 +1885,19 @@ cdef object _store_in_bytes(bytearray data, Py_ssize_t x, object ch):
     return None
 
 
-class _Row:
+cdef class _Row:
     """One line of `Screen.buffer` (pyte: a StaticDefaultDict of `Char`).
 
     Live rows view a physical grid row; a row pushed into history is *detached*: it keeps a packed copy
     (`_data`, 12 bytes per cell) and stays the same object, so `history.top[-1] is line` holds as in pyte.
     """
 
-    __slots__ = ("__weakref__", "_data", "_p", "_s")
+    cdef public Screen _s
+    cdef public int _p
+    cdef public object _data
+    cdef object __weakref__
 
-    def __init__(self, screen, p, data=None):
+    def __init__(self, Screen screen, int p, data=None):
         self._s = screen
         self._p = p
         self._data = data
@@ -1895,10 +1914,17 @@ class _Row:
     def default(self):
         return self._s.default_char
 
-    def __getitem__(self, x):
+    def __getitem__(self, Py_ssize_t x):
+        cdef Screen s = self._s
+        cdef Cell* c
         if self._data is not None:
-            return _char_from_bytes(self._data, x, self._s.default_char)
-        return self._s._char_phys(self._p, x)
+            return _char_from_bytes(self._data, x, s.default_char)
+        if not (0 <= self._p < s.lines and 0 <= x < s.columns):
+            return s.default_char
+        c = s.g.cells + <Py_ssize_t>self._p * s.columns + x
+        if not (c.cp & PRESENT):
+            return _make_char(s.blank_word(), 0, 0)
+        return _make_char(c.cp, c.fg, c.bg)
 
     def __setitem__(self, x, ch):
         if self._data is not None:
@@ -1956,27 +1982,28 @@ class _Row:
         except AttributeError:
             return NotImplemented
 
-    __hash__ = object.__hash__
+    def __hash__(self):
+        return id(self)
 
     def __repr__(self):
         return "Row(%s)" % ("detached" if self._data is not None else "phys %d" % self._p)
 
 
-class _Buffer:
+cdef class _Buffer:
     """`Screen.buffer`: a mapping view y -> row object, reading and writing the native grid."""
 
-    __slots__ = ("_s",)
+    cdef Screen _s
 
-    def __init__(self, screen):
+    def __init__(self, Screen screen):
         self._s = screen
 
-    def __getitem__(self, y):
-        s = self._s
+    def __getitem__(self, Py_ssize_t y):
+        cdef Screen s = self._s
         if y < 0:
             y += s.lines
         if not (0 <= y < s.lines):
             return _Row(s, -1, bytearray())
-        p = s._phys(y)
+        cdef int p = s.g.rowmap[y]
         row = s._proxies.get(p)
         if row is None:
             row = _Row(s, p)
