@@ -169,6 +169,7 @@ def test_chat_piped_lines(daemon: Daemon) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["one", "two"]
     assert "bad_key" in out.stderr  # a failed :command is reported, the chat goes on
+    assert "Traceback" not in out.stderr and "Exception" not in out.stderr
     assert "· state " in out.stderr  # :dump
     raw = daemon.cli("chat", "chatty", "--json", input="echo three\n")
     evs = _events(raw.stdout)

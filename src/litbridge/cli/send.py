@@ -122,7 +122,10 @@ class StdinLines:
                 line = sys.stdin.readline()
             except (OSError, ValueError):
                 line = ""
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, line.rstrip("\n") if line else None)
+            try:
+                self._loop.call_soon_threadsafe(self._queue.put_nowait, line.rstrip("\n") if line else None)
+            except RuntimeError:  # the loop is closed: the command is over
+                return
             if not line:
                 return
 
