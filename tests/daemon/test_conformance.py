@@ -428,13 +428,18 @@ async def test_buffering_while_no_client(daemon: Any, bash_create: Any) -> None:
     r, w = await attach(daemon, b"buf")  # a raw viewer is not a control client
     await read_until(r, b"later\r\n")
     w.close()
-    await asyncio.sleep(3.0)  # > the 2 s quiescence that completes the turn
+    for _ in range(400):  # the attach listing (not a control client either) shows when the turn is over
+        r, _ = await attach(daemon, b'{"list":true}')
+        listing = orjson.loads(await r.read())
+        if {s["name"]: s["state"] for s in listing["sessions"]}.get("buf") == "idle":
+            break
+        await asyncio.sleep(0.1)
     c2, ready = await connect(daemon)
     assert ready["buffered"] > 0
     flushed = [await c2.wait(lambda e: True) for _ in range(ready["buffered"])]
     assert all("seq" in e for e in flushed)
     assert [e["seq"] for e in flushed] == sorted(e["seq"] for e in flushed)
-    assert any(e["event"] == "complete" and e["content"] == "later" for e in flushed)
+    assert any(e["event"] == "complete" and e["content"] == "later" for e in flushed), flushed
     await c2.request({"cmd": "kill", "session": "buf"}, "killed")
     await c2.close()
 
