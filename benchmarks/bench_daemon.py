@@ -135,6 +135,7 @@ class TickProbe:
         self._seen: set[tuple[int, int]] = set()
         self._turn_start_tick: dict[int, float] = {}
         self._awaiting_state = False
+        self._pending_state_at: float | None = None
 
     def send(self) -> None:
         self.turns += 1
@@ -161,7 +162,7 @@ class TickProbe:
 
     def finish_turn(self) -> None:
         """Pair the turn's `responding` state with its first tick's write time (known once the replace came)."""
-        at = getattr(self, "_pending_state_at", None)
+        at = self._pending_state_at
         first = self._turn_start_tick.get(self.turns)
         if at is not None and first is not None and at >= first:
             self.state_lat.append(at - first)
