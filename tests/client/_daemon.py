@@ -91,11 +91,11 @@ def running_daemon(port: int | None = None) -> Iterator[Daemon]:
         "FAKE_RIFT_SPEED": "0",
         "PS1": "$ ",
     }
-    proc = spawn(sock, env, log, port)
+    daemon = Daemon(sock, home, spawn(sock, env, log, port), log, env)
     try:
-        yield Daemon(sock, home, proc, log, env)
+        yield daemon
     finally:
-        stop(proc)
+        stop(daemon.proc)  # the current one: a test may have restarted the daemon
         shutil.rmtree(base, ignore_errors=True)
 
 
