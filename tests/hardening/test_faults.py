@@ -433,3 +433,30 @@ async def test_daemon_sigkill_then_next_start_reclaims_the_socket(tmp_short: str
         assert d3.proc.wait(30) == 3, d3.log()
     finally:
         assert d2.stop() == 0, d2.log()
+
+
+# ------------------------------------------------------------------------------------------ output flood
+
+
+@ASYNC
+async def test_cli_flooding_output_does_not_starve_the_daemon(daemon: Any) -> None:
+    """A CLI writing ~20 MB as fast as it can: pings stay answered, dump and kill work, the group is reaped."""
+    c = await connect(daemon.socket)
+    key = "f-flood"
+    await c.send({"cmd": "create", "session": key, "cli": sys.executable, "id": "fl", "quiescence": 0.2,
+                  "args": [str(FAKES / "fake_hardening.py"), "flood", "200000"], "working_dir": "/tmp"})
+    ctl = await connect(daemon.socket)
+    pid = None
+    for _ in range(20):
+        assert (await ctl.request({"cmd": "ping"}, "pong", timeout=10.0))["event"] == "pong"
+        if pid is None:
+            with contextlib.suppress(ValueError):
+                pid = await session_pid(ctl, key)
+        await asyncio.sleep(0.05)
+    dump = await ctl.request({"cmd": "dump", "session": key}, "dump")
+    assert dump["event"] == "dump" and len(dump["capture"].split("\n")) == 50
+    killed = await ctl.request({"cmd": "kill", "session": key}, "killed", timeout=30.0)
+    assert killed["event"] == "killed", killed
+    assert pid is not None and await wait_until(lambda: not pid_alive(pid))
+    await c.close()
+    await ctl.close()

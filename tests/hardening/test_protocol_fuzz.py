@@ -417,3 +417,24 @@ async def test_clients_vanishing_mid_line(daemon: Any, logged: TypedLog) -> None
     assert next(s for s in lst["sessions"] if s["name"] == LOGGED)["alive"] is True
     await c.close()
     assert daemon.proc.poll() is None
+
+
+@ASYNC
+async def test_attach_socket_garbage_selectors(daemon: Any, logged: TypedLog) -> None:
+    """Garbage, huge and half selectors on the attach socket: refused or ignored, the daemon serves on."""
+    selectors = [b"\xff\xfe\n", b"{\n", b'{"session": 5}\n', b'{"session": "nope"}\n', b"x" * 100000 + b"\n",
+                 b'{"list": "yes"}\n', b"[]\n", b"\n", b'{"session":"' + LOGGED.encode() + b'"', b""]
+    async with Pinger(daemon.socket):
+        for sel in selectors:
+            r, w = await asyncio.open_unix_connection(daemon.socket + ".attach")
+            w.write(sel)
+            with contextlib.suppress(ConnectionError):
+                await w.drain()
+            if sel.endswith(b"\n"):
+                with contextlib.suppress(ConnectionError):
+                    data = await asyncio.wait_for(r.read(), 40.0)
+                    assert b"\x1b[" not in data or sel.startswith(b'{"session":"pf'), (sel[:40], data[:200])
+            w.close()
+    c = await connect(daemon.socket)
+    assert await logged.delta_until_marker(c) == b"", "an attach selector reached the PTY"
+    await c.close()

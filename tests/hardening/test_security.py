@@ -420,3 +420,23 @@ async def test_cli_and_working_dir_are_not_interpreted_by_a_shell(daemon: Any, t
     with contextlib.suppress(Exception):
         await c.request({"cmd": "kill", "session": key})
     await c.close()
+
+
+@ASYNC
+@pytest.mark.xfail(strict=True, reason="bugs.md#7: NUL / '=' in env or args: exec fails in the forked child, which "
+                   "then runs the daemon's own code (ptyprocess only catches OSError)")
+async def test_unexecutable_env_or_args_are_refused_before_fork(daemon: Any) -> None:
+    c = await connect(daemon.socket)
+    bad = [{"env": {"A": "x\x00y"}}, {"env": {"A=B": "1"}}, {"env": {"": "1"}}, {"args": ["a\x00b"]},
+           {"model": "m\x00"}]
+    for i, extra in enumerate(bad):
+        key = f"sec-nul-{i}"
+        await c.send({"cmd": "create", "session": key, "cli": "cat", "working_dir": "/tmp", "id": key, **extra})
+        err = await c.wait(lambda e, k=key: e.get("re") == k, timeout=20.0)
+        await c.drain_for(0.3)
+        mine = [e for e in c.events if e.get("session") == key]
+        assert err["event"] == "error" and err["code"] in ("bad_field", "spawn_failed"), (extra, err)
+        for text in ("uv__", "Assertion", "Traceback", "Task"):
+            assert text not in err["message"], (extra, err["message"][:300])
+        assert not [e for e in mine if e["event"] == "exited"], f"a child was forked for {extra}: {mine}"
+    await c.close()
