@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
@@ -10,6 +11,8 @@ import time
 
 from _daemon import Daemon
 from ptyprocess import PtyProcess
+
+from litbridge.client import Client
 
 
 def _read_until(proc: PtyProcess, needle: bytes, buf: bytearray, timeout: float = 60.0) -> None:
@@ -41,6 +44,9 @@ def _finish(proc: PtyProcess, buf: bytearray, timeout: float = 60.0) -> int:
             buf += chunk
         elif not proc.isalive():
             break
+    if proc.isalive():
+        proc.terminate(force=True)
+        raise AssertionError(f"still running after {timeout}s; got {bytes(buf[-1500:])!r}")
     proc.wait()
     return proc.exitstatus if proc.exitstatus is not None else -(proc.signalstatus or 0)
 
@@ -87,3 +93,23 @@ def test_ctrl_c_interrupts_the_turn(daemon: Daemon) -> None:
     assert b"interrupting" in buf and b"interrupted" in buf
     sessions = json.loads(daemon.cli("list", "--json").stdout)["sessions"]
     assert next(s for s in sessions if s["name"] == "tty-intr")["turn_id"] is None  # the turn really ended
+
+
+def test_prompt_gives_way_when_the_question_is_answered_elsewhere(daemon: Daemon) -> None:
+    assert daemon.cli("create", "tty-else", "--cli", "rift").returncode == 0
+    proc = _send(daemon, "tty-else", "hi [ask:Pick a colour|red|blue]")
+    buf = bytearray()
+    try:
+        _read_until(proc, b"answer> ", buf)
+
+        async def answer_elsewhere() -> None:
+            async with Client.connect(socket=daemon.socket) as c:
+                await c.answer("tty-else", option="red")
+
+        asyncio.run(answer_elsewhere())
+        status = _finish(proc, buf)  # nothing typed at the prompt
+    finally:
+        if proc.isalive():
+            proc.terminate(force=True)
+    assert status == 0, bytes(buf[-1500:])
+    assert b"red" in buf.split(b"answer> ", 1)[1]

@@ -287,23 +287,38 @@ async def stream_turn(
             return turn.terminal
         printer.show(ev)
         if ev.get("event") == "question" and stdin is not None and not printer.json_mode:
-            await _ask(client, ev, name, channel_id, stdin, printer)
+            await _ask(client, turn, ev, stdin, printer)
 
 
-async def _ask(
-    client: Client, ev: Event, name: str, channel_id: str | None, stdin: StdinLines, printer: TurnPrinter
-) -> None:
+async def _ask(client: Client, turn: Turn, ev: Event, stdin: StdinLines, printer: TurnPrinter) -> None:
+    """Prompt for an answer, unless the question is closed first (answered elsewhere, turn over)."""
+    name, _, channel = turn.session.partition(":")
     printer.live.note("  answer with a digit, an option label or text (empty line = leave it open):")
     sys.stderr.write("answer> ")
     sys.stderr.flush()
-    reply = await stdin.get()
-    fields = answer_fields(ev, reply or "")
+    reply_task = asyncio.ensure_future(stdin.get())
+    closed_task = asyncio.ensure_future(_question_closed(turn, ev.get("question_id")))
+    done, _ = await asyncio.wait({reply_task, closed_task}, return_when=asyncio.FIRST_COMPLETED)
+    if reply_task not in done:
+        reply_task.cancel()  # Queue.get() cancels without losing a line
+        sys.stderr.write("\n")
+        return
+    closed_task.cancel()
+    fields = answer_fields(ev, reply_task.result() or "")
     if fields is None:
         return
     try:
-        await client.answer(name, question_id=ev.get("question_id"), channel_id=channel_id, **fields)
+        await client.answer(name, question_id=ev.get("question_id"), channel_id=channel or None, **fields)
     except LitbridgeError as exc:
         printer.live.note(f"litbridge: answer failed: {exc.message} [{exc.code}]")
+
+
+async def _question_closed(turn: Turn, question_id: Any) -> None:
+    """Returns once `question_id` is closed or the turn has ended."""
+    async for ev in turn:
+        if ev.get("event") == "question_closed" and ev.get("question_id") == question_id:
+            return
+    return
 
 
 class CtrlC:
