@@ -44,6 +44,8 @@ def _finish(proc: PtyProcess, buf: bytearray, timeout: float = 60.0) -> int:
             buf += chunk
         elif not proc.isalive():
             break
+    while proc.isalive() and time.monotonic() < deadline:  # EOF comes a moment before the exit
+        time.sleep(0.05)
     if proc.isalive():
         proc.terminate(force=True)
         raise AssertionError(f"still running after {timeout}s; got {bytes(buf[-1500:])!r}")
