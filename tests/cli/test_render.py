@@ -165,3 +165,15 @@ def test_thinking_lines_are_shown_once_per_activity() -> None:
         "· ✶ Forming…",
         "· Compacting conversation… 17%",
     ]
+
+
+def test_prompt_steps_the_live_text_aside() -> None:
+    tty = _Tty()
+    live = LiveText(tty, tty)
+    live.update("partial answer")
+    live.note("? [choice] Pick")
+    live.prompt("answer> ")
+    tty.write("2\n")  # what the terminal echoes while the user types
+    live.resume()
+    live.finish("partial answer, then the rest")
+    assert _render(tty.getvalue()) == ["? [choice] Pick", "answer> 2", "partial answer, then the rest"]

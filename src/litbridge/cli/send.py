@@ -43,6 +43,7 @@ class LiveText:
         self.live = self.out.isatty() if live is None else live
         self.shared = self.live and self.err.isatty()
         self.shown = ""
+        self._held = ""
 
     def _columns(self) -> int:
         return max(shutil.get_terminal_size((80, 24)).columns, 10)
@@ -94,6 +95,23 @@ class LiveText:
         else:
             self.err.write(line + "\n")
             self.err.flush()
+
+    def prompt(self, text: str) -> None:
+        """Ask on stderr below the notes: the live text steps aside until `resume()`."""
+        if self.shared and self.shown:
+            self._held = self.shown
+            self._erase()
+            self.out.flush()
+        self.err.write(text)
+        self.err.flush()
+
+    def resume(self) -> None:
+        """After a prompt (the user's Enter ended its line): show the live text again."""
+        held, self._held = self._held, ""
+        if held and not self.shown:
+            self.out.write(held)
+            self.shown = held
+            self.out.flush()
 
     def finish(self, text: str) -> None:
         """Show the authoritative final text and end the line."""
@@ -294,16 +312,17 @@ async def _ask(client: Client, turn: Turn, ev: Event, stdin: StdinLines, printer
     """Prompt for an answer, unless the question is closed first (answered elsewhere, turn over)."""
     name, _, channel = turn.session.partition(":")
     printer.live.note("  answer with a digit, an option label or text (empty line = leave it open):")
-    sys.stderr.write("answer> ")
-    sys.stderr.flush()
+    printer.live.prompt("answer> ")
     reply_task = asyncio.ensure_future(stdin.get())
     closed_task = asyncio.ensure_future(_question_closed(turn, ev.get("question_id")))
     done, _ = await asyncio.wait({reply_task, closed_task}, return_when=asyncio.FIRST_COMPLETED)
     if reply_task not in done:
         reply_task.cancel()  # Queue.get() cancels without losing a line
         sys.stderr.write("\n")
+        printer.live.resume()
         return
     closed_task.cancel()
+    printer.live.resume()
     fields = answer_fields(ev, reply_task.result() or "")
     if fields is None:
         return
