@@ -229,3 +229,16 @@ def test_send_answers_by_digit_with_answer_flag_off(daemon: Daemon) -> None:
     assert proc.returncode == 0, err
     assert "? [" in err and "Yes or no" in err
     assert "no" in out
+
+
+def test_kill_store_resume_then_create_resumes(daemon: Daemon) -> None:
+    """With the fake rift (which saves sessions): kill --store-resume, and the next create resumes."""
+    assert daemon.cli("create", "resumable", "--cli", "rift").returncode == 0
+    assert daemon.cli("send", "resumable", "remember the word pineapple").returncode == 0
+    killed = daemon.cli("kill", "resumable", "--store-resume")
+    assert killed.returncode == 0 and "the next create resumes" in killed.stdout
+    again = daemon.cli("create", "resumable", "--cli", "rift", "--json")
+    assert again.returncode == 0, again.stderr
+    assert _events(again.stdout)[0]["resumed"] is True
+    recall = daemon.cli("send", "resumable", "[recall]")
+    assert "pineapple" in recall.stdout
