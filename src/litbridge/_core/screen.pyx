@@ -9,7 +9,7 @@ screen updates in C (the fast path); the pyte-compatible per-event dispatch (com
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_XINCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_FromKindAndData, PyUnicode_4BYTE_KIND, PyUnicode_DecodeASCII
-from libc.stdint cimport uint8_t, uint32_t, int32_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, int32_t
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memmove, memset
 
@@ -241,19 +241,32 @@ cdef tuple _pack_char(object ch):
     return (w, _color_pack(ch.fg), _color_pack(ch.bg))
 
 
+cdef extern from "Python.h":
+    object PyUnicode_New(Py_ssize_t size, uint32_t maxchar)
+    void* PyUnicode_DATA(object o)
+
+
 cdef str _ucs4_to_str(ucs4* buf, int n):
-    """Row text from the UCS4 scratch buffer; pure-ASCII rows (the common case) skip the max-char scan."""
+    """Row text from the UCS4 scratch buffer, written straight into a compact str of the narrowest kind."""
     cdef uint32_t mx = 0
     cdef int i
     for i in range(n):
-        mx |= buf[i]
-    cdef uint8_t* b1
-    if mx < 0x80:
-        b1 = <uint8_t*>buf
+        if buf[i] > mx:
+            mx = buf[i]
+    cdef object out = PyUnicode_New(n, mx)
+    cdef uint8_t* d1
+    cdef uint16_t* d2
+    if mx < 256:
+        d1 = <uint8_t*>PyUnicode_DATA(out)
         for i in range(n):
-            b1[i] = <uint8_t>buf[i]
-        return PyUnicode_DecodeASCII(<char*>b1, n, NULL)
-    return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, n)
+            d1[i] = <uint8_t>buf[i]
+    elif mx < 65536:
+        d2 = <uint16_t*>PyUnicode_DATA(out)
+        for i in range(n):
+            d2[i] = <uint16_t>buf[i]
+    else:
+        memcpy(PyUnicode_DATA(out), buf, n * sizeof(ucs4))
+    return out
 
 
 cdef class Cursor:
@@ -1748,7 +1761,7 @@ cdef class Screen:
         """Rows as text (right-stripped) plus attribute runs [start, end, sgr] per row, cursor and modes."""
         cdef int y, x, start
         cdef Cell* r
-        cdef uint32_t key_w, key_fg, key_bg, w
+        cdef uint32_t key_w = 0, key_fg = 0, key_bg = 0, w = 0
         rows = []
         attrs = []
         for y in range(self.lines):
