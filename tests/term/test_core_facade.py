@@ -174,3 +174,22 @@ def test_no_extensions_switch(forced: bool) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == (["True", "pyte"] if forced else ["False", "native"])
+
+
+@pytest.mark.parametrize("size", [1, 3, 100])
+def test_compat_path_consumes_private_csi_and_strings(size: int) -> None:
+    m = lp()
+
+    class Observed(m.Screen):
+        def cursor_up(self, count=None):
+            super().cursor_up(count)
+
+    screen = Observed(20, 3)
+    stream = m.ByteStream(screen)
+    assert stream._native is None
+    raw = b"\x1b[>4;2mA\x1bPpayload\x1b\\B\x1b[=1uC\x1b[4:3mD\x1b_Gi=1\x1b\\\x1b[1;31mE\x1b[2 q\x1b[A"
+    for i in range(0, len(raw), size):
+        stream.feed(raw[i : i + size])
+    assert screen.display[0] == "ABCDE" + " " * 15
+    assert not screen.buffer[0][0].underscore and not screen.buffer[0][3].underscore
+    assert screen.buffer[0][4].bold and screen.buffer[0][4].fg == "red"
