@@ -1,0 +1,191 @@
+"""Event-driven directory watch for the transcript tailer: Linux inotify through ctypes, one fd per event loop.
+
+Sessions share one inotify instance (the per-user limit is 128 instances) which is closed when the last watch
+goes; a folder that does not exist yet is awaited through its nearest existing ancestor. Other platforms (or an
+inotify failure) get `None` from `DirWatch.start` and the driver keeps its timer poll. No polling here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import errno
+import logging
+import os
+import struct
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+IN_MODIFY, IN_CREATE, IN_MOVED_TO, IN_IGNORED = 0x2, 0x100, 0x80, 0x8000
+MASK = IN_MODIFY | IN_CREATE | IN_MOVED_TO
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then `len` bytes of NUL-padded name)
+
+_libc: ctypes.CDLL | None = None
+
+
+def _lib() -> ctypes.CDLL | None:
+    global _libc
+    if _libc is None and sys.platform.startswith("linux"):
+        try:
+            lib = ctypes.CDLL(None, use_errno=True)
+            lib.inotify_init1, lib.inotify_add_watch, lib.inotify_rm_watch  # noqa: B018 - present?
+            _libc = lib
+        except (OSError, AttributeError):
+            return None
+    return _libc
+
+
+class _Hub:
+    """One inotify fd registered with `loop.add_reader`; callbacks per watch descriptor, run once per read."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, lib: ctypes.CDLL) -> None:
+        fd = lib.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"inotify_init1: {os.strerror(err)}")
+        self.loop, self.lib, self.fd = loop, lib, fd
+        self.callbacks: dict[int, list[Callable[[], None]]] = {}
+        loop.add_reader(fd, self._readable)
+
+    def add(self, path: str, cb: Callable[[], None]) -> int | None:
+        wd = self.lib.inotify_add_watch(self.fd, os.fsencode(path), MASK)
+        if wd < 0:
+            return None
+        self.callbacks.setdefault(wd, []).append(cb)
+        return wd
+
+    def remove(self, wd: int, cb: Callable[[], None]) -> None:
+        cbs = self.callbacks.get(wd)
+        if cbs is None:
+            return
+        try:
+            cbs.remove(cb)
+        except ValueError:
+            pass
+        if not cbs:
+            del self.callbacks[wd]
+            self.lib.inotify_rm_watch(self.fd, wd)  # EINVAL when the folder is gone: harmless
+
+    def _readable(self) -> None:
+        fired: set[int] = set()
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                log.warning("inotify read failed: %s", exc)
+                break
+            if not data:
+                break
+            pos = 0
+            while pos + _EVENT.size <= len(data):
+                wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
+                pos += _EVENT.size + length
+                if mask & IN_IGNORED:
+                    self.callbacks.pop(wd, None)  # the folder was removed: its watch is gone
+                fired.add(wd)
+        for wd in fired:
+            for cb in list(self.callbacks.get(wd, ())):
+                try:
+                    cb()
+                except Exception:
+                    log.exception("directory watch callback")
+
+    def close(self) -> None:
+        try:
+            self.loop.remove_reader(self.fd)
+        except Exception:  # the loop is closed already
+            pass
+        os.close(self.fd)
+        self.fd = -1
+
+
+_hubs: dict[asyncio.AbstractEventLoop, _Hub] = {}
+
+
+def open_fds() -> int:
+    """Inotify instances this module holds open (for tests: 0 once every watch is closed)."""
+    return sum(1 for h in _hubs.values() if h.fd >= 0)
+
+
+class DirWatch:
+    """Calls `on_change()` when a file in `directory` is created, moved in or written.
+
+    While `directory` does not exist, its nearest existing ancestor is watched and the watch moves down as the
+    folders appear (a change callback is also made then: the file may already be there).
+    """
+
+    def __init__(self, hub: _Hub, directory: Path, on_change: Callable[[], None]) -> None:
+        self.hub, self.directory, self.on_change = hub, Path(directory), on_change
+        self.wd: int | None = None
+        self.watched: Path | None = None
+        self.closed = False
+
+    @classmethod
+    def start(
+        cls, loop: asyncio.AbstractEventLoop, directory: Path, on_change: Callable[[], None]
+    ) -> DirWatch | None:
+        """A live watch, or None where inotify is unavailable (the caller keeps polling)."""
+        lib = _lib()
+        if lib is None:
+            return None
+        hub = _hubs.get(loop)
+        if hub is None or hub.fd < 0:
+            try:
+                hub = _hubs[loop] = _Hub(loop, lib)
+            except (OSError, NotImplementedError, RuntimeError) as exc:
+                log.info("inotify unavailable (%s): polling the transcript instead", exc)
+                return None
+        w = cls(hub, directory, on_change)
+        if not w._arm():
+            w.close()
+            return None
+        return w
+
+    @property
+    def ready(self) -> bool:
+        """True once the target folder itself is watched."""
+        return self.watched == self.directory
+
+    def _arm(self) -> bool:
+        target: Path | None = self.directory
+        while target is not None and not target.is_dir():
+            target = target.parent if target.parent != target else None
+        if target is None:
+            return False
+        if target == self.watched:
+            return True
+        wd = self.hub.add(str(target), self._fired)
+        if wd is None:
+            return self.wd is not None
+        if self.wd is not None:
+            self.hub.remove(self.wd, self._fired)
+        self.wd, self.watched = wd, target
+        return True
+
+    def _fired(self) -> None:
+        if self.closed:
+            return
+        if not self.ready:
+            self._arm()
+        self.on_change()
+
+    def close(self) -> None:
+        """Drop the watch; the shared fd is closed with the last one."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.wd is not None:
+            self.hub.remove(self.wd, self._fired)
+            self.wd = None
+        hub = self.hub
+        if not hub.callbacks and hub.fd >= 0:
+            hub.close()
+            if _hubs.get(hub.loop) is hub:
+                del _hubs[hub.loop]

@@ -1,0 +1,189 @@
+"""The transcript folder watch (inotify): events arrive without polling, missing folders are awaited, no fd leaks.
+
+Also the driver end of it: a turn completes from the transcript with the timer poll effectively off, a turn that
+finishes before the first stream tick still gets its `replace` first, and the watch is closed on exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from claude_captures import capture, read_screen
+
+from litbridge.drivers.claude import driver as driver_mod
+from litbridge.drivers.claude import watch
+from litbridge.drivers.claude.driver import ClaudeDriver
+from litbridge.drivers.claude.replay import ReplayHost
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux-only")
+
+PASTE, ENTER = b"\x1b[200~", b"\r"
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def _wait(fut: asyncio.Future, timeout: float = 10.0) -> None:
+    await asyncio.wait_for(asyncio.shield(fut), timeout)
+
+
+def test_a_write_in_the_folder_calls_back() -> None:
+    async def main(tmp: Path) -> None:
+        loop = asyncio.get_running_loop()
+        hits: list[int] = []
+        fut = loop.create_future()
+
+        def cb() -> None:
+            hits.append(1)
+            if not fut.done():
+                fut.set_result(None)
+
+        w = watch.DirWatch.start(loop, tmp, cb)
+        assert w is not None and w.ready
+        (tmp / "s.jsonl").write_bytes(b"{}\n")
+        await _wait(fut)
+        w.close()
+        n = len(hits)
+        (tmp / "s.jsonl").write_bytes(b"{}\n{}\n")
+        await asyncio.sleep(0.2)
+        assert len(hits) == n  # closed: no more callbacks
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        asyncio.run(main(Path(d)))
+
+
+def test_a_missing_folder_is_awaited_through_its_ancestor(tmp_path: Path) -> None:
+    target = tmp_path / "projects" / "-slug"
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        w = watch.DirWatch.start(loop, target, lambda: fut.done() or fut.set_result(None))
+        assert w is not None and not w.ready and w.watched == tmp_path
+        (tmp_path / "projects").mkdir()
+        await _wait(fut)
+        target.mkdir()
+        for _ in range(100):  # each creation moves the watch one level down
+            if w.ready:
+                break
+            await asyncio.sleep(0.02)
+        assert w.ready
+        fut2 = loop.create_future()
+        w.on_change = lambda: fut2.done() or fut2.set_result(None)
+        (target / "x.jsonl").write_bytes(b"{}\n")
+        await _wait(fut2)
+        w.close()
+
+    asyncio.run(main())
+
+
+def test_the_shared_fd_is_closed_with_the_last_watch_over_many_cycles(tmp_path: Path) -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        base = _fds()
+        for i in range(300):
+            a = watch.DirWatch.start(loop, tmp_path, lambda: None)
+            b = watch.DirWatch.start(loop, tmp_path / f"missing-{i}", lambda: None)
+            assert a is not None and b is not None and a.hub is b.hub  # one inotify instance per loop
+            a.close()
+            b.close()
+            assert watch._hubs.get(loop) is None
+        assert _fds() == base
+
+    asyncio.run(main())
+
+
+class _Term:
+    def __init__(self, rows: list[str]) -> None:
+        self.rows = rows
+        self.modes = {"bracketed_paste": True}
+
+    @property
+    def display(self) -> list[str]:
+        return [r.ljust(200) for r in self.rows]
+
+    def logical_lines(self) -> list[str]:
+        return list(self.rows)
+
+
+def _screen(name: str) -> list[str]:
+    return read_screen(capture("s02_") / "screens" / name)[1]
+
+
+def test_driver_completes_from_inotify_with_replace_first_and_closes_the_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(driver_mod, "POLL_WATCHED", 3600.0)  # only the watch can deliver the transcript
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        term = _Term(_screen("01_idle_before.txt"))
+        events: list[dict] = []
+        host = ReplayHost(loop, term, "k", events.append)
+        opts = {
+            "session": "k",
+            "cli": "claude",
+            "args": [],
+            "working_dir": str(tmp_path / "work"),
+            "env": {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude")},
+        }
+        drv = ClaudeDriver(host, opts)
+        drv.launch()
+        base = _fds()
+
+        def show(name: str) -> None:
+            term.rows = _screen(name)
+            host.last_output_at = loop.time()
+            drv.on_screen([(0, "")])
+
+        def append(*entries: dict) -> None:
+            assert drv.tailer is not None and drv.tailer.path is not None
+            drv.tailer.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(drv.tailer.path, "ab") as fh:
+                for e in entries:
+                    fh.write(orjson.dumps(e) + b"\n")
+
+        answer = "Paris is the capital of France."
+        text = "What is the capital of France?"
+
+        def write(data: bytes) -> None:
+            if data.startswith(PASTE):
+                loop.call_later(0.01, show, "02_typed_prompt.txt")
+            elif data == ENTER:
+                loop.call_later(0.01, show, "04_t+1s_spinner_before_first_token.txt")
+                # the whole answer lands 20 ms after the Enter: before any stream tick
+                loop.call_later(0.02, append, {"type": "user", "message": {"content": text}},
+                                {"type": "assistant", "message": {
+                                    "id": "m1", "stop_reason": "end_turn",
+                                    "usage": {"input_tokens": 5, "output_tokens": 7},
+                                    "content": [{"type": "text", "text": answer}]}},
+                                {"type": "system", "subtype": "turn_duration"})
+
+        host.write = write  # type: ignore[method-assign]
+        show("01_idle_before.txt")
+        await drv.startup()
+        assert drv._watch is not None  # folder not there yet: awaited through an ancestor
+        host.turn_id = "t1"
+        await drv.submit(text)
+        for _ in range(500):
+            if any(e["event"] == "complete" for e in events):
+                break
+            await asyncio.sleep(0.01)
+        kinds = [e["event"] for e in events if e["event"] in ("replace", "complete")]
+        assert kinds == ["replace", "complete"], kinds
+        rep, done = (e for e in events if e["event"] in ("replace", "complete"))
+        assert rep["text"] == answer and done["content"] == answer and done["source"] == "transcript"
+        hub = drv._watch.hub
+        drv.on_exit(0)
+        assert drv._watch is None and hub.fd == -1 and watch._hubs.get(loop) is None
+        assert _fds() <= base
+
+    asyncio.run(main())
