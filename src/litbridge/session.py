@@ -209,12 +209,12 @@ class Session:
     async def kill(self, store_resume: bool = False) -> tuple[int | None, str | None]:
         """Stop the driver (resume token when asked), kill + reap the process group. -> (exit_code, token)."""
         token: str | None = None
+        self.killing = True  # set first: a CLI that exits during a graceful stop() was still killed
         if not self.dead:
             try:
                 token = await asyncio.wait_for(self.driver.stop(store_resume), 10.0)
             except Exception as exc:
                 self.log.warning("driver stop failed: %s", exc)
-        self.killing = True
         if self.child is not None and not self.dead:
             await self.child.kill(self.kill_grace)
         if not self.dead:  # never spawned (or the exit callback did not run)
