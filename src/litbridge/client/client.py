@@ -504,6 +504,9 @@ class Client:
         except asyncio.TimeoutError:
             writer.close()
             raise LitbridgeError("timeout", f"no handshake from the daemon at {self.address}") from None
+        except OSError as exc:
+            writer.close()
+            raise ConnectionLost(f"the connection to {self.address} failed during the handshake: {exc}") from None
         except BaseException:
             writer.close()
             raise
@@ -540,6 +543,14 @@ class Client:
         return out
 
     async def _read_loop(self) -> None:
+        try:
+            await self._read_forever()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # never leave callers waiting on a dead reader
+            self._fail_everything(ConnectionLost(f"the client's reader failed: {exc!r}"))
+
+    async def _read_forever(self) -> None:
         while True:
             reader = self._reader
             try:
