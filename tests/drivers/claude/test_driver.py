@@ -657,3 +657,27 @@ def test_stitch_extends_the_answer_by_a_later_window() -> None:
         "Third paragraph, only its first row and the rest.\n\nFourth one."
     )
     assert stitch("Unrelated text entirely.", window) == window  # no overlap: the window alone
+
+
+def test_rewind_list_answered_by_digit_and_text_answers_are_refused(tmp_path: Path, loop) -> None:
+    rewind = screen("s06", "18_f_after_double_esc.txt")
+    up = list(rewind)
+    y = next(i for i, r in enumerate(up) if r.strip() == "second message typed while busy")
+    up[y] = "  ❯ second message typed while busy"
+    up = [("    (current)" if r.strip() == "❯ (current)" else r) for r in up]
+    screens = {"idle": screen("s06", "19_f_after_esc_close.txt"), "rewind": rewind, "up": up}
+    transitions = {("rewind", UP): "up", ("up", ENTER): "idle"}
+    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, transitions)
+    cli.show("rewind")
+    run(loop, asyncio.sleep(0.5))
+    q = next(e for e in events if e["event"] == "question")
+    assert q["kind"] == "choice" and len(q["options"]) == 6 and q["options"][5]["selected"]
+    assert host.state == "dialog" and not [e for e in events if e["event"] == "unknown_dialog"]
+    with pytest.raises(DriverError) as ei:
+        run(loop, drv.answer(q["question_id"], text="go back two prompts please"))
+    assert ei.value.code == "bad_field" and "text answers are not supported" in ei.value.message
+    assert cli.keys_seen == []  # nothing typed for a refused answer
+    run(loop, drv.answer(q["question_id"], digit="5"))
+    run(loop, asyncio.sleep(0.5))
+    assert [k for _, k in cli.keys_seen] == [UP, ENTER]
+    assert any(e["event"] == "question_closed" and e["question_id"] == q["question_id"] for e in events)

@@ -830,6 +830,14 @@ class ClaudeDriver(Driver):
             idx = dialog.find(label=option)
         elif text:
             idx = dialog.find(label=text)
+            if idx is None:
+                # Claude 2.1's dialogs are pick-lists: there is no free-text field to type `text` into
+                labels = ", ".join(f"{o.digit}. {o.label}" for o in dialog.options)
+                raise DriverError(
+                    "bad_field",
+                    f"text answers are not supported for this {dialog.kind} question (it has no free-text "
+                    f"field); answer with a digit or an option label (options: {labels})",
+                )
         if idx is None:
             labels = ", ".join(f"{o.digit}. {o.label}" for o in dialog.options)
             raise DriverError("bad_field", f"no such option (options: {labels})")

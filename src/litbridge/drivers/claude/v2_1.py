@@ -208,7 +208,41 @@ def _dialog_kind(rows: list[str]) -> str | None:
         return "auto_mode_unavailable"
     if "Esc to cancel" in text and any(PERMISSION_Q_RE.match(r) for r in rows):
         return "permission"
+    if REWIND_SUB in text and any(r.strip() == "Rewind" for r in rows) and find_prompt_row(rows) is None:
+        return "rewind"
     return None
+
+
+REWIND_SUB = "Restore the code and/or conversation to the point before"
+
+
+def _parse_blocks(rows: list[str], footer: int) -> tuple[list[Option], int | None, str]:
+    """The rewind list [s06]: entries separated by blank rows, each a prompt row with its description rows
+    at the same indent below it (`No code changes`); the `❯` marks the selected entry. -> (options, first row,
+    one `label — description` line per entry for the detail)."""
+    head = next((y for y in range(footer) if REWIND_SUB in rows[y]), None)
+    if head is None:
+        return [], None, ""
+    blocks: list[list[int]] = []
+    cur: list[int] = []
+    for y in range(head + 1, footer):
+        if rows[y].strip():
+            cur.append(y)
+        elif cur:
+            blocks.append(cur)
+            cur = []
+    if cur:
+        blocks.append(cur)
+    options: list[Option] = []
+    lines: list[str] = []
+    for i, block in enumerate(blocks):
+        first = rows[block[0]].strip()
+        selected = first.startswith(PROMPT + " ")
+        label = first[2:].strip() if selected else first
+        desc = " ".join(rows[y].strip() for y in block[1:])
+        options.append(Option(i + 1, label, selected, block[0]))
+        lines.append(f"{i + 1}. {label}" + (f" — {desc}" if desc else ""))
+    return options, (blocks[0][0] if blocks else None), "\n".join(lines)
 
 
 def _footer_row(rows: list[str]) -> int | None:
@@ -280,6 +314,12 @@ def parse_dialog(rows: Sequence[str]) -> Dialog | None:
         kind = "choice"
     options, first = _parse_options(rows, footer)
     keys: dict[str, list[str]] = {}
+    if kind == "rewind":
+        options, _first, listing = _parse_blocks(rows, footer)
+        if not any(o.selected for o in options):
+            return None
+        head = next(r.strip() for r in rows if REWIND_SUB in r)
+        return Dialog(kind, f"Rewind: {head}", options, listing)
     if kind == "auto_mode_unavailable":
         options = [
             Option(1, "Stay in auto mode", True),
