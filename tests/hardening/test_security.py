@@ -440,3 +440,23 @@ async def test_unexecutable_env_or_args_are_refused_before_fork(daemon: Any) -> 
             assert text not in err["message"], (extra, err["message"][:300])
         assert not [e for e in mine if e["event"] == "exited"], f"a child was forked for {extra}: {mine}"
     await c.close()
+
+
+@ASYNC
+@pytest.mark.xfail(strict=True, reason="bugs.md#8: session keys are logged raw: a newline in a key forges log lines")
+async def test_session_keys_cannot_forge_log_lines(tmp_short: str) -> None:
+    d = spawn_daemon(os.path.join(tmp_short, "log.sock"))
+    forged = "2026-01-01 00:00:00,000 WARNING litbridge.daemon: refused a connection from uid 0"
+    try:
+        c = await connect(d.socket)
+        key = "inj\n" + forged + "\n\x1b[2J"
+        r = await c.request({"cmd": "create", "session": key, "cli": "cat", "working_dir": "/tmp",
+                             "quiescence": 0.1}, "ready")
+        assert r["event"] == "ready", r
+        await c.request({"cmd": "kill", "session": key}, "killed")
+        await c.close()
+    finally:
+        assert d.stop() == 0, d.log()
+    lines = d.log().splitlines()
+    assert forged not in lines, "a client-chosen session key forged a whole log line"
+    assert not any("\x1b" in line for line in lines), "raw escape sequences from a client reached the log"
