@@ -24,11 +24,35 @@ cdef class Parser:
     cdef uint32_t ucp
     cdef int uneed
     cdef uint8_t ulo, uhi
-    cdef uint32_t osc[OSCMAX]
+    cdef uint32_t* osc     # grown on demand up to OSCMAX code points
+    cdef int osccap
     cdef int osclen
     cdef int charset_mode
     cdef public bint use_utf8
     cdef public bint str_mode
+
+    def __cinit__(self, *args, **kwargs):
+        self.osc = NULL
+        self.osccap = 0
+
+    def __dealloc__(self):
+        free(self.osc)
+
+    cdef int _osc_put(self, uint32_t cp) except -1:
+        cdef uint32_t* grown
+        cdef int cap
+        if self.osclen >= self.osccap:
+            if self.osccap >= OSCMAX:
+                return 0
+            cap = 256 if self.osccap == 0 else self.osccap * 2
+            grown = <uint32_t*>realloc(self.osc, cap * sizeof(uint32_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.osc = grown
+            self.osccap = cap
+        self.osc[self.osclen] = cp
+        self.osclen += 1
+        return 0
 
     def __init__(self, Screen screen, bint str_mode=False):
         self.scr = screen
@@ -264,9 +288,8 @@ cdef class Parser:
                 self.state = S_OSC_ESC
             elif cp == 0x18 or cp == 0x1A:
                 self.state = S_GROUND
-            elif self.osclen < OSCMAX:
-                self.osc[self.osclen] = cp
-                self.osclen += 1
+            else:
+                self._osc_put(cp)
         elif st == S_OSC_ESC:
             if cp == 0x5C:
                 self._osc_end()

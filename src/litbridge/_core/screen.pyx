@@ -10,10 +10,11 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_XINCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_FromKindAndData, PyUnicode_4BYTE_KIND, PyUnicode_DecodeASCII
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, int32_t
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memmove, memset
 
 import base64
+import zlib as _zlib
 import copy as _copy
 import unicodedata
 
@@ -68,7 +69,7 @@ DEF M_DECAWM = 224       # 7 << 5
 DEF M_DECCOLM = 96       # 3 << 5
 
 DEF MAXP = 32
-DEF OSCMAX = 8192
+DEF OSCMAX = 65536
 
 # parser states
 DEF S_GROUND = 0
@@ -388,6 +389,7 @@ cdef class Screen:
     cdef public list savepoints
     cdef public object saved_columns
     cdef object alt_saved
+    cdef object main_blob
     cdef public object program_status
     cdef public bint kitty_reply
     cdef public bint alt_screen_enabled
@@ -699,6 +701,12 @@ cdef class Screen:
         self.rowtext = self.alt_text
         self.in_alt = True
         self._proxies = {}
+        # The normal screen is frozen while the alternate one is shown: keep it compressed (mostly blank
+        # cells), so a fullscreen app costs one grid, not two.
+        cdef Py_ssize_t nbytes = <Py_ssize_t>self.columns * self.lines * sizeof(Cell)
+        self.main_blob = _zlib.compress((<char*>self.main_g.cells)[:nbytes], 1)
+        free(self.main_g.cells)
+        self.main_g.cells = NULL
         if clear:
             self._clear_grid()
         memset(self.g.stale, 1, self.lines)
@@ -708,6 +716,7 @@ cdef class Screen:
         if not self.in_alt:
             return 0
         self.alt_g = self.g
+        self._thaw_main()
         self.g = self.main_g
         self.alt_text = self.rowtext
         self.rowtext = self.main_text
@@ -715,6 +724,21 @@ cdef class Screen:
         self._proxies = {}
         memset(self.g.stale, 1, self.lines)
         self.mark_all()
+
+    cdef int _thaw_main(self) except -1:
+        """Re-inflate the normal screen's cells (see `_switch_alt`)."""
+        if self.main_g.cells != NULL:
+            return 0
+        cdef Py_ssize_t nbytes = <Py_ssize_t>self.columns * self.lines * sizeof(Cell)
+        self.main_g.cells = <Cell*>calloc(nbytes + sizeof(Cell), 1)
+        if self.main_g.cells == NULL:
+            raise MemoryError()
+        cdef bytes raw
+        if self.main_blob is not None:
+            raw = _zlib.decompress(self.main_blob)
+            memcpy(self.main_g.cells, <char*>raw, min(nbytes, len(raw)))
+            self.main_blob = None
+        return 0
 
     cdef void _clear_grid(self) noexcept:
         cdef int y
