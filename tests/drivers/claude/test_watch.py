@@ -187,3 +187,45 @@ def test_driver_completes_from_inotify_with_replace_first_and_closes_the_watch(
         assert _fds() <= base
 
     asyncio.run(main())
+
+
+def _append_line(path: Path) -> None:
+    with open(path, "ab") as fh:
+        fh.write(b"{}\n")
+
+
+def test_sessions_sharing_a_folder_are_woken_only_by_their_own_file(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(b"")
+    (tmp_path / "b.jsonl").write_bytes(b"")
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        hits = {"a": 0, "b": 0}
+
+        def make(name: str) -> watch.DirWatch | None:
+            def cb() -> None:
+                hits[name] += 1
+
+            return watch.DirWatch.start(
+                loop, tmp_path, cb, lambda m, n: bool(m & watch.IN_CREATE) or n == f"{name}.jsonl"
+            )
+
+        wa, wb = make("a"), make("b")
+        assert wa is not None and wb is not None
+        _append_line(tmp_path / "a.jsonl")
+        for _ in range(200):
+            if hits["a"]:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        assert hits == {"a": 1, "b": 0}
+        (tmp_path / "c.jsonl").write_bytes(b"")  # a new file (a /clear roll?) wakes everyone
+        for _ in range(200):
+            if hits["b"]:
+                break
+            await asyncio.sleep(0.01)
+        assert hits["a"] == 2 and hits["b"] == 1
+        wa.close()
+        wb.close()
+
+    asyncio.run(main())

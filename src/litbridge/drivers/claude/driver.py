@@ -27,7 +27,7 @@ from litbridge.drivers.claude.transcript import (
     global_config_path,
     project_dir,
 )
-from litbridge.drivers.claude.watch import DirWatch
+from litbridge.drivers.claude.watch import IN_CREATE, IN_MOVED_TO, DirWatch
 from litbridge.keys import encode_key, encode_keys
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
@@ -600,7 +600,16 @@ class ClaudeDriver(Driver):
         """inotify on the transcript folder (Linux): a new line is read as soon as it is written."""
         if self.exited or self._watch is not None or self.tailer is None:
             return
-        self._watch = DirWatch.start(self.host.loop, self.tailer.directory, self._on_transcript_change)
+        self._watch = DirWatch.start(
+            self.host.loop, self.tailer.directory, self._on_transcript_change, self._wants_event
+        )
+
+    def _wants_event(self, mask: int, name: str) -> bool:
+        """Our own file, or a new file (a `/clear` roll); other sessions' writes in a shared folder are not."""
+        tailer = self.tailer
+        if tailer is None or tailer.session_id is None or mask & (IN_CREATE | IN_MOVED_TO):
+            return True
+        return name == f"{tailer.session_id}.jsonl"
 
     def _on_transcript_change(self) -> None:
         if self.exited:

@@ -47,17 +47,17 @@ class _Hub:
             err = ctypes.get_errno()
             raise OSError(err, f"inotify_init1: {os.strerror(err)}")
         self.loop, self.lib, self.fd = loop, lib, fd
-        self.callbacks: dict[int, list[Callable[[], None]]] = {}
+        self.callbacks: dict[int, list[Callable[[list[tuple[int, str]]], None]]] = {}
         loop.add_reader(fd, self._readable)
 
-    def add(self, path: str, cb: Callable[[], None]) -> int | None:
+    def add(self, path: str, cb: Callable[[list[tuple[int, str]]], None]) -> int | None:
         wd = self.lib.inotify_add_watch(self.fd, os.fsencode(path), MASK)
         if wd < 0:
             return None
         self.callbacks.setdefault(wd, []).append(cb)
         return wd
 
-    def remove(self, wd: int, cb: Callable[[], None]) -> None:
+    def remove(self, wd: int, cb: Callable[[list[tuple[int, str]]], None]) -> None:
         cbs = self.callbacks.get(wd)
         if cbs is None:
             return
@@ -70,7 +70,7 @@ class _Hub:
             self.lib.inotify_rm_watch(self.fd, wd)  # EINVAL when the folder is gone: harmless
 
     def _readable(self) -> None:
-        fired: set[int] = set()
+        fired: dict[int, list[tuple[int, str]]] = {}
         while True:
             try:
                 data = os.read(self.fd, 65536)
@@ -86,14 +86,15 @@ class _Hub:
             pos = 0
             while pos + _EVENT.size <= len(data):
                 wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
+                name = data[pos + _EVENT.size : pos + _EVENT.size + length].rstrip(b"\0")
                 pos += _EVENT.size + length
                 if mask & IN_IGNORED:
                     self.callbacks.pop(wd, None)  # the folder was removed: its watch is gone
-                fired.add(wd)
-        for wd in fired:
+                fired.setdefault(wd, []).append((mask, os.fsdecode(name)))
+        for wd, events in fired.items():
             for cb in list(self.callbacks.get(wd, ())):
                 try:
-                    cb()
+                    cb(events)
                 except Exception:
                     log.exception("directory watch callback")
 
@@ -115,21 +116,32 @@ def open_fds() -> int:
 
 
 class DirWatch:
-    """Calls `on_change()` when a file in `directory` is created, moved in or written.
+    """Calls `on_change()` when a file in `directory` is created, moved in or written (and `accept(mask, name)`,
+    when given, is true for one of the batch's events: sessions sharing a project folder skip each other's writes).
 
     While `directory` does not exist, its nearest existing ancestor is watched and the watch moves down as the
     folders appear (a change callback is also made then: the file may already be there).
     """
 
-    def __init__(self, hub: _Hub, directory: Path, on_change: Callable[[], None]) -> None:
-        self.hub, self.directory, self.on_change = hub, Path(directory), on_change
+    def __init__(
+        self,
+        hub: _Hub,
+        directory: Path,
+        on_change: Callable[[], None],
+        accept: Callable[[int, str], bool] | None = None,
+    ) -> None:
+        self.hub, self.directory, self.on_change, self.accept = hub, Path(directory), on_change, accept
         self.wd: int | None = None
         self.watched: Path | None = None
         self.closed = False
 
     @classmethod
     def start(
-        cls, loop: asyncio.AbstractEventLoop, directory: Path, on_change: Callable[[], None]
+        cls,
+        loop: asyncio.AbstractEventLoop,
+        directory: Path,
+        on_change: Callable[[], None],
+        accept: Callable[[int, str], bool] | None = None,
     ) -> DirWatch | None:
         """A live watch, or None where inotify is unavailable (the caller keeps polling)."""
         lib = _lib()
@@ -142,7 +154,7 @@ class DirWatch:
             except (OSError, NotImplementedError, RuntimeError) as exc:
                 log.info("inotify unavailable (%s): polling the transcript instead", exc)
                 return None
-        w = cls(hub, directory, on_change)
+        w = cls(hub, directory, on_change, accept)
         if not w._arm():
             w.close()
             return None
@@ -169,11 +181,13 @@ class DirWatch:
         self.wd, self.watched = wd, target
         return True
 
-    def _fired(self) -> None:
+    def _fired(self, events: list[tuple[int, str]]) -> None:
         if self.closed:
             return
         if not self.ready:
-            self._arm()
+            self._arm()  # an ancestor changed: maybe our folder (and file) appeared
+        elif self.accept is not None and not any(self.accept(m, n) for m, n in events):
+            return
         self.on_change()
 
     def close(self) -> None:
