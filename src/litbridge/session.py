@@ -38,6 +38,16 @@ SYNC_FRAME_FALLBACK = 0.25  # seconds: evaluate anyway if a synchronized frame n
 SEEN_IDS_MAX = 4096
 
 
+class _KeyLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """Prefixes the session key; one module logger for all sessions (a Logger per key would never be freed)."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        return f"[{self.extra['session']}] {msg}", kwargs  # type: ignore[index]
+
+
+_background: set[asyncio.Task[Any]] = set()
+
+
 def _new_turn_id() -> str:
     return f"t{next(_turn_ids)}"
 
@@ -103,7 +113,7 @@ class Session:
         self.cli: str = options.get("cli", "claude")
         self._emit_cb = emit
         self.loop = loop or asyncio.get_running_loop()
-        self.log = logging.getLogger(f"litbridge.session.{key}")
+        self.log: logging.LoggerAdapter[logging.Logger] = _KeyLog(log, {"session": key})
         self._on_dead = on_dead
         self.kill_grace = kill_grace
         self.state = "starting"
@@ -156,6 +166,10 @@ class Session:
         env = ptymod.child_env(spec.env, self.options.get("env") or {})
         if not spec.argv:
             raise SessionCommandError("spawn_failed", "driver produced an empty argv")
+        try:
+            ptymod.check_exec_args(spec.argv, env, spec.cwd or self.options.get("working_dir"))
+        except ValueError as exc:
+            raise SessionCommandError("bad_field", str(exc)) from exc
         exe = ptymod.resolve(spec.argv[0], env)
         if exe is None:
             raise SessionCommandError("cli_not_found", f"CLI not found: {spec.argv[0]}")
@@ -187,15 +201,11 @@ class Session:
         except asyncio.CancelledError:
             raise
         except DriverError as exc:
-            self.started = True
-            self._emit(ev.error(exc.message, exc.code, re, self.key, self.channel_id))
-            self._schedule_pump()
+            self._startup_failed(ev.error(exc.message, exc.code, re, self.key, self.channel_id))
             return
         except Exception as exc:
             self.log.exception("driver startup failed")
-            self.started = True
-            self._emit(ev.error(f"startup failed: {exc}", "internal", re, self.key, self.channel_id))
-            self._schedule_pump()
+            self._startup_failed(ev.error(f"startup failed: {exc}", "internal", re, self.key, self.channel_id))
             return
         if self.dead:
             return
@@ -205,6 +215,15 @@ class Session:
         self.started = self.ready = True
         self._emit(ev.ready(self.key, self.channel_id, model=self.model, resumed=self.resumed, re=re))
         self._schedule_pump()
+
+    def _startup_failed(self, error: dict[str, Any]) -> None:
+        """The create is answered with `error`; the CLI (never ready) is killed and reaped, so the key is dead
+        and a later create re-creates it instead of "reusing" a CLI that never became ready."""
+        self.started = True
+        self._emit(error)
+        task = self.loop.create_task(self.kill())  # not in self._tasks: _on_exit must not cancel it
+        _background.add(task)
+        task.add_done_callback(_background.discard)
 
     async def kill(self, store_resume: bool = False) -> tuple[int | None, str | None]:
         """Stop the driver (resume token when asked), kill + reap the process group. -> (exit_code, token)."""
@@ -313,7 +332,7 @@ class Session:
         self._timers.clear()
         if self._sync_timer is not None:
             self._sync_timer.cancel()
-        startup_pending = self._startup_task is not None and not self._startup_task.done()
+        startup_pending = self._startup_task is not None and not self._startup_task.done() and not self.started
         for task in list(self._tasks):
             task.cancel()
         try:

@@ -146,6 +146,9 @@ async def test_unknown_session_and_bad_fields(daemon: Any) -> None:
         {"cmd": "create", "session": ""},
         {"cmd": "create", "session": "s", "env": {"A": 1}},
         {"cmd": "hello", "since_seq": "3"},
+        {"cmd": "create", "session": "nul", "cli": "cat", "env": {"A": "x\u0000y"}},
+        {"cmd": "create", "session": "nul", "cli": "cat", "env": {"A=B": "1"}},
+        {"cmd": "create", "session": "nul", "cli": "cat", "args": ["a\u0000"]},
     ):
         err = await c.request(cmd)
         assert err["event"] == "error" and err["code"] == "bad_field", (cmd, err)

@@ -136,3 +136,25 @@ async def test_slow_client_coalesces_then_is_cut_off(monkeypatch: pytest.MonkeyP
     fast_events = fast_w.events()
     assert len([e for e in fast_events if e["event"] == "state"]) == 30
     assert [e["text"] for e in fast_events if e["event"] == "replace"] == [str(i) for i in range(50)]
+
+
+@pytest.mark.asyncio
+async def test_replay_goes_before_queued_live_events() -> None:
+    hub = Hub()
+    keeper = Client(hub, FakeWriter(), "k")  # type: ignore[arg-type]
+    keeper.start()
+    hub.attach(keeper, greet)
+    for i in range(5):
+        hub.publish(ev("s", n=i))  # seq 1..5 while our client is away
+    w = FakeWriter()
+    w.gate.clear()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    await settle()  # monitor_ready is written; drain blocks: later events stay queued
+    hub.publish(ev("s", n=6))
+    hub.publish(ev("s", n=7))
+    assert hub.replay(c, 2) == 3
+    w.gate.set()
+    await settle()
+    assert [e["seq"] for e in w.events()[1:]] == [3, 4, 5, 6, 7]

@@ -321,3 +321,39 @@ async def test_validate_send_rejects_before_accepting() -> None:
         assert rec.of("accepted")[0].get("duplicate") is None
     finally:
         await s.kill()
+
+
+class NeverReady(Scripted):
+    async def startup(self) -> dict[str, Any]:
+        raise DriverError("timeout", "the prompt never appeared")
+
+
+drivers.register("never-ready-test", NeverReady)
+
+
+@pytest.mark.asyncio
+async def test_failed_startup_kills_and_reaps() -> None:
+    rec = Rec()
+    s = Session("nr", {"session": "nr", "cli": "never-ready-test", "working_dir": "/tmp"}, rec.append)
+    s.spawn()
+    s.send("held")  # queued behind the startup
+    s.start(re="c9")
+    await until(lambda: s.dead)
+    err = rec.of("error")
+    assert len(err) == 1 and err[0]["code"] == "timeout" and err[0]["re"] == "c9"
+    assert not rec.of("ready") and not rec.of("exited")
+    assert rec.of("turn_error")[0]["kind"] == "cli_exited", "the held send still gets its terminal event"
+    assert rec.of("state")[-1]["to"] == "dead"
+    assert s.child is not None and s.child.exited
+
+
+def test_no_logger_per_session_key() -> None:
+    import logging
+
+    async def make_many() -> None:
+        for i in range(5):
+            s = Session(f"leak-{i}", {"session": f"leak-{i}", "cli": "scripted-test"}, lambda e: None)
+            s.log.info("hello")
+
+    asyncio.run(make_many())
+    assert not [n for n in logging.Logger.manager.loggerDict if n.startswith("litbridge.session.leak-")]

@@ -157,3 +157,12 @@ async def test_pipes_close_stdin_after_queued_writes() -> None:
     p.write(b"dropped")  # after close_stdin nothing more is written
     assert await asyncio.wait_for(done, 20) == 0, "cat saw EOF and exited by itself"
     assert bytes(out) == b"a" * 300_000
+
+
+@pytest.mark.parametrize(
+    ("argv", "env"),
+    [(["/bin/cat", "a\0b"], {}), (["/bin/cat"], {"A": "x\0y"}), (["/bin/cat"], {"A=B": "1"}), (["/bin/cat"], {"": "1"})],
+)
+def test_unexecutable_args_refused_before_fork(argv: list[str], env: dict[str, str]) -> None:
+    with pytest.raises(SpawnError):
+        spawn(argv, env, "/tmp")

@@ -90,6 +90,22 @@ class Client:
             self._room.clear()
             await self._room.wait()
 
+    def send_before_queued(self, items: list[tuple[bytes, str | None, str | None]]) -> None:
+        """Replayed (older) events go ahead of live events still waiting in the queue, so a client that
+        sends hello{since_seq} first gets everything in seq order."""
+        if self.closed or not items:
+            return
+        entries = [_Entry(line, kind, session) for line, kind, session in items]
+        head = self._queue.popleft() if self._queue and self._queue[0].kind == "monitor_ready" else None
+        self._queue.extendleft(reversed(entries))
+        if head is not None:  # the handshake always stays first
+            self._queue.appendleft(head)
+        self._live += len(entries)
+        if self._live > MAX_QUEUE:
+            self._overflow()
+            return
+        self._wake.set()
+
     def _overflow(self) -> None:
         log.warning("client %s is too slow (%d events queued); disconnecting", self.peer, self._live)
         self.closed = True
@@ -244,7 +260,8 @@ class Hub:
             if since_seq < item.seq < client.covered_from and item.line is not None and client.wants(item.session)
         ]
         client.covered_from = min(client.covered_from, since_seq + 1)
-        return self._queue_items(client, items)
+        client.send_before_queued([(item.line, item.kind, item.session) for item in items if item.line is not None])
+        return len(items)
 
     @property
     def oldest_seq(self) -> int | None:

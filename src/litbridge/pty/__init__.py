@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from litbridge.pty.base import ChildProcess, SpawnError
 
-__all__ = ["COLUMNS", "LINES", "ChildProcess", "SpawnError", "child_env", "resolve", "spawn"]
+__all__ = ["COLUMNS", "LINES", "ChildProcess", "SpawnError", "check_exec_args", "child_env", "resolve", "spawn"]
 
 COLUMNS, LINES = 200, 50
 
@@ -51,11 +51,30 @@ def resolve(program: str, env: Mapping[str, str]) -> str | None:
     return shutil.which(program, path=env.get("PATH", os.defpath))
 
 
+def check_exec_args(argv: list[str], env: Mapping[str, str], cwd: str | None) -> None:
+    """Refuse what exec cannot take, before forking (a failing exec in a forked daemon child is a hazard):
+    NUL anywhere, empty env names, '=' in env names. Raises ValueError naming the offender."""
+    for i, arg in enumerate(argv):
+        if "\0" in arg:
+            raise ValueError(f"argument {i} contains a NUL byte")
+    if cwd is not None and "\0" in cwd:
+        raise ValueError("working_dir contains a NUL byte")
+    for k, v in env.items():
+        if not k or "=" in k or "\0" in k:
+            raise ValueError(f"invalid environment variable name {k!r}")
+        if "\0" in v:
+            raise ValueError(f"environment variable {k} contains a NUL byte")
+
+
 def spawn(
     argv: list[str], env: dict[str, str], cwd: str | None, transport: str = "pty",
     columns: int = COLUMNS, lines: int = LINES,
 ) -> ChildProcess:
     """Start the program (argv[0] should already be resolved). Raises SpawnError."""
+    try:
+        check_exec_args(argv, env, cwd)
+    except ValueError as exc:
+        raise SpawnError(f"spawn failed: {exc}") from exc
     if cwd is not None and not os.path.isdir(cwd):
         raise SpawnError(f"spawn failed: working_dir does not exist: {cwd}")
     if transport == "pipes":
