@@ -19,7 +19,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-IN_MODIFY, IN_CREATE, IN_MOVED_TO, IN_IGNORED = 0x2, 0x100, 0x80, 0x8000
+IN_MODIFY, IN_CREATE, IN_MOVED_TO, IN_IGNORED, IN_Q_OVERFLOW = 0x2, 0x100, 0x80, 0x8000, 0x4000
 MASK = IN_MODIFY | IN_CREATE | IN_MOVED_TO
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then `len` bytes of NUL-padded name)
 
@@ -91,6 +91,10 @@ class _Hub:
                 if mask & IN_IGNORED:
                     self.callbacks.pop(wd, None)  # the folder was removed: its watch is gone
                 fired.setdefault(wd, []).append((mask, os.fsdecode(name)))
+        if -1 in fired:  # the kernel queue overflowed: events were lost, everyone re-reads
+            overflow = fired.pop(-1)
+            for wd in self.callbacks:
+                fired.setdefault(wd, []).extend(overflow)
         for wd, events in fired.items():
             for cb in list(self.callbacks.get(wd, ())):
                 try:
@@ -186,7 +190,7 @@ class DirWatch:
             return
         if not self.ready:
             self._arm()  # an ancestor changed: maybe our folder (and file) appeared
-        elif self.accept is not None and not any(self.accept(m, n) for m, n in events):
+        elif self.accept is not None and not any(m & IN_Q_OVERFLOW or self.accept(m, n) for m, n in events):
             return
         self.on_change()
 
