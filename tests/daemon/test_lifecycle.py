@@ -246,3 +246,45 @@ async def test_client_mistakes_never_kill_the_daemon(tmp_path: Path) -> None:
         await c2.close()
     finally:
         assert d.stop() == 0, d.log()
+
+
+@pytest.mark.asyncio
+async def test_slow_attach_viewer_is_dropped() -> None:
+    sock = os.path.join(short_dir(), "av.sock")
+    d = start_daemon(sock, env={"LITBRIDGE_ATTACH_BUFFER": "1000000"})
+    try:
+        c = await Conn.open(sock)
+        await c.wait("monitor_ready")
+        await c.request(fake_create("viewed"), "ready")
+        slow = socket.socket(socket.AF_UNIX)
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect(sock + ".attach")
+        slow.sendall(b'{"session":"viewed"}\n')
+        r, w = await asyncio.open_unix_connection(sock + ".attach")  # a viewer that keeps up
+        w.write(b'{"session":"viewed"}\n')
+        await w.drain()
+        await c.request({"cmd": "input", "session": "viewed", "content": "flood 30000"}, "input_sent")
+        seen = b""
+        while b"flood done" not in seen:
+            chunk = await asyncio.wait_for(r.read(1 << 16), 60)
+            assert chunk, "the reading viewer was not dropped"
+            seen = seen[-64:] + chunk
+        slow.settimeout(WAIT)
+        total = 0
+        while True:  # the slow one gets what was buffered, then the connection ends
+            try:
+                chunk = await asyncio.to_thread(slow.recv, 1 << 16)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            total += len(chunk)
+        assert total < 30000 * 150, "the slow viewer was cut off, not fed everything"
+        slow.close()
+        w.close()
+        dump = await c.request({"cmd": "dump", "session": "viewed"}, "dump")
+        assert "flood done" in dump["capture"], "the session itself was never slowed down or stopped"
+        await c.request({"cmd": "kill", "session": "viewed"}, "killed")
+        await c.close()
+    finally:
+        assert d.stop() == 0, d.log()
