@@ -9,12 +9,11 @@ screen updates in C (the fast path); the pyte-compatible per-event dispatch (com
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_XINCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_FromKindAndData, PyUnicode_4BYTE_KIND, PyUnicode_DecodeASCII
-from libc.stdint cimport uint8_t, uint16_t, uint32_t, int32_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int32_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memmove, memset
 
 import base64
-import zlib as _zlib
 import copy as _copy
 import unicodedata
 
@@ -389,7 +388,7 @@ cdef class Screen:
     cdef public list savepoints
     cdef public object saved_columns
     cdef object alt_saved
-    cdef object main_blob
+    cdef char* main_pack
     cdef public object program_status
     cdef public bint kitty_reply
     cdef public bint alt_screen_enabled
@@ -407,6 +406,7 @@ cdef class Screen:
         self.pdirty = NULL
         self.ldirty = NULL
         self.scratch = NULL
+        self.main_pack = NULL
 
     def __init__(self, int columns, int lines):
         if columns < 1 or lines < 1:
@@ -456,6 +456,7 @@ cdef class Screen:
         free(self.pdirty)
         free(self.ldirty)
         free(self.scratch)
+        free(self.main_pack)
 
     def __repr__(self):
         return "{0}({1}, {2})".format(self.__class__.__name__, self.columns, self.lines)
@@ -701,12 +702,9 @@ cdef class Screen:
         self.rowtext = self.alt_text
         self.in_alt = True
         self._proxies = {}
-        # The normal screen is frozen while the alternate one is shown: keep it compressed (mostly blank
-        # cells), so a fullscreen app costs one grid, not two.
-        cdef Py_ssize_t nbytes = <Py_ssize_t>self.columns * self.lines * sizeof(Cell)
-        self.main_blob = _zlib.compress((<char*>self.main_g.cells)[:nbytes], 1)
-        free(self.main_g.cells)
-        self.main_g.cells = NULL
+        # The normal screen is frozen while the alternate one is shown: keep only its non-blank rows, so a
+        # fullscreen app costs one grid, not two (a few microseconds per switch).
+        self._freeze_main()
         if clear:
             self._clear_grid()
         memset(self.g.stale, 1, self.lines)
@@ -725,19 +723,49 @@ cdef class Screen:
         memset(self.g.stale, 1, self.lines)
         self.mark_all()
 
+    cdef int _freeze_main(self) except -1:
+        cdef Py_ssize_t rowbytes = <Py_ssize_t>self.columns * sizeof(Cell)
+        cdef Py_ssize_t nwords = rowbytes // 8, k
+        cdef int p, n = 0
+        cdef uint64_t* w
+        cdef uint8_t* keep = self.main_g.stale   # reuse as scratch: 1 = row has content
+        for p in range(self.lines):
+            w = <uint64_t*>(<char*>self.main_g.cells + p * rowbytes)
+            keep[p] = 0
+            for k in range(nwords):
+                if w[k]:
+                    keep[p] = 1
+                    n += 1
+                    break
+        self.main_pack = <char*>malloc(n * rowbytes + 1)
+        if self.main_pack == NULL:
+            memset(keep, 1, self.lines)
+            return 0  # keep the grid as it is
+        n = 0
+        for p in range(self.lines):
+            if keep[p]:
+                memcpy(self.main_pack + n * rowbytes, <char*>self.main_g.cells + p * rowbytes, rowbytes)
+                n += 1
+        free(self.main_g.cells)
+        self.main_g.cells = NULL
+        return 0
+
     cdef int _thaw_main(self) except -1:
-        """Re-inflate the normal screen's cells (see `_switch_alt`)."""
+        """Re-inflate the normal screen's cells (see `_freeze_main`; `stale` marks the packed rows)."""
         if self.main_g.cells != NULL:
             return 0
-        cdef Py_ssize_t nbytes = <Py_ssize_t>self.columns * self.lines * sizeof(Cell)
-        self.main_g.cells = <Cell*>calloc(nbytes + sizeof(Cell), 1)
+        cdef Py_ssize_t rowbytes = <Py_ssize_t>self.columns * sizeof(Cell)
+        cdef int p, n = 0
+        self.main_g.cells = <Cell*>calloc(<size_t>self.columns * self.lines + 1, sizeof(Cell))
         if self.main_g.cells == NULL:
             raise MemoryError()
-        cdef bytes raw
-        if self.main_blob is not None:
-            raw = _zlib.decompress(self.main_blob)
-            memcpy(self.main_g.cells, <char*>raw, min(nbytes, len(raw)))
-            self.main_blob = None
+        for p in range(self.lines):
+            if self.main_g.stale[p]:
+                memcpy(<char*>self.main_g.cells + p * rowbytes, self.main_pack + n * rowbytes, rowbytes)
+                n += 1
+        free(self.main_pack)
+        self.main_pack = NULL
+        memset(self.main_g.stale, 1, self.lines)
         return 0
 
     cdef void _clear_grid(self) noexcept:
