@@ -389,6 +389,7 @@ cdef class Screen:
     cdef public object saved_columns
     cdef object alt_saved
     cdef char* main_pack
+    cdef bint fresh
     cdef public object program_status
     cdef public bint kitty_reply
     cdef public bint alt_screen_enabled
@@ -407,6 +408,7 @@ cdef class Screen:
         self.ldirty = NULL
         self.scratch = NULL
         self.main_pack = NULL
+        self.fresh = True
 
     def __init__(self, int columns, int lines):
         if columns < 1 or lines < 1:
@@ -616,7 +618,11 @@ cdef class Screen:
         memset(self.ldirty, 1, self.lines)
         for y in range(self.lines):
             self.g.rowmap[y] = y
-            self.clear_phys(y)
+        if not self.fresh:  # calloc'd cells are already blank
+            memset(self.g.cells, 0, <size_t>self.columns * self.lines * sizeof(Cell))
+            memset(self.g.wrapped, 0, self.lines)
+            memset(self.g.stale, 1, self.lines)
+        self.fresh = False
         self.has_margins = False
         self._mode = {M_DECAWM, M_DECTCEM}
         self._sync_modes()
@@ -693,9 +699,11 @@ cdef class Screen:
             if clear:
                 self._clear_grid()
             return 0
+        cdef bint fresh = False
         if self.alt_g.cells == NULL:
             _grid_alloc(&self.alt_g, self.columns, self.lines)
             self.alt_text = [""] * self.lines
+            fresh = True
         self.main_g = self.g
         self.g = self.alt_g
         self.main_text = self.rowtext
@@ -705,7 +713,7 @@ cdef class Screen:
         # The normal screen is frozen while the alternate one is shown: keep only its non-blank rows, so a
         # fullscreen app costs one grid, not two (a few microseconds per switch).
         self._freeze_main()
-        if clear:
+        if clear and not fresh:  # calloc'd cells are already blank
             self._clear_grid()
         memset(self.g.stale, 1, self.lines)
         self.mark_all()
