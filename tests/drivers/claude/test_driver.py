@@ -681,3 +681,31 @@ def test_rewind_list_answered_by_digit_and_text_answers_are_refused(tmp_path: Pa
     run(loop, asyncio.sleep(0.5))
     assert [k for _, k in cli.keys_seen] == [UP, ENTER]
     assert any(e["event"] == "question_closed" and e["question_id"] == q["question_id"] for e in events)
+
+
+def test_each_frame_is_classified_once(tmp_path: Path, loop) -> None:
+    screens = {
+        "idle": screen("s02_", "01_idle_before.txt"),
+        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
+        "done": screen("s02_", "08_idle_after_turn.txt"),
+    }
+    cli, drv, host, _events = _ready_driver(tmp_path, loop, screens, {})
+    rules = drv.rules
+    calls: list[int] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(rules, name)
+
+        def classify(self, rows: Any) -> Any:
+            calls.append(1)
+            return rules.classify(rows)
+
+    drv.rules = Counting()
+    host.turn_id = "t1"
+    frames = 0
+    for name in ("busy", "busy", "done", "idle", "busy", "done"):
+        cli.show(name)  # on_screen -> settle, stream, state: all on the same frame
+        frames += 1
+        run(loop, asyncio.sleep(0.4))
+    assert 0 < len(calls) <= frames

@@ -45,6 +45,8 @@ UNKNOWN_MODAL_WAIT = 5.0  # an unparseable startup modal is reported (unknown_di
 FRAME_QUIET = 0.03  # response text is read only after output paused this long (whole frames)
 OSC_STALE = 3.0  # an OSC `working` contradicted this long by an idle screen is ignored
 POLL_BUSY, POLL_IDLE = 0.05, 0.25
+READY_STABLE = 0.3  # startup: an idle live prompt must hold this long before `ready` (screen evidence only)
+READY_STABLE_OSC = 0.05  # ... when Claude itself has reported OSC 7501 state=idle (one whole frame is enough)
 POLL_WATCHED = 0.5  # with an inotify watch the timer poll is only a fallback (and runs the screen fallbacks)
 
 _RESUME_FLAGS = ("--resume", "-r", "--continue", "-c")
@@ -157,6 +159,7 @@ class ClaudeDriver(Driver):
         self._idle_since: float | None = None
         self._unknown_reported: str | None = None
         self._osc_at = 0.0
+        self._marks: dict[str, float] = {}  # startup milestones (seconds since spawn), logged at ready
 
     # ------------------------------------------------------------------------------------------ launch
     def launch(self) -> LaunchSpec:
@@ -320,8 +323,13 @@ class ClaudeDriver(Driver):
             if cls.state == "idle" and cls.live_prompt and self._bracketed_paste():
                 unknown_since = None
                 idle_since = idle_since if idle_since is not None else now
-                if now - idle_since >= 0.3:
+                self._mark("screen_idle")
+                osc_idle = self.osc_seen and (self.osc or {}).get("state") == "idle"
+                need = READY_STABLE_OSC if osc_idle else READY_STABLE
+                if now - idle_since >= need - 1e-6:
                     break
+                await self._wait_change(need - (now - idle_since) + 0.005)
+                continue
             elif dialog is not None:
                 # a modal we do not answer by ourselves: relay it as a question once it has settled
                 idle_since = None
@@ -344,6 +352,11 @@ class ClaudeDriver(Driver):
                         break
             await self._wait_change(0.25)
         self.started = True
+        self._mark("ready")
+        self.host.log.debug(
+            "claude startup (s since spawn): %s",
+            " ".join(f"{k}={v:.3f}" for k, v in sorted(self._marks.items(), key=lambda kv: kv[1])),
+        )
         self._set_screen(self._classify())
         version, model = self.rules.header_info(self._rows())
         self.cli_version = version or self.cli_version
@@ -354,8 +367,15 @@ class ClaudeDriver(Driver):
         return {"model": self.model, "resumed": self.resumed}
 
     # ------------------------------------------------------------------------------------------ events in
+    def _mark(self, name: str) -> None:
+        if name not in self._marks:
+            self._marks[name] = self._now() - (getattr(self.host, "spawned_at", 0.0) or 0.0)
+
     def on_output(self, data: bytes) -> None:
-        pass
+        if not self.started:
+            self._mark("first_output")
+            if self._bracketed_paste():
+                self._mark("bracketed_paste")
 
     def on_screen(self, changed_rows: list[tuple[int, str]]) -> None:
         self._frame += 1
@@ -404,6 +424,9 @@ class ClaudeDriver(Driver):
         self.osc_seen = True
         self._osc_at = self._now()
         state = fields.get("state")
+        if not self.started:
+            self._mark(f"osc_{state}")
+            self._wake()  # startup waits on it too
         if self.turn is not None:
             if state == "working":
                 self.turn.went_busy = True
