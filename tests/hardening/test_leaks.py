@@ -123,7 +123,6 @@ async def test_create_send_kill_cycles_leak_nothing_1000(tmp_short: str) -> None
     print("leak check 1000 cycles:", result)
 
 
-@pytest.mark.xfail(strict=True, reason="bugs.md#6: one logging.Logger per session key, kept for the daemon's lifetime")
 def test_session_loggers_are_not_kept_forever() -> None:
     import gc
     import logging

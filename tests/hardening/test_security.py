@@ -423,8 +423,6 @@ async def test_cli_and_working_dir_are_not_interpreted_by_a_shell(daemon: Any, t
 
 
 @ASYNC
-@pytest.mark.xfail(strict=True, reason="bugs.md#7: NUL / '=' in env or args: exec fails in the forked child, which "
-                   "then runs the daemon's own code (ptyprocess only catches OSError)")
 async def test_unexecutable_env_or_args_are_refused_before_fork(daemon: Any) -> None:
     c = await connect(daemon.socket)
     bad = [{"env": {"A": "x\x00y"}}, {"env": {"A=B": "1"}}, {"env": {"": "1"}}, {"args": ["a\x00b"]},
