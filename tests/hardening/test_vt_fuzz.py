@@ -59,6 +59,8 @@ VOCAB: list[bytes] = [*sorted({a for v in INPUTS.values() for a in atoms(v) if a
 KNOWN_UNDOCUMENTED = {
     # bugs.md#1: ESC inside an OSC string (not ST) aborts it and starts a new sequence; pyte keeps collecting.
     "esc-aborts-osc": re.compile(rb"\x1b\][^\x07\x1b]*\x1b(?:[^\\]|$)"),
+    # bugs.md#1 too: ESC ESC - the second ESC restarts the escape (VT500); pyte takes it as the first one's final.
+    "esc-esc": re.compile(rb"\x1b\x1b"),
     # bugs.md#2: a non-ASCII character inside a CSI; pyte ends the CSI there, litbridge ignores up to a final.
     "non-ascii-in-csi": re.compile(rb"\x1b\[[0-?]*[ -/]*[\x80-\xff]"),
 }
@@ -162,6 +164,11 @@ def test_fixed_findings_stay_fixed(data: bytes) -> None:
 @pytest.mark.xfail(strict=True, reason="bugs.md#1: ESC inside OSC aborts it in litbridge (VT500), not in pyte/oracle")
 def test_known_esc_inside_osc() -> None:
     assert _divergence(b"ab\x1b]0;t\x1b(Bxy\x07z") is None
+
+
+@pytest.mark.xfail(strict=True, reason="bugs.md#1: ESC ESC restarts the escape in litbridge (VT500), not in pyte")
+def test_known_esc_esc() -> None:
+    assert _divergence(b"ab\x1b\x1b[2Jx") is None
 
 
 @pytest.mark.xfail(strict=True, reason="bugs.md#2: non-ASCII char inside CSI: undocumented divergence")
