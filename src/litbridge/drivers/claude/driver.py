@@ -35,6 +35,7 @@ ENTER, ESC, CTRL_C = encode_key("Enter"), encode_key("Esc"), encode_key("C-c")
 
 SETTLE = 0.15  # a classification must hold this long before it is believed (half-drawn frames)
 DIALOG_QUIET = 0.5  # output quiet this long after a dialog first paints before a key is sent
+KEY_QUIET = 0.2  # ... and this long after the repaint our previous key caused, before the next key
 ENTER_GAP = 0.12  # paste -> Enter, as separate writes
 STARTUP_TIMEOUT = 60.0
 SUBMIT_TIMEOUT = 15.0
@@ -302,7 +303,11 @@ class ClaudeDriver(Driver):
                 sig = dialog.signature()
                 if current is None:
                     current = _StartupDialog(dialog.kind, sig, now)
-                settled = now - current.first_paint >= DIALOG_QUIET and self._quiet_for() >= DIALOG_QUIET
+                wait = max(
+                    DIALOG_QUIET - (now - current.first_paint),
+                    (KEY_QUIET if current.keys else DIALOG_QUIET) - self._quiet_for(),
+                )
+                settled = wait <= 0
                 repainted = current.changed_since_key or now - current.last_key_at > 2.0
                 if settled and repainted:
                     target = dialog.find(label=self.rules.STARTUP_ACCEPT[dialog.kind])
@@ -316,7 +321,8 @@ class ClaudeDriver(Driver):
                     current.last_key_at = now
                     current.changed_since_key = False
                 before = self._last_change
-                await self._wait_change(0.3)
+                # not settled yet: wake exactly when it will be (or on a change); else wait for our key's repaint
+                await self._wait_change(0.3 if settled or not repainted else wait + 0.005)
                 if self._last_change != before:
                     current.changed_since_key = True
                 continue
@@ -889,7 +895,8 @@ class ClaudeDriver(Driver):
             dialog = cls.dialog
             if dialog is None or dialog.signature() != signature:
                 return
-            settled = now - first >= DIALOG_QUIET and self._quiet_for() >= 0.3
+            wait = max(DIALOG_QUIET - (now - first), (KEY_QUIET if last_key else 0.3) - self._quiet_for())
+            settled = wait <= 0
             if settled and (changed or now - last_key > 2.0):
                 idx = dialog.find(label=label)
                 if idx is None:
@@ -903,7 +910,7 @@ class ClaudeDriver(Driver):
                 if keys[0] != "Up" and keys[0] != "Down":
                     return
             before = self._last_change
-            await self._wait_change(0.5)
+            await self._wait_change(0.5 if settled or not changed else wait + 0.005)
             if self._last_change != before:
                 changed = True
 
