@@ -44,6 +44,7 @@ FALLBACK_MIN_TURN = 2.0
 INTERRUPT_GRACE = 2.0
 UNKNOWN_MODAL_WAIT = 5.0  # an unparseable startup modal is reported (unknown_dialog) after this long
 FRAME_QUIET = 0.03  # response text is read only after output paused this long (whole frames)
+STREAM_EVERY = 0.1  # `replace` coalescing: the screen text is read at most this often
 OSC_STALE = 3.0  # an OSC `working` contradicted this long by an idle screen is ignored
 POLL_BUSY, POLL_IDLE = 0.05, 0.25
 READY_STABLE = 0.3  # startup: an idle live prompt must hold this long before `ready` (screen evidence only)
@@ -160,6 +161,7 @@ class ClaudeDriver(Driver):
         self._idle_since: float | None = None
         self._unknown_reported: str | None = None
         self._osc_at = 0.0
+        self._last_stream_at = 0.0
         self._marks: dict[str, float] = {}  # startup milestones (seconds since spawn), logged at ready
 
     # ------------------------------------------------------------------------------------------ launch
@@ -408,7 +410,10 @@ class ClaudeDriver(Driver):
         if self._settle_handle is None:
             self._settle_handle = self.host.call_later(SETTLE, self._settle)
         if (self.turn is not None or cls.state == "busy") and self._stream_handle is None:
-            self._stream_handle = self.host.call_later(0.1, self._stream)
+            # leading edge after a pause (the first text shows at once), then at most every STREAM_EVERY
+            since = now - self._last_stream_at
+            delay = FRAME_QUIET if since >= STREAM_EVERY else STREAM_EVERY - since
+            self._stream_handle = self.host.call_later(max(delay, FRAME_QUIET), self._stream)
 
     def _settle(self) -> None:
         self._settle_handle = None
@@ -584,6 +589,7 @@ class ClaudeDriver(Driver):
 
     def _stream(self) -> None:
         self._stream_handle = None
+        self._last_stream_at = self._now()
         turn = self.turn
         if self.question is not None or self.exited:
             return
