@@ -15,7 +15,7 @@ import pytest_asyncio
 from litbridge.drivers import get_driver
 from litbridge.drivers.base import DriverError
 from litbridge.drivers.rift import RiftDriver
-from litbridge.session import Session
+from litbridge.session import Session, SessionCommandError
 
 TIMEOUT = 30.0
 
@@ -148,10 +148,17 @@ async def test_empty_prompt_is_rejected_not_sent(make):
     with pytest.raises(DriverError) as e:
         h.session.driver.validate_send("  \n")
     assert e.value.code == "bad_field"
-    _, end = await h.turn("   ")
-    assert end["event"] == "turn_error" and "empty" in end["message"]
+    written: list[bytes] = []
+    real_write = h.session.child.write
+    h.session.child.write = lambda data: (written.append(data), real_write(data))[1]  # type: ignore[method-assign]
+    mark = len(h.events)
+    with pytest.raises(SessionCommandError) as rejected:  # the daemon turns this into error{code:bad_field}
+        h.session.send("   ")
+    assert rejected.value.code == "bad_field" and "empty" in rejected.value.message
+    assert written == [] and h.names(mark) == []  # nothing sent to rift, no accepted, no turn
     _, end = await h.turn("still alive?")  # and the session is not wedged
     assert end["event"] == "complete"
+    assert any(b'"still alive?"' in w for w in written)  # the spy does see what reaches rift
 
 
 @pytest.mark.asyncio

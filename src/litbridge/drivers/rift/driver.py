@@ -22,6 +22,7 @@ from litbridge.drivers.rift.mapping import AnswerError, RiftMapping
 
 STARTUP_TIMEOUT = 30.0  # model preflight plus MCP spawns can be slow
 STOP_GRACE = 5.0  # after stdin EOF a cancelled turn can still run idle compaction
+CANCEL_GRACE = 4.0  # kill mid-turn: cancel -> done -> session saved (the session gives stop() 10 s in all)
 STDERR_TAIL = 15
 EXECUTABLE_ENV = "LITBRIDGE_RIFT_BIN"  # override the `rift` found on PATH (tests, non-standard installs)
 
@@ -129,34 +130,39 @@ class RiftDriver(Driver):
             self._exited.set()
 
     async def stop(self, store_resume: bool) -> str | None:
-        """Graceful end: close stdin (rift cancels, saves and exits 0), wait up to STOP_GRACE, then the session
-        signals the group. The resume token is rift's session file path from `ready`."""
-        close = getattr(self.host, "close_stdin", None) or getattr(getattr(self.host, "child", None), "close_stdin", None)
+        """Graceful end. A turn in flight is cancelled first and rift's `done` + session save awaited, so the open
+        turn ends as `interrupted` (not as a turn_error when rift exits) and a resume keeps it; then stdin is
+        closed (rift exits 0) and its exit awaited up to STOP_GRACE before the session signals the group.
+        The resume token is rift's session file path from `ready`."""
+        if self.exit_code is None and (self.mapping.busy or self.mapping.saving):
+            await self._cancel_and_wait_saved()
+        close = getattr(self.host, "close_stdin", None)
         if callable(close) and self.exit_code is None:
             self._exited = self._exited or asyncio.Event()
             close()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._exited.wait(), STOP_GRACE)
-        elif self.exit_code is None and (self.mapping.busy or self.mapping.saving):
-            await self._cancel_and_wait_saved()
         path = self.mapping.meta.get("session_path")
         return path if store_resume and isinstance(path, str) and path else None
 
     async def _cancel_and_wait_saved(self) -> None:
-        """Without a way to close stdin: cancel the turn in flight and wait for the `context` rift sends once
-        it has saved the session after `done` (also when `done` was just seen), so a resume keeps that turn."""
+        """Cancel the turn in flight and wait for the `context` rift sends once it has saved the session after
+        `done` (also when `done` was just seen), or for rift's exit, at most CANCEL_GRACE."""
         saved = asyncio.Event()
+        self._exited = self._exited or asyncio.Event()
 
         def watch(ev: dict) -> None:
             if not self.mapping.busy and not self.mapping.saving:
                 saved.set()
 
         self.mapping.listeners.append(watch)
+        waits = [asyncio.ensure_future(saved.wait()), asyncio.ensure_future(self._exited.wait())]
         try:
             self.mapping.cancel()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(saved.wait(), STOP_GRACE)
+            await asyncio.wait(waits, timeout=CANCEL_GRACE, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            for w in waits:
+                w.cancel()
             self.mapping.listeners.remove(watch)
 
     # ---------- events in ----------
