@@ -162,6 +162,7 @@ def test_alternate_screen_47_keeps_and_1047_clears() -> None:
         b"\x1bP>|ghostty\x1b\\",
         b"\x1b_Gi=1;AAAA\x1b\\",
         b"\x1b^pm\x1b\\",
+        b"\x1bPq\x1b[31mpayload\x1b\\",
         b"\x1bXsos\x1b\\",
     ],
 )

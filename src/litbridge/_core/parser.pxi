@@ -302,12 +302,11 @@ cdef class Parser:
             elif cp == 0x9C or cp == 0x18 or cp == 0x1A:
                 self.state = S_GROUND
         elif st == S_STR_ESC:
-            # VT500: ESC ends a control string; `ESC \\` is ST, anything else starts a new escape
+            # only ST (`ESC \\`, C1 ST) ends a control string; an ESC inside the payload is payload
             if cp == 0x5C:
                 self.state = S_GROUND
-            else:
-                self.state = S_ESC
-                self._esc(cp)
+            elif cp != 0x1B:
+                self.state = S_STR
         elif st == S_ESC_SHARP:
             self.state = S_GROUND
             if cp == 0x38:

@@ -109,13 +109,11 @@ class _CompatFilter:
                     self.state = 4
                 elif ch == "\x9c":
                     self.state = 0
-            else:  # ESC inside a control string: `ESC \` is ST; any other ESC ends the string too
+            else:  # ESC inside a control string: only `ESC \` (ST) ends it, as on the fast path
                 if ch == "\\":
                     self.state = 0
-                else:
-                    self.state = 1
-                    self.pending = ["\x1b"]
-                    i -= 1
+                elif ch != "\x1b":
+                    self.state = 3
         return "".join(out)
 
     def _csi_start(self, intro: str) -> None:
