@@ -58,9 +58,11 @@ async def test_drop_between_turns_loses_nothing(daemon: Daemon, tmp_path: Path) 
         Client.connect(socket=daemon.socket) as observer,
         Client.connect(socket=gate.link, reconnect_timeout=60) as dropped,
     ):
-        await observer.create("rc1", "bash", timeout=60, **BASH)
+        # Both streams exist before the session does: each sees rc1 from its first event. (Made after `create`
+        # returns, `dropped` could still be receiving the early events the observer already had.)
         ref = observer.events("rc1")
         got = dropped.events("rc1")
+        await observer.create("rc1", "bash", timeout=60, **BASH)
         first = await dropped.send("rc1", "echo before")
         await first.result(timeout=60)
 
