@@ -481,3 +481,47 @@ async def test_cli_flooding_output_does_not_starve_the_daemon(daemon: Any) -> No
     assert pid is not None and await wait_until(lambda: not pid_alive(pid))
     await c.close()
     await ctl.close()
+
+
+# ------------------------------------------------------------------------------------------ fd exhaustion
+
+
+def _low_nofile() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+
+@ASYNC
+async def test_fd_exhaustion_is_survived_and_recovered(tmp_short: str) -> None:
+    """A daemon limited to 64 fds flooded with 150 connections keeps serving its existing client (a create
+    either works or fails cleanly) and serves new clients again once the flood is gone."""
+    d = spawn_daemon(os.path.join(tmp_short, "fd.sock"), preexec=_low_nofile)
+    socks: list[socket.socket] = []
+    try:
+        ctl = await connect(d.socket)
+        for _ in range(150):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.setblocking(False)
+            with contextlib.suppress(BlockingIOError, ConnectionRefusedError):
+                s.connect(d.socket)
+            socks.append(s)
+        await asyncio.sleep(1.0)
+        assert len(os.listdir(f"/proc/{d.proc.pid}/fd")) >= 60, "the flood did not exhaust the daemon's fds"
+        assert (await ctl.request({"cmd": "ping"}, "pong"))["event"] == "pong"
+        r = await ctl.request(L.fake_create("fd-during"), timeout=30.0)
+        assert r["event"] == "ready" or (r["event"] == "error" and r["code"] in ("spawn_failed", "internal")), r
+        for s in socks:
+            s.close()
+        socks.clear()
+        await asyncio.sleep(1.0)
+        fresh = await connect(d.socket)
+        r = await fresh.request(L.fake_create("fd-after"), "ready", timeout=30.0)
+        assert r["event"] == "ready", r
+        for conn in (ctl, fresh):
+            await conn.close()
+        assert d.proc.poll() is None
+    finally:
+        for s in socks:
+            s.close()
+        assert d.stop() == 0, d.log()
