@@ -229,3 +229,42 @@ def test_sessions_sharing_a_folder_are_woken_only_by_their_own_file(tmp_path: Pa
         wb.close()
 
     asyncio.run(main())
+
+
+def test_driver_follows_a_clear_roll_in_the_watched_folder(tmp_path: Path) -> None:
+    """`/clear` makes Claude start a new file in the same folder: the watch sees it appear and the driver pins it."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        term = _Term(_screen("01_idle_before.txt"))
+        host = ReplayHost(loop, term, "k", lambda e: None)
+        opts = {
+            "session": "k",
+            "cli": "claude",
+            "args": [],
+            "working_dir": str(tmp_path / "work"),
+            "env": {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude")},
+        }
+        drv = ClaudeDriver(host, opts)
+        drv.launch()
+        assert drv.tailer is not None and drv.tailer.path is not None
+        drv.tailer.directory.mkdir(parents=True)
+        drv.tailer.path.write_bytes(b"")
+        host.last_output_at = loop.time()
+        drv.on_screen([(0, "")])
+        await drv.startup()
+        assert drv._watch is not None and drv._watch.ready
+        await asyncio.sleep(1.2)  # past the timer's first look; from now on only a new file makes it look
+        old = drv.session_id
+        rolled = "11111111-2222-3333-4444-555555555555"
+        clear = {"type": "user", "cwd": str(tmp_path / "work"),
+                 "message": {"content": "<command-name>/clear</command-name>"}}
+        (drv.tailer.directory / f"{rolled}.jsonl").write_bytes(orjson.dumps(clear) + b"\n")
+        for _ in range(300):
+            if drv.session_id == rolled:
+                break
+            await asyncio.sleep(0.01)
+        assert old != rolled and drv.session_id == rolled and drv.tailer.session_id == rolled
+        drv.on_exit(0)
+
+    asyncio.run(main())

@@ -153,6 +153,7 @@ class ClaudeDriver(Driver):
         self._last_change = 0.0
         self._last_transcript = 0.0
         self._last_clear_check = 0.0
+        self._new_file_until = 0.0  # watched folder: a file appeared recently, look for a `/clear` roll
         self._spawn_wall = 0.0
         self._input_was_ready = False
         self._prev_final = ""
@@ -642,7 +643,10 @@ class ClaudeDriver(Driver):
     def _wants_event(self, mask: int, name: str) -> bool:
         """Our own file, or a new file (a `/clear` roll); other sessions' writes in a shared folder are not."""
         tailer = self.tailer
-        if tailer is None or tailer.session_id is None or mask & (IN_CREATE | IN_MOVED_TO):
+        if tailer is None or tailer.session_id is None:
+            return True
+        if mask & (IN_CREATE | IN_MOVED_TO):
+            self._new_file_until = self._now() + 5.0  # its first line may come a moment later
             return True
         return name == f"{tailer.session_id}.jsonl"
 
@@ -682,7 +686,10 @@ class ClaudeDriver(Driver):
             if found:
                 tailer.pin(found, from_start=not self.resumed)
                 self.session_id = found
-        elif now - self._last_clear_check >= 0.5:
+        elif now - self._last_clear_check >= 0.5 and (
+            self._watch is None or not self._watch.ready or now < self._new_file_until
+        ):
+            # with a live folder watch a roll is only looked for when a new file appeared (no globbing)
             self._last_clear_check = now
             rolled = tailer.find_clear_roll(self.cwd)
             if rolled and rolled != tailer.session_id:
