@@ -381,3 +381,39 @@ async def test_interrupt_before_first_token(
     assert (end2["event"], end2["content"]) == ("complete", "Recovered."), end2
     assert [r["last_user"] for r in mock.main_requests()] == ["Slow first token please.", "Second try."]
     check_invariants(lb, key)
+
+
+def _inotify_fds(pid: int) -> int:
+    import os
+
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:inotify":
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+async def test_transcript_watch_fd_closed_after_kill(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    """The driver watches the transcript folder with inotify; its fd goes with the last session (no leak)."""
+    pid = lb.daemon.proc.pid
+    home = preapproved_home(tmp_path)
+    for i in range(3):
+        mock.push({"label": f"t{i}", "text": f"Answer {i}."})
+        k = f"{key}-{i}"
+        await create(lb, claude_bin, k, home, mock)
+        assert _inotify_fds(pid) == 1  # one shared instance, not one per session
+        _, end = await turn(lb, k, f"Question {i}?")
+        assert end["event"] == "complete" and end["content"] == f"Answer {i}."
+        begin = len(lb.events)
+        await lb.send("kill", session=k)
+        await lb.session_event(k, "killed", start=begin)
+        for _ in range(100):
+            if _inotify_fds(pid) == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert _inotify_fds(pid) == 0
