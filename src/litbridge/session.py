@@ -144,6 +144,7 @@ class Session:
         self._startup_task: asyncio.Task[Any] | None = None
         self._create_re: Any = None
         self.child: ptymod.ChildProcess | None = None
+        self._spawning: asyncio.Future[ptymod.ChildProcess] | None = None  # spawn_async's fork in a worker
         self._real_terminal = Terminal(
             200,
             50,
@@ -157,7 +158,39 @@ class Session:
 
     # ------------------------------------------------------------------ lifecycle
     def spawn(self) -> None:
-        """Launch the CLI now. Raises SessionCommandError(cli_not_found | spawn_failed)."""
+        """Launch the CLI now, blocking the caller for the fork + exec handshake (tests, tools).
+        Raises SessionCommandError(cli_not_found | spawn_failed | bad_field)."""
+        argv, env, cwd, transport = self._prepare_spawn()
+        try:
+            child = ptymod.spawn(argv, env, cwd, transport)
+        except ptymod.SpawnError as exc:
+            raise SessionCommandError("spawn_failed", str(exc)) from exc
+        self._attach_child(child, argv[0], cwd)
+
+    async def spawn_async(self) -> None:
+        """`spawn` with the fork + exec handshake (~40 ms, longer as the daemon grows) in a worker thread, so
+        the loop keeps serving other sessions during a burst of creates. The child's fds are registered with
+        the loop back on the loop thread, by a done-callback that runs whoever awaits (or stops awaiting):
+        a create cancelled mid-spawn still leaves an attached child that `kill` can reap, never an orphan."""
+        argv, env, cwd, transport = self._prepare_spawn()
+        fut = self.loop.run_in_executor(None, ptymod.spawn, argv, env, cwd, transport)
+
+        def attach(f: asyncio.Future[ptymod.ChildProcess]) -> None:
+            if not f.cancelled() and f.exception() is None:
+                self._attach_child(f.result(), argv[0], cwd)
+
+        fut.add_done_callback(attach)  # registered first: runs before any awaiter resumes
+        self._spawning = fut
+        try:
+            await asyncio.shield(fut)
+        except ptymod.SpawnError as exc:
+            raise SessionCommandError("spawn_failed", str(exc)) from exc
+        finally:
+            if fut.done():
+                self._spawning = None
+
+    def _prepare_spawn(self) -> tuple[list[str], dict[str, str], str, str]:
+        """Everything before the fork: the driver's launch spec, env, argument checks, the resolved program."""
         try:
             spec = self.driver.launch()
         except DriverError as exc:
@@ -176,16 +209,17 @@ class Session:
         cwd = spec.cwd or self.options.get("working_dir") or os.path.expanduser("~")
         if spec.transport == "pipes":
             self.terminal = _TeeTerminal(self._real_terminal, self)
-        try:
-            self.child = ptymod.spawn([exe, *spec.argv[1:]], env, cwd, spec.transport)
-        except ptymod.SpawnError as exc:
-            raise SessionCommandError("spawn_failed", str(exc)) from exc
-        self.pid = self.child.pid
+        return [exe, *spec.argv[1:]], env, cwd, spec.transport
+
+    def _attach_child(self, child: ptymod.ChildProcess, exe: str, cwd: str) -> None:
+        """On the loop thread: start event-driven reads and exit watching for a freshly spawned child."""
+        self.child = child
+        self.pid = child.pid
         self.spawned_at = self.loop.time()
-        self.log.info("spawned %s pid %d (%s) in %s", os.path.basename(exe), self.pid, spec.transport, cwd)
-        self.child.start(
+        self.log.info("spawned %s pid %d (%s) in %s", os.path.basename(exe), self.pid, self.transport, cwd)
+        child.start(
             self.loop,
-            self._on_output if spec.transport == "pty" else self._on_pipe_output,
+            self._on_output if self.transport == "pty" else self._on_pipe_output,
             self._on_exit,
             self._on_stderr,
         )
@@ -229,6 +263,9 @@ class Session:
         """Stop the driver (resume token when asked), kill + reap the process group. -> (exit_code, token)."""
         token: str | None = None
         self.killing = True  # set first: a CLI that exits during a graceful stop() was still killed
+        if self._spawning is not None:  # a create still forking: wait for the child, then kill it
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._spawning)
         if not self.dead:
             try:
                 token = await asyncio.wait_for(self.driver.stop(store_resume), 10.0)

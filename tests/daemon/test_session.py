@@ -357,3 +357,43 @@ def test_no_logger_per_session_key() -> None:
 
     asyncio.run(make_many())
     assert not [n for n in logging.Logger.manager.loggerDict if n.startswith("litbridge.session.leak-")]
+
+
+@pytest.mark.asyncio
+async def test_spawn_async_runs_the_fork_off_the_loop_and_attaches_on_it() -> None:
+    rec = Rec()
+    s = Session("sa", {"session": "sa", "cli": "scripted-test", "working_dir": "/tmp"}, rec.append)
+    try:
+        await s.spawn_async()
+        assert s.child is not None and s.pid == s.child.pid and s._spawning is None
+        s.start(re="c")
+        await until(lambda: s.ready)
+        s.send("ping-off-loop")
+        await until(lambda: b"ping-off-loop" in s.driver.outputs)  # type: ignore[attr-defined]
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_kill_during_spawn_async_reaps_the_child() -> None:
+    """A kill (or shutdown) that lands while the fork runs in a worker waits for the child and reaps it."""
+    import os
+
+    s = Session("sk", {"session": "sk", "cli": "scripted-test", "working_dir": "/tmp"}, lambda e: None)
+    spawning = asyncio.ensure_future(s.spawn_async())
+    await asyncio.sleep(0)  # the fork is now in flight in the executor
+    assert s._spawning is not None
+    await s.kill()
+    await spawning
+    assert s.dead and s.child is not None and s.child.exited
+    with pytest.raises(ProcessLookupError):
+        os.killpg(s.child.pgid, 0)
+
+
+@pytest.mark.asyncio
+async def test_spawn_async_failure_is_a_session_error() -> None:
+    s = Session("sf", {"session": "sf", "cli": "scripted-test", "working_dir": "/nonexistent-dir-xyz"}, lambda e: None)
+    with pytest.raises(SessionCommandError) as info:
+        await s.spawn_async()
+    assert info.value.code == "spawn_failed" and "working_dir" in info.value.message
+    assert s.child is None and s._spawning is None

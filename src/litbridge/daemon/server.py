@@ -46,6 +46,7 @@ class Daemon:
         self._servers: list[asyncio.AbstractServer] = []
         self._stop = asyncio.Event()
         self._conn_tasks: set[asyncio.Task[Any]] = set()
+        self._bg_tasks: set[asyncio.Task[Any]] = set()
         self.attach = AttachServer(self)
         self._unix = sys.platform != "win32"
 
@@ -115,6 +116,8 @@ class Daemon:
         self.attach.close_all()
         for task in list(self._conn_tasks):
             task.cancel()
+        await asyncio.gather(*self._conn_tasks, return_exceptions=True)
+        await asyncio.gather(*self._bg_tasks, return_exceptions=True)  # e.g. reaping a child of a cancelled create
         if self._unix:
             paths.unlink_quietly(self.socket_path, paths.attach_path(self.socket_path))
         if self.token is not None:
@@ -164,6 +167,7 @@ class Daemon:
                     continue
                 await self.handle(client, msg)
                 await client.wait_room()
+                await asyncio.sleep(0)  # one command at a time: other connections and sessions run in between
         except (ConnectionError, OSError) as exc:
             log.debug("control connection ended: %s", exc)
         except asyncio.CancelledError:
@@ -239,9 +243,26 @@ class Daemon:
         options = _create_options(f, cli)
         options["resume"] = self.resume_tokens.pop(key, None)
         session = Session(key, options, self.hub.publish, on_dead=self._on_dead, kill_grace=self.kill_grace)
-        session.spawn()  # raises SessionCommandError(cli_not_found | spawn_failed)
+        # Registered before the (off-loop) fork: a concurrent create of the key reuses it, kill/shutdown wait
+        # for the child and reap it.
         self.sessions[key] = session
+        try:
+            await session.spawn_async()  # raises SessionCommandError(cli_not_found | spawn_failed | bad_field)
+        except BaseException as exc:
+            if self.sessions.get(key) is session:
+                del self.sessions[key]
+            if not isinstance(exc, SessionCommandError):  # cancelled mid-fork: the child may still appear
+                self._background(session.kill())
+            raise
+        if session.killing or session.dead:
+            raise SessionCommandError("spawn_failed", "the session was killed while it was starting")
         session.start(re)
+
+    def _background(self, coro: Any) -> None:
+        """Run cleanup that must finish even when the command that started it was cancelled."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._bg_tasks.add(task)
+        task.add_done_callback(self._bg_tasks.discard)
 
     def _on_dead(self, session: Session) -> None:
         log.info("session %s is dead (exit %s)", session.key, session.exit_code)
