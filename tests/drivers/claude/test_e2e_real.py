@@ -417,3 +417,33 @@ async def test_transcript_watch_fd_closed_after_kill(
                 break
             await asyncio.sleep(0.05)
         assert _inotify_fds(pid) == 0
+
+
+async def test_rewind_list_is_a_question(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    """Esc Esc at idle opens Claude's rewind list: relayed as a `question` (one option per past prompt plus
+    `(current)`), not as an unknown dialog; Esc closes it and the session is usable again."""
+    home = preapproved_home(tmp_path)
+    mock.push({"label": "t1", "text": "First answer."}, {"label": "t2", "text": "Second answer."})
+    await create(lb, claude_bin, key, home, mock)
+    _, end = await turn(lb, key, "first prompt here")
+    assert end["event"] == "complete"
+    begin = len(lb.events)
+    for _ in range(2):
+        await lb.send("keystroke", session=key, keys=["Esc"])
+        await asyncio.sleep(0.15)
+    q = await lb.session_event(key, "question", start=begin)
+    labels = [o["label"] for o in q["options"]]
+    assert "first prompt here" in labels and labels[-1] == "(current)", q
+    assert q["options"][-1]["selected"] and q["text"].startswith("Rewind")
+    assert not lb.since(key, begin, "unknown_dialog")
+    await lb.send("answer", session=key, question_id=q["question_id"], text="free text")
+    err = await lb.wait(lambda e: e.get("event") == "error", start=begin)
+    assert err["code"] == "bad_field" and "text answers are not supported" in err["message"]
+    after = err["_index"] + 1
+    await lb.send("keystroke", session=key, keys=["Esc"])
+    await lb.session_event(key, "question_closed", start=after, question_id=q["question_id"])
+    _, end2 = await turn(lb, key, "second prompt")
+    assert end2["event"] == "complete" and end2["content"] == "Second answer."
+    check_invariants(lb, key)
