@@ -447,3 +447,25 @@ async def test_rewind_list_is_a_question(
     _, end2 = await turn(lb, key, "second prompt")
     assert end2["event"] == "complete" and end2["content"] == "Second answer."
     check_invariants(lb, key)
+
+
+async def test_fast_answers_get_a_replace_before_complete_never_the_previous_text(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    """An answer that is done almost at once still streams at least one `replace` (from the transcript when the
+    screen was too quick), and no `replace` of a turn ever carries the previous turn's text."""
+    home = preapproved_home(tmp_path)
+    mock.push({"label": "a", "text": "Alpha."}, {"label": "b", "text": "Bravo."}, {"label": "c", "text": "Charlie."})
+    await create(lb, claude_bin, key, home, mock)
+    previous = None
+    for prompt, answer in (("one?", "Alpha."), ("two?", "Bravo."), ("three?", "Charlie.")):
+        begin = len(lb.events)
+        acc, end = await turn(lb, key, prompt)
+        assert end["event"] == "complete" and end["content"] == answer
+        mine = [e for e in lb.since(key, begin) if e.get("turn_id") == acc["turn_id"]]
+        kinds = [e["event"] for e in mine if e["event"] in ("replace", "complete")]
+        assert kinds[0] == "replace" and kinds[-1] == "complete", kinds
+        texts = [e["text"] for e in mine if e["event"] == "replace"]
+        assert texts[-1] == answer and previous not in texts, texts
+        previous = answer
+    check_invariants(lb, key)
