@@ -273,3 +273,33 @@ def test_driver_follows_a_clear_roll_in_the_watched_folder(tmp_path: Path) -> No
         drv.on_exit(0)
 
     asyncio.run(main())
+
+
+def test_a_removed_and_recreated_folder_is_watched_again(tmp_path: Path) -> None:
+    target = tmp_path / "proj"
+    target.mkdir()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        w = watch.DirWatch.start(loop, target, lambda: None)
+        assert w is not None and w.ready
+        target.rmdir()
+        for _ in range(200):
+            if w.watched == tmp_path:
+                break
+            await asyncio.sleep(0.01)
+        assert w.watched == tmp_path and not w.ready
+        target.mkdir()
+        for _ in range(200):
+            if w.ready:
+                break
+            await asyncio.sleep(0.01)
+        assert w.ready
+        fut = loop.create_future()
+        w.on_change = lambda: fut.done() or fut.set_result(None)
+        (target / "x.jsonl").write_bytes(b"{}\n")
+        await _wait(fut)
+        w.close()
+        assert watch._hubs.get(loop) is None
+
+    asyncio.run(main())

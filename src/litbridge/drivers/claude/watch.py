@@ -88,15 +88,15 @@ class _Hub:
                 wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
                 name = data[pos + _EVENT.size : pos + _EVENT.size + length].rstrip(b"\0")
                 pos += _EVENT.size + length
-                if mask & IN_IGNORED:
-                    self.callbacks.pop(wd, None)  # the folder was removed: its watch is gone
                 fired.setdefault(wd, []).append((mask, os.fsdecode(name)))
         if -1 in fired:  # the kernel queue overflowed: events were lost, everyone re-reads
             overflow = fired.pop(-1)
             for wd in self.callbacks:
                 fired.setdefault(wd, []).extend(overflow)
         for wd, events in fired.items():
-            for cb in list(self.callbacks.get(wd, ())):
+            gone = any(m & IN_IGNORED for m, _ in events)  # the folder was removed: its watch is gone
+            cbs = self.callbacks.pop(wd, []) if gone else list(self.callbacks.get(wd, ()))
+            for cb in cbs:
                 try:
                     cb(events)
                 except Exception:
@@ -188,7 +188,10 @@ class DirWatch:
     def _fired(self, events: list[tuple[int, str]]) -> None:
         if self.closed:
             return
-        if not self.ready:
+        if any(m & IN_IGNORED for m, _ in events):
+            self.wd = self.watched = None  # our folder went away: wait for it again from an ancestor
+            self._arm()
+        elif not self.ready:
             self._arm()  # an ancestor changed: maybe our folder (and file) appeared
         elif self.accept is not None and not any(m & IN_Q_OVERFLOW or self.accept(m, n) for m, n in events):
             return
