@@ -39,9 +39,14 @@ async def connect(path: str) -> Conn:
 
 
 async def session_pid(c: Conn, key: str) -> int:
-    lst = await c.request({"cmd": "list"}, "sessions")
-    (item,) = [s for s in lst["sessions"] if s["name"] == key]
-    return int(item["pid"])
+    """The CLI's pid from `list` (the fork runs in a worker thread: wait until the key has one)."""
+    for _ in range(200):
+        lst = await c.request({"cmd": "list"}, "sessions")
+        items = [s for s in lst["sessions"] if s["name"] == key]
+        if items and isinstance(items[0].get("pid"), int):
+            return int(items[0]["pid"])
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no pid for {key}: {lst}")
 
 
 def exists(path: str) -> bool:
@@ -471,8 +476,7 @@ async def test_cli_flooding_output_does_not_starve_the_daemon(daemon: Any) -> No
     for _ in range(20):
         assert (await ctl.request({"cmd": "ping"}, "pong", timeout=10.0))["event"] == "pong"
         if pid is None:
-            with contextlib.suppress(ValueError):
-                pid = await session_pid(ctl, key)
+            pid = await session_pid(ctl, key)
         await asyncio.sleep(0.05)
     dump = await ctl.request({"cmd": "dump", "session": key}, "dump")
     assert dump["event"] == "dump" and len(dump["capture"].split("\n")) == 50
