@@ -128,6 +128,7 @@ async def test_daemon_restart_resets_seq_numbering(tmp_path: Path) -> None:
             await t.result(timeout=60)
             high = c.last_seq
             assert high is not None and high > 3
+            first_id = c.server_info["daemon_id"]
 
             stop(daemon.proc)
             daemon.proc = spawn(daemon.socket, daemon.env, daemon.log)
@@ -135,6 +136,7 @@ async def test_daemon_restart_resets_seq_numbering(tmp_path: Path) -> None:
             ready = await c.create("after-restart", "bash", timeout=60, **BASH)
             assert ready["event"] == "ready"
             assert c.last_seq is not None and c.last_seq < high
+            assert c.server_info["daemon_id"] != first_id  # told apart by daemon_id, not by guessing from seqs
             t2 = await c.send("after-restart", "echo y")
             assert (await t2.result(timeout=60))["content"] == "y"
 

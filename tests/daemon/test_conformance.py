@@ -407,8 +407,10 @@ async def test_reconnect_since_seq_loses_and_duplicates_nothing(daemon: Any, bas
     produced = [e for e in keeper.events if e.get("session") == "rc" and e.get("seq", 0) > last]
     a2, ready = await connect(daemon)
     assert ready["buffered"] == 0
+    assert ready["last_seq"] == produced[-1]["seq"] and "seq" not in ready  # high-water mark, not an event seq
     caps = await a2.request({"cmd": "hello", "since_seq": last, "subscribe": ["rc"]}, "capabilities")
     assert caps["event"] == "capabilities" and caps["protocol_version"] == 1 and caps["subscribed"] == ["rc"]
+    assert caps["daemon_id"] == ready["daemon_id"] and caps["last_seq"] == ready["last_seq"] and "seq" not in caps
     await a2.drain_for(0.5)
     got = [e for e in a2.events if e.get("session") == "rc"]
     assert [e["seq"] for e in got] == [e["seq"] for e in produced] and caps["replayed"] == len(produced)

@@ -123,6 +123,11 @@ def test_builders() -> None:
     assert "usage" not in events.complete("s", None, "hi", "t1", None, "screen")
     mr = events.monitor_ready(2, 0, ["claude"])
     assert mr["protocol_version"] == 1 and mr["limits"] == {"max_line": 1048576, "buffer": 5000}
+    assert "last_seq" not in mr and "daemon_id" not in mr  # additive: absent unless known
+    mr = events.monitor_ready(2, 0, ["claude"], 17, "abc")
+    assert mr["last_seq"] == 17 and mr["daemon_id"] == "abc" and "seq" not in mr
+    caps = events.capabilities(["claude"], "*", 0, None, "h1", 0, "abc")
+    assert caps["last_seq"] == 0 and caps["daemon_id"] == "abc" and caps["re"] == "h1"
     with pytest.raises(ValueError):
         events.generic("not_an_event", "s", None)
     tu = events.tool_use("s", None, "tu1", "Bash", {"command": "ls"}, "t1")

@@ -512,7 +512,7 @@ class Client:
             raise
         self._reader, self._writer = reader, writer
         self._splitter = splitter
-        self._fresh = not initial
+        self._fresh = not initial and self._instance is None  # no daemon_id: guess a restart from seqs
         self._connected.set()
         for ev in buffered:
             self._dispatch(ev)
@@ -523,7 +523,9 @@ class Client:
         self.last_seq = None
 
     def _on_server_info(self, ev: Event) -> None:
-        instance = ev.get("daemon_id", ev.get("pid"))
+        """Restart detection: a different `daemon_id` numbers its seqs afresh. Daemons without it are told
+        apart by their first seq on the new connection (see `_dispatch`)."""
+        instance = ev.get("daemon_id")
         if self._instance is not None and instance is not None and instance != self._instance:
             self._forget_seqs()  # a different daemon: its seq numbers start afresh
         self._instance = instance

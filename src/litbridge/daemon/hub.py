@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -190,6 +191,7 @@ class Hub:
 
     def __init__(self, buffer: int = BUFFER_EVENTS) -> None:
         self.seq = 0
+        self.daemon_id = secrets.token_hex(8)  # handshake field: clients tell a restarted daemon by it
         self.ring: deque[_Kept] = deque()
         self.buffer = buffer
         self.ring_bytes = 0

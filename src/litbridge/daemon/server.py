@@ -151,7 +151,10 @@ class Daemon:
                 if hello is None:
                     return
             client.start()
-            self.hub.attach(client, lambda n: ev.monitor_ready(self._live_count(), n, drivers.clis()))
+            self.hub.attach(
+                client,
+                lambda n: ev.monitor_ready(self._live_count(), n, drivers.clis(), self.hub.seq, self.hub.daemon_id),
+            )
             if hello is not None:
                 await self.handle(client, hello)
             async for item in lines:
@@ -315,7 +318,9 @@ class Daemon:
         if since is not None:
             replayed = self.hub.replay(client, since)
         subscribed: list[str] | str = "*" if client.subscribed is None else sorted(client.subscribed)
-        client.send_event(ev.capabilities(drivers.clis(), subscribed, replayed, self.hub.oldest_seq, re))
+        client.send_event(ev.capabilities(
+            drivers.clis(), subscribed, replayed, self.hub.oldest_seq, re, self.hub.seq, self.hub.daemon_id
+        ))
 
 
 def ev_line(event: dict[str, Any]) -> bytes:

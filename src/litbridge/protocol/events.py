@@ -38,8 +38,10 @@ def limits() -> dict[str, int]:
 
 # --- connection-level -------------------------------------------------------------------------------
 
-def monitor_ready(sessions: int, buffered: int, clis: list[str]) -> Ev:
-    return _ev(
+def monitor_ready(
+    sessions: int, buffered: int, clis: list[str], last_seq: int | None = None, daemon_id: str | None = None
+) -> Ev:
+    return _instance(_ev(
         "monitor_ready",
         sessions=sessions,
         buffered=buffered,
@@ -49,11 +51,28 @@ def monitor_ready(sessions: int, buffered: int, clis: list[str]) -> Ev:
         events=event_names(),
         clis=clis,
         limits=limits(),
-    )
+    ), last_seq, daemon_id)
 
 
-def capabilities(clis: list[str], subscribed: list[str] | str, replayed: int, oldest_seq: int | None, re: Any = None) -> Ev:
-    return _ev(
+def _instance(event: Ev, last_seq: int | None, daemon_id: str | None) -> Ev:
+    """The additive handshake fields, present when the daemon knows them."""
+    if last_seq is not None:
+        event["last_seq"] = last_seq
+    if daemon_id is not None:
+        event["daemon_id"] = daemon_id
+    return event
+
+
+def capabilities(
+    clis: list[str],
+    subscribed: list[str] | str,
+    replayed: int,
+    oldest_seq: int | None,
+    re: Any = None,
+    last_seq: int | None = None,
+    daemon_id: str | None = None,
+) -> Ev:
+    return _instance(_ev(
         "capabilities",
         re=re,
         protocol_version=PROTOCOL_VERSION,
@@ -65,7 +84,7 @@ def capabilities(clis: list[str], subscribed: list[str] | str, replayed: int, ol
         subscribed=subscribed,
         replayed=replayed,
         oldest_seq=oldest_seq,
-    )
+    ), last_seq, daemon_id)
 
 
 def error(message: str, code: str, re: Any = None, session: str | None = None, channel_id: str | None = None) -> Ev:

@@ -170,6 +170,10 @@ COMMANDS: dict[str, Command] = {
 
 _Q_OPTIONS = Field("array", items="object", doc="[{digit,label,selected}]")
 _TURN = Field("string", doc="turn id of the send", new=True)
+# Additive handshake fields (no protocol_version bump). Named last_seq, not seq: a direct reply carries no
+# `seq`, and clients de-duplicate events by `seq`.
+_LAST_SEQ = Field("integer", doc="the newest seq published so far (0: none yet)", new=True)
+_DAEMON_ID = Field("string", doc="random per daemon start; a change means seq numbering restarted", new=True)
 
 EVENTS: dict[str, Event] = {
     e.name: e
@@ -186,6 +190,8 @@ EVENTS: dict[str, Event] = {
                 "events": Field("array", items="string", required=True, new=True),
                 "clis": Field("array", items="string", required=True, new=True),
                 "limits": Field("object", required=True, doc="{max_line, buffer}", new=True),
+                "last_seq": _LAST_SEQ,
+                "daemon_id": _DAEMON_ID,
             },
             per_session=False,
         ),
@@ -308,6 +314,8 @@ EVENTS: dict[str, Event] = {
                 "subscribed": Field(("array", "string")),
                 "replayed": Field("integer"),
                 "oldest_seq": Field(("integer", "null")),
+                "last_seq": _LAST_SEQ,
+                "daemon_id": _DAEMON_ID,
             },
             per_session=False,
             new=True,
