@@ -325,6 +325,7 @@ cdef struct Grid:
     int* rowmap
     uint8_t* wrapped
     uint8_t* stale
+    Cell* hidden     # pyte keeps one cell past the right margin (ICH pushes into it, DCH pulls it back)
 
 
 cdef int _grid_alloc(Grid* g, int cols, int lines) except -1:
@@ -332,7 +333,8 @@ cdef int _grid_alloc(Grid* g, int cols, int lines) except -1:
     g.rowmap = <int*>malloc((lines + 1) * sizeof(int))
     g.wrapped = <uint8_t*>calloc(lines + 1, 1)
     g.stale = <uint8_t*>malloc(lines + 1)
-    if g.cells == NULL or g.rowmap == NULL or g.wrapped == NULL or g.stale == NULL:
+    g.hidden = <Cell*>calloc(lines + 1, sizeof(Cell))
+    if g.cells == NULL or g.rowmap == NULL or g.wrapped == NULL or g.stale == NULL or g.hidden == NULL:
         raise MemoryError()
     cdef int i
     for i in range(lines):
@@ -344,6 +346,8 @@ cdef void _grid_free(Grid* g) noexcept:
     free(g.cells)
     free(g.rowmap)
     free(g.wrapped)
+    free(g.hidden)
+    g.hidden = NULL
     free(g.stale)
     g.cells = NULL
     g.rowmap = NULL
@@ -594,6 +598,7 @@ cdef class Screen:
 
     cdef inline void clear_phys(self, int p) noexcept:
         memset(self.g.cells + <Py_ssize_t>p * self.columns, 0, self.columns * sizeof(Cell))
+        self.g.hidden[p].cp = 0
         self.g.wrapped[p] = 0
         self.g.stale[p] = 1
 
@@ -621,6 +626,7 @@ cdef class Screen:
         if not self.fresh:  # calloc'd cells are already blank
             memset(self.g.cells, 0, <size_t>self.columns * self.lines * sizeof(Cell))
             memset(self.g.wrapped, 0, self.lines)
+            memset(self.g.hidden, 0, self.lines * sizeof(Cell))
             memset(self.g.stale, 1, self.lines)
         self.fresh = False
         self.has_margins = False
@@ -865,6 +871,13 @@ cdef class Screen:
         cdef Py_ssize_t i, n = <Py_ssize_t>self.columns * self.lines
         cdef Cell* c = self.g.cells
         for i in range(n):
+            if c[i].cp & PRESENT:
+                if on:
+                    c[i].cp |= F_REV
+                else:
+                    c[i].cp &= ~F_REV
+        c = self.g.hidden
+        for i in range(self.lines):
             if c[i].cp & PRESENT:
                 if on:
                     c[i].cp |= F_REV
@@ -1191,6 +1204,15 @@ cdef class Screen:
             return 0
         cdef Cell* r = self.row(y)
         cdef uint32_t bw = self.blank_word()
+        cdef Cell* hid = &self.g.hidden[self.g.rowmap[y]]
+        if cols - count >= cx:  # pyte: the cell pushed past the margin is kept (materialised)
+            hid[0] = r[cols - count]
+            if not (hid.cp & PRESENT):
+                hid.cp = bw
+                hid.fg = 0
+                hid.bg = 0
+        else:
+            hid.cp = 0
         for x in range(cols - 1, cx + count - 1, -1):
             r[x] = r[x - count]
             if not (r[x].cp & PRESENT):
@@ -1213,10 +1235,14 @@ cdef class Screen:
             cx = 0
         cdef Cell* r = self.row(y)
         cdef uint32_t bw = self.blank_word()
+        cdef Cell* hid = &self.g.hidden[self.g.rowmap[y]]
         for x in range(cx, cols):
             if x + count <= cols:
                 if x + count < cols and (r[x + count].cp & PRESENT):
                     r[x] = r[x + count]
+                elif x + count == cols and (hid.cp & PRESENT):
+                    r[x] = hid[0]  # pyte pulls back the cell an earlier ICH pushed past the margin
+                    hid.cp = 0
                 else:
                     r[x].cp = bw
                     r[x].fg = 0
@@ -1248,13 +1274,10 @@ cdef class Screen:
             x0 = 0
         if x1 > self.columns:
             x1 = self.columns
-        if c.aw == 0x20 and c.afg == 0 and c.abg == 0:
-            # default attributes: an unwritten cell reads exactly the same, and memset is ~10x faster
-            if x1 > x0:
-                memset(r + x0, 0, (x1 - x0) * sizeof(Cell))
-        else:
-            for x in range(x0, x1):
-                r[x] = cell
+        # cells become "present" even with default attributes: pyte's later ED with colours repaints only
+        # present cells, so this is not the same as leaving them unwritten
+        for x in range(x0, x1):
+            r[x] = cell
         if x1 >= self.columns:
             self.g.wrapped[self.g.rowmap[y]] = 0
 
@@ -1276,6 +1299,10 @@ cdef class Screen:
             self._fill(y, x, self.columns)
         elif how == 1:
             self._fill(y, 0, x + 1)
+            if x == self.columns:  # pyte's range(x + 1) reaches the cell past the margin
+                self.g.hidden[self.g.rowmap[y]].cp = self._cursor.aw | PRESENT
+                self.g.hidden[self.g.rowmap[y]].fg = self._cursor.afg
+                self.g.hidden[self.g.rowmap[y]].bg = self._cursor.abg
         elif how == 2:
             self._fill(y, 0, self.columns)
 
@@ -1302,16 +1329,14 @@ cdef class Screen:
         cell.cp = c.aw | PRESENT
         cell.fg = c.afg
         cell.bg = c.abg
-        cdef bint plain = c.aw == 0x20 and c.afg == 0 and c.abg == 0
         for y in range(y0, y1):
             self.touch(y)
             r = self.row(y)
-            if plain:
-                memset(r, 0, self.columns * sizeof(Cell))
-            else:
-                for x in range(self.columns):
-                    if r[x].cp & PRESENT:
-                        r[x] = cell
+            for x in range(self.columns):
+                if r[x].cp & PRESENT:
+                    r[x] = cell
+            if self.g.hidden[self.g.rowmap[y]].cp & PRESENT:
+                self.g.hidden[self.g.rowmap[y]] = cell
             self.g.wrapped[self.g.rowmap[y]] = 0
         if how == 0 or how == 1:
             self._erase_in_line(how)
@@ -1779,6 +1804,7 @@ cdef class Screen:
             memcpy(self.g.cells + <Py_ssize_t>dst * self.columns, self.g.cells + <Py_ssize_t>src * self.columns,
                    self.columns * sizeof(Cell))
             self.g.wrapped[dst] = self.g.wrapped[src]
+            self.g.hidden[dst] = self.g.hidden[src]
         self._touch_phys(dst)
 
     def _clear_phys_py(self, int p):
