@@ -242,3 +242,29 @@ def test_kill_store_resume_then_create_resumes(daemon: Daemon) -> None:
     assert _events(again.stdout)[0]["resumed"] is True
     recall = daemon.cli("send", "resumable", "[recall]")
     assert "pineapple" in recall.stdout
+
+
+def test_serve_and_clients_share_litbridge_socket(tmp_path) -> None:
+    """`serve` without --socket binds $LITBRIDGE_SOCKET, where the client subcommands look by default."""
+    import os
+
+    from _daemon import _wait_listening, stop
+
+    sock = str(tmp_path / "env.sock")
+    env = {**os.environ, "LITBRIDGE_SOCKET": sock}
+    log = tmp_path / "serve.log"
+    with open(log, "ab") as logf:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "litbridge", "serve"], stdout=logf, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True,
+        )
+    try:
+        _wait_listening(sock, proc, log)
+        out = subprocess.run(
+            [sys.executable, "-m", "litbridge", "list", "--json"], capture_output=True, text=True, timeout=60, env=env
+        )
+        assert out.returncode == 0, out.stderr
+        assert _events(out.stdout)[-1]["event"] == "sessions"
+    finally:
+        stop(proc)
+    assert proc.returncode == 0 and not os.path.exists(sock)

@@ -10,13 +10,20 @@ import argparse
 import asyncio
 import faulthandler
 import logging
+import os
 import signal
 import sys
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser("serve", help="run the daemon", description=__doc__)
-    p.add_argument("--socket", metavar="PATH", help="Unix socket path (default: $XDG_RUNTIME_DIR/litbridge/litbridge.sock)")
+    p.add_argument(
+        "--socket",
+        metavar="PATH",
+        default=os.environ.get("LITBRIDGE_SOCKET") or None,
+        help="Unix socket path (default: $LITBRIDGE_SOCKET, else $XDG_RUNTIME_DIR/litbridge/litbridge.sock), "
+        "the same default the client subcommands use",
+    )
     p.add_argument("--port", type=int, metavar="N", help="also listen on TCP 127.0.0.1:N (attach on N+1), token auth")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="stderr log level")
     p.set_defaults(func=main)
