@@ -226,3 +226,15 @@ async def test_closed_client_fails_pending_work(daemon: Daemon) -> None:
     assert info.value.code == "connection_lost"
     with pytest.raises(LitbridgeError):
         await c.ping()
+
+
+async def test_litbridge_socket_is_the_default_address(daemon: Daemon, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like `serve` and the CLI, `Client.connect()` without socket= uses $LITBRIDGE_SOCKET when it is set."""
+    from litbridge.client import default_socket_path
+
+    monkeypatch.delenv("LITBRIDGE_SOCKET", raising=False)
+    assert default_socket_path().name == "litbridge.sock"
+    monkeypatch.setenv("LITBRIDGE_SOCKET", daemon.socket)
+    assert str(default_socket_path()) == daemon.socket
+    async with Client.connect() as c:
+        assert (await c.ping())["event"] == "pong"

@@ -21,11 +21,11 @@ def _spec_default_socket() -> Path:
 
 
 def default_socket_path() -> Path:
-    """The daemon's default control socket path (the same one `litbridge serve` binds without --socket).
-
-    >>> default_socket_path().name
-    'litbridge.sock'
-    """
+    """The control socket `litbridge serve` binds without --socket: `$LITBRIDGE_SOCKET` when set, else the
+    daemon's default path."""
+    override = os.environ.get("LITBRIDGE_SOCKET")
+    if override:
+        return Path(override)
     try:
         from litbridge.daemon import paths as _daemon_paths
 
@@ -35,7 +35,11 @@ def default_socket_path() -> Path:
 
 
 def attach_socket_path(socket: str | os.PathLike[str]) -> Path:
-    """The attach socket that belongs to control socket `socket` (`<socket>.attach`)."""
+    """The attach socket that belongs to control socket `socket` (`<socket>.attach`).
+
+    >>> attach_socket_path("/run/user/1000/litbridge/litbridge.sock").name
+    'litbridge.sock.attach'
+    """
     return Path(f"{os.fspath(socket)}.attach")
 
 
