@@ -440,6 +440,18 @@ class Session:
         else:
             self._schedule_pump()
 
+    def begin_organic_turn(self, text: str) -> str | None:
+        """DriverHost: the driver saw a prompt typed into the CLI itself (attach), not sent by us. It becomes a
+        turn like any other (`accepted{organic}`, then exactly one terminal event); queued sends wait for it.
+        Returns the new turn id, or None when a turn is already open (the driver keeps reporting into that)."""
+        if self.dead or self.turn is not None:
+            return None
+        turn = Turn(_new_turn_id(), text)
+        self.turn = turn
+        self._last_thinking = None
+        self._emit(ev.accepted(self.key, self.channel_id, turn.id, False, organic=True))
+        return turn.id
+
     def input(self, content: str, re: Any = None) -> None:
         self._check_alive()
         self.driver.input(content)

@@ -397,3 +397,23 @@ async def test_spawn_async_failure_is_a_session_error() -> None:
         await s.spawn_async()
     assert info.value.code == "spawn_failed" and "working_dir" in info.value.message
     assert s.child is None and s._spawning is None
+
+
+@pytest.mark.asyncio
+async def test_organic_turn_is_a_turn_and_holds_the_queue() -> None:
+    """A prompt typed via attach (reported by the driver) gets a turn id, one terminal event, and FIFO order."""
+    s, d, rec = await started("org")
+    try:
+        tid = s.begin_organic_turn("typed at the prompt")
+        assert tid is not None and s.turn_id == tid
+        acc = rec.of("accepted")[-1]
+        assert acc["turn_id"] == tid and acc["organic"] is True and acc["queued"] is False and "re" not in acc
+        assert s.begin_organic_turn("again") is None  # one turn at a time
+        s.send("queued behind it")
+        assert rec.of("accepted")[-1]["queued"] is True and d.submitted == []
+        s.turn_complete("typed answer")
+        done = rec.of("complete")
+        assert [c["turn_id"] for c in done] == [tid] and done[0]["content"] == "typed answer"
+        await until(lambda: d.submitted == ["queued behind it"])
+    finally:
+        await s.kill()

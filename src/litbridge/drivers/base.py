@@ -135,6 +135,10 @@ class DriverHost(Protocol):
     def input_ready(self) -> None:
         """Input is live again: the session may dispatch the next queued send."""
 
+    def begin_organic_turn(self, text: str) -> str | None:
+        """A prompt typed into the CLI itself (attach) starts a turn: `accepted{organic:true}` with a new turn
+        id (returned), ended by the usual turn_complete/turn_interrupted/turn_error. None if a turn is open."""
+
     def emit(self, event: str, **fields: Any) -> None:
         """Any other spec event for this session (e.g. `dialog_dismissed`, `unknown_dialog`)."""
 

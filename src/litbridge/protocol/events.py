@@ -113,10 +113,20 @@ def state(session: str, channel_id: str | None, from_: str, to: str) -> Ev:
     return _ev("state", session, channel_id, **{"from": from_, "to": to})
 
 
-def accepted(session: str, channel_id: str | None, turn_id: str, queued: bool, re: Any = None, duplicate: bool = False) -> Ev:
+def accepted(
+    session: str,
+    channel_id: str | None,
+    turn_id: str,
+    queued: bool,
+    re: Any = None,
+    duplicate: bool = False,
+    organic: bool = False,
+) -> Ev:
     ev = _ev("accepted", session, channel_id, re, turn_id=turn_id, queued=queued)
     if duplicate:
         ev["duplicate"] = True
+    if organic:
+        ev["organic"] = True
     return ev
 
 

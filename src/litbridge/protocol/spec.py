@@ -209,7 +209,12 @@ EVENTS: dict[str, Event] = {
         Event(
             "accepted",
             "A send was taken (queued: waiting behind a turn or for live input).",
-            {"turn_id": _TURN, "queued": Field("boolean"), "duplicate": Field("boolean", new=True)},
+            {
+                "turn_id": _TURN,
+                "queued": Field("boolean"),
+                "duplicate": Field("boolean", new=True),
+                "organic": Field("boolean", doc="a prompt typed into the CLI itself (attach), not a send", new=True),
+            },
             new=True,
         ),
         Event("replace", "Full response text so far (replace, don't append).", {"text": _S, "turn_id": _TURN}),
