@@ -37,15 +37,16 @@ MAX_CHUNK = 8192
 # private marker other than a leading "?" (`<`, `=`, `>`) or a colon sub-parameter, or that has intermediate bytes
 # (0x20-0x2f); and DCS/SOS/PM/APC strings (ESC P/X/^/_ ... up to ST; any ESC ends the string, as in the VT500
 # parser). The oracle never sees them; litbridge gets the raw bytes.
+# D8: a CSI cut short by ESC is abandoned (the ESC starts the next sequence); pyte draws the rest as text.
 _NORMALISE_RE = re.compile(
-    rb"\x1b\[(?P<params>[0-?]*)(?P<inter>[ -/]*)[@-~]"
+    rb"\x1b\[(?P<params>[0-?]*)(?P<inter>[ -/]*)(?P<final>[@-~]|(?=\x1b))"
     rb"|\x1b[P_^X][^\x1b]*(?:\x1b\\)?"
 )
 
 
 def _removable(m: re.Match[bytes]) -> bool:
-    if m.group(0)[1:2] != b"[":
-        return True  # a DCS/SOS/PM/APC string
+    if m.group(0)[1:2] != b"[" or not m.group("final"):
+        return True  # a DCS/SOS/PM/APC string, or a CSI interrupted by ESC
     params = m.group("params")
     return bool(m.group("inter")) or re.search(rb"[<=>:]", params) is not None
 
@@ -103,13 +104,25 @@ class OracleScreen(pyte.Screen):
         self._alt_saved: Any = None
 
     # D1: alternate screen, xterm semantics (ctlseqs: 47 and 1047 switch, 1047l clears the alternate screen
-    # first, 1049h saves the cursor as DECSC then switches and clears, 1049l switches back and restores).
+    # first, 1049h saves the cursor as DECSC then switches and clears - the clear also when already there, the
+    # save then going to the alternate screen's own slot - and 1049l switches back and restores).
+    def _inactive_follows_decscnm(self, modes: tuple[int, ...], private: bool) -> None:
+        """DECSCNM is screen-wide: pyte re-bases the blank cells of its (only) buffer; do it for the hidden one too."""
+        if private and 5 in modes:
+            hidden = self._alt_buffer if self._main_buffer is None else self._main_buffer
+            for line in hidden.values():
+                line.default = self.default_char
+
     def set_mode(self, *modes: int, **kwargs: Any) -> None:
         super().set_mode(*modes, **kwargs)
+        self._inactive_follows_decscnm(modes, bool(kwargs.get("private")))
         if not kwargs.get("private"):
             return
         for m in modes:
-            if m in self.ALT_MODES and self._main_buffer is None:
+            if m == 1049 and self._main_buffer is not None:  # xterm: ClearScreen is unconditional on 1049h
+                self.buffer = self._alt_buffer = _fresh_buffer(self)
+                self.dirty.update(range(self.lines))
+            elif m in self.ALT_MODES and self._main_buffer is None:
                 if m == 1049:
                     self.save_cursor()
                     self._alt_saved = self.savepoints.pop()
@@ -119,6 +132,7 @@ class OracleScreen(pyte.Screen):
 
     def reset_mode(self, *modes: int, **kwargs: Any) -> None:
         super().reset_mode(*modes, **kwargs)
+        self._inactive_follows_decscnm(modes, bool(kwargs.get("private")))
         if not kwargs.get("private"):
             return
         for m in modes:
@@ -199,6 +213,13 @@ class OracleScreen(pyte.Screen):
 
         return [render(self.buffer[y]) for y in range(self.lines)]
 
+    # D7: DL moves every line up. pyte only moves lines present in its sparse buffer dict, so a never-touched
+    # (blank) line moving up leaves the old text in place; materialising the rows first makes its loop exact.
+    def delete_lines(self, count: int | None = None) -> None:
+        for y in range(self.lines):
+            self.buffer[y]
+        super().delete_lines(count)
+
     # D5: SGR 58 (underline colour) takes its arguments with it: 58;5;n and 58;2;r;g;b are skipped whole.
     def select_graphic_rendition(self, *attrs: int, **kwargs: Any) -> None:
         kept: list[int] = []
@@ -217,6 +238,12 @@ class OracleScreen(pyte.Screen):
         if attrs and not kept:
             return  # only skipped codes: no change (pyte would treat an empty SGR as reset)
         super().select_graphic_rendition(*kept, **kwargs)
+
+
+class OracleByteStream(pyte.ByteStream):
+    """pyte's ByteStream; D10: HPA is CSI Pn ` (ECMA-48 0x60). pyte binds it to "'" (an intermediate byte)."""
+
+    csi = {**pyte.ByteStream.csi, "`": "cursor_to_column"}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -272,6 +299,7 @@ def first_divergence(
     seed: int,
     *,
     oracle_cls: Callable[[int, int], Any] = OracleScreen,
+    oracle_stream_cls: type[pyte.ByteStream] = OracleByteStream,
     normalise_input: bool = True,
     normalise_subject: bool = False,
     state: Callable[[Any], dict[str, Any]] = _state,
@@ -284,7 +312,7 @@ def first_divergence(
     """
     subject, subject_stream = make_subject()
     oracle = oracle_cls(COLS, LINES)
-    oracle_stream = pyte.ByteStream(oracle)
+    oracle_stream = oracle_stream_cls(oracle)
     norm = normalise(raw) if normalise_input else Normalised(raw, [], [], [])
     prev = prev_o = 0
     for i, cut in enumerate(chunk_cuts(len(raw), seed, name)):
@@ -374,20 +402,22 @@ def _compat_factory(mod: ModuleType) -> Callable[[], tuple[Any, Any]]:
 
 
 def test_differential_compat_path(native_pyte: ModuleType, emu_input: tuple[str, bytes]) -> None:
-    """The per-event path (subclass overrides) matches the oracle too. Both sides get the input without the
-    D2/D3 sequences, which that path does not handle yet (Open O1, pinned by the xfail test below)."""
+    """The per-event path (a subclass overriding an event method) matches the oracle too, raw input included."""
     name, raw = emu_input
-    problem = first_divergence(_compat_factory(native_pyte), raw, name, 0, normalise_subject=True)
+    problem = first_divergence(_compat_factory(native_pyte), raw, name, 0)
     assert problem is None, f"litbridge.pyte compat path diverges:\n{problem}"
 
 
-@pytest.mark.xfail(strict=True, reason="Open O1 (docs/emulator-divergences.md): the per-event path runs pyte's "
-                   "parser, so D2/D3 are not applied there. Remove this marker when fixed.")
 def test_compat_path_consumes_private_csi_and_strings(native_pyte: ModuleType) -> None:
     screen, stream = _compat_factory(native_pyte)()
     stream.feed(b"\x1b[>4;2mA\x1bPpayload\x1b\\B\x1b[=1uC")
     assert screen.display[0].rstrip() == "ABC"
     assert not screen.buffer[0][0].underscore
+
+
+def test_erase_keeps_cells_written_for_later_coloured_erase(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"\x1b[1K\x1b[41m\x1b[2J")
+    assert screen.buffer[0][0].bg == "red"  # pyte: the EL-erased cell is present, so ED paints it
 
 
 def _history_state(screen: Any) -> dict[str, Any]:
@@ -452,7 +482,7 @@ def test_harness_plain_pyte_agrees_with_itself_without_fixes(emu_input: tuple[st
     name, raw = emu_input
     raw = raw[:20000]
     assert first_divergence(_subject_factory(pyte), raw, name, 0, oracle_cls=pyte.Screen,
-                            normalise_input=False) is None
+                            oracle_stream_cls=pyte.ByteStream, normalise_input=False) is None
 
 
 def test_normaliser_maps_offsets() -> None:
@@ -571,6 +601,50 @@ def test_sgr_dim_is_kept(native_pyte: ModuleType) -> None:
     term = Terminal(20, 5)
     term.feed(b"\x1b[2mfaint\x1b[0m")
     assert b"\x1b[0;2mfaint" in term.ansi_repaint()
+
+
+def test_delete_lines_moves_blank_lines_up(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"A\x1b[2M")
+    assert screen.display[0].strip() == ""
+    screen = _feed(native_pyte, b"\x1b[3;1HC\x1b[1;1HA\x1b[M")
+    assert [row.rstrip() for row in screen.display[:3]] == ["", "C", ""]
+    real = pyte.Screen(20, 5)
+    pyte.ByteStream(real).feed(b"A\x1b[2M")
+    assert real.display[0].rstrip() == "A"  # the pyte bug this fixes
+
+
+def test_esc_inside_csi_starts_a_new_sequence(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"X\x1b[1\x1b[2J")
+    assert screen.display[0].strip() == ""
+
+
+def test_docs_switch_applies_to_the_next_byte(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"\x1b%@\xe9\x1b%G\xc3\xa9")
+    assert screen.display[0].rstrip() == "éé"
+
+
+def test_hpa_backtick(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"\x1b[5`A")
+    assert screen.display[0].index("A") == 4
+
+
+@pytest.mark.xfail(strict=True, reason="Open O3 (docs/emulator-divergences.md). Remove this marker when fixed.")
+def test_cpr_in_origin_mode_without_margins_does_not_raise(native_pyte: ModuleType) -> None:
+    from litbridge.term import Terminal
+
+    replies: list[bytes] = []
+    term = Terminal(20, 5, on_reply=replies.append)
+    term.feed(b"\x1b[?6h\x1b[6n")
+    assert replies == [b"\x1b[1;1R"]
+
+
+@pytest.mark.xfail(strict=True, reason="Open O4 (docs/emulator-divergences.md). Remove this marker when fixed.")
+def test_resize_keeps_alternate_screen(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, b"main\x1b[?47h\x1b[3;4Hx", cols=10)
+    screen.resize(5, 12)
+    assert screen.display[2].rstrip() == "   x"
+    native_pyte.ByteStream(screen).feed(b"\x1b[?47l")
+    assert screen.display[0].rstrip() == "main"
 
 
 def test_alternate_screen_1049(native_pyte: ModuleType) -> None:
