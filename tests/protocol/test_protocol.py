@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 
@@ -108,6 +110,18 @@ def test_encode_is_one_compact_line() -> None:
     line = encode({"event": "pong", "text": "a\nb"})
     assert line.endswith(b"\n") and line.count(b"\n") == 1 and b" " not in line
     assert orjson.loads(line) == {"event": "pong", "text": "a\nb"}
+
+
+def test_encode_never_fails_on_what_a_cli_handed_over() -> None:
+    """A tool input parsed by the stdlib can hold integers past 64 bits; drivers may pass sets or bytes.
+    The event must still go out (a TypeError here would silently drop a turn's event)."""
+    import json
+
+    big = 123456789012345678901234567890
+    line = encode({"event": "tool_use", "input": {"n": big, "tags": {"x"}, "raw": b"\xffok"}})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line) == {"event": "tool_use", "input": {"n": big, "tags": ["x"], "raw": "\ufffdok"}}
+    assert json.loads(encode({"p": Path("/tmp/x"), "t": (1, 2)})) == {"p": "/tmp/x", "t": [1, 2]}
 
 
 def test_builders() -> None:

@@ -8,6 +8,7 @@ replacing invalid UTF-8 rather than failing. No sockets here: callers feed bytes
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,8 +18,22 @@ from litbridge.protocol.spec import MAX_LINE, ProtocolError
 
 
 def encode(obj: Any) -> bytes:
-    """One compact JSON line, `\\n`-terminated (non-str keys allowed, NaN never produced)."""
-    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+    """One compact JSON line, `\\n`-terminated (non-str keys allowed, NaN never produced).
+
+    Never fails on what a CLI handed a driver: sets/tuples become arrays, bytes text, other objects their
+    str(); integers beyond 64 bits (stdlib-parsed tool input) go through the stdlib encoder, exactly."""
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS, default=_jsonable) + b"\n"
+    except TypeError:
+        return json.dumps(obj, default=_jsonable, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
 
 
 def decode(line: bytes | str) -> Any:
