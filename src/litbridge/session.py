@@ -280,7 +280,10 @@ class Session:
     # ------------------------------------------------------------------ I/O from the child
     def _on_output(self, data: bytes) -> None:
         self.last_output_at = self.loop.time()
-        self.terminal.feed(data)
+        try:
+            self.terminal.feed(data)
+        except Exception:  # an emulator bug must not cost the driver, the viewers or the session
+            self.log.exception("terminal.feed")
         try:
             self.driver.on_output(data)
         except Exception:

@@ -117,15 +117,16 @@ class ChildProcess:
             pass
 
     def _read_fd(self, fd: int, callback: OutputCallback) -> bool:
-        """One non-blocking read; False on EOF/EIO (the reader should be removed)."""
+        """One non-blocking read; False on EOF or a read error (the reader should be removed: an fd that keeps
+        failing would otherwise be reported readable, and fail, on every loop iteration)."""
         try:
             data = os.read(fd, READ_SIZE)
-        except BlockingIOError:
+        except (BlockingIOError, InterruptedError):
             return True
         except OSError as exc:
-            if exc.errno in (errno.EIO, errno.EBADF):
-                return False
-            raise
+            if exc.errno not in (errno.EIO, errno.EBADF):
+                log.warning("reading output of pid %d failed: %s", self.pid, exc)
+            return False
         if not data:
             return False
         callback(data)
