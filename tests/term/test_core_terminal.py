@@ -291,3 +291,20 @@ def test_snapshot_shape() -> None:
     assert snap["attrs"][0] == [[0, 3, "0;31"]]
     assert snap["cursor"] == [9, 0]
     assert snap["alternate"] is False
+
+
+def test_cpr_and_vpa_in_origin_mode_without_margins() -> None:
+    t, replies, *_ = make()
+    t.feed(b"\x1b[?6h\x1b[3;4H\x1b[6n\x1b[5d")
+    assert replies == [b"\x1b[3;4R"]
+    assert t.cursor[1] == 4
+
+
+def test_resize_keeps_the_alternate_screen() -> None:
+    t, *_ = make()
+    t.feed(b"main\x1b[?47h\x1b[3;4Hx")
+    t.screen.resize(5, 24)
+    assert t.modes["alternate"]
+    assert t.display[2] == "   x" + " " * 20
+    t.feed(b"\x1b[?47l")
+    assert t.display[0] == "main" + " " * 20

@@ -466,8 +466,6 @@ cdef class Parser:
         elif f == 0x4A:
             s._erase_in_display(p[0])
         elif f == 0x64:
-            if s.m_om and not s.has_margins:
-                return 0
             s._cursor_to_line(p[0])
         elif f == 0x40:
             s._insert_characters(p[0])

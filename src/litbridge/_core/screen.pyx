@@ -660,24 +660,34 @@ cdef class Screen:
         self._realloc(lines, columns)
         self.set_margins()
 
-    cdef int _realloc(self, int lines, int cols) except -1:
-        cdef Grid ng
-        cdef int y, x, ncopy_rows, ncopy_cols
+    cdef int _resized_grid(self, Grid* old, Grid* ng, int lines, int cols) except -1:
+        """Allocate `ng` at the new size with `old`'s visible cells (top-left aligned), then free `old`."""
+        cdef int y, ncopy_rows, ncopy_cols
         cdef Cell* src
-        if self.in_alt:
-            self._switch_main()
-        cdef Grid old = self.g
-        _grid_alloc(&ng, cols, lines)
+        _grid_alloc(ng, cols, lines)
         ncopy_rows = min(lines, self.lines)
         ncopy_cols = min(cols, self.columns)
         for y in range(ncopy_rows):
             src = old.cells + <Py_ssize_t>old.rowmap[y] * self.columns
             memcpy(ng.cells + <Py_ssize_t>y * cols, src, ncopy_cols * sizeof(Cell))
             ng.wrapped[y] = old.wrapped[old.rowmap[y]] if cols == self.columns else 0
-        _grid_free(&old)
+        _grid_free(old)
+        return 0
+
+    cdef int _realloc(self, int lines, int cols) except -1:
+        """Resize both buffers; the alternate screen stays shown if it was (xterm)."""
+        cdef Grid ng, na
+        cdef int y
+        cdef bint was_alt = self.in_alt
+        if was_alt:
+            self._switch_main()
+        cdef Grid old = self.g
+        self._resized_grid(&old, &ng, lines, cols)
+        na.cells = NULL
         if self.alt_g.cells != NULL:
-            _grid_free(&self.alt_g)
-        self.alt_text = None
+            self._resized_grid(&self.alt_g, &na, lines, cols)
+        self.alt_g = na
+        self.alt_text = [""] * lines if na.cells != NULL else None
         self.main_g = ng
         self.g = ng
         self.main_text = [""] * lines
@@ -697,6 +707,8 @@ cdef class Screen:
             if 0 <= y < lines:
                 self.pdirty[y] = 1
         self._dirty.clear()
+        if was_alt:
+            self._switch_alt(False)
         return 0
 
     # ---------------------------------------------------------------- alternate screen
@@ -1458,8 +1470,6 @@ cdef class Screen:
         self._cursor_to_column(column or 0)
 
     def cursor_to_line(self, line=None):
-        if M_DECOM in self._mode and not self.has_margins:
-            raise AssertionError("DECOM without margins")
         self._cursor_to_line(line or 0)
 
     def bell(self, *args):
@@ -1607,8 +1617,7 @@ cdef class Screen:
         elif mode == 6:
             x = self._cursor.x + 1
             y = self._cursor.y + 1
-            if M_DECOM in self._mode:
-                assert self.has_margins
+            if M_DECOM in self._mode and self.has_margins:
                 y -= self.mtop
             self.write_process_input("\x1b[{0};{1}R".format(y, x))
 
