@@ -42,7 +42,13 @@ class _KeyLog(logging.LoggerAdapter):  # type: ignore[type-arg]
     """Prefixes the session key; one module logger for all sessions (a Logger per key would never be freed)."""
 
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
-        return f"[{self.extra['session']}] {msg}", kwargs  # type: ignore[index]
+        # The key is client-chosen: escaped, so a newline or ESC in it cannot forge or garble log lines.
+        return f"[{log_safe(self.extra['session'])}] {msg}", kwargs  # type: ignore[index]
+
+
+def log_safe(text: Any) -> str:
+    """A client-chosen string for a log line: repr-escaped (newlines, ESC and other non-printables)."""
+    return repr(str(text))[1:-1]
 
 
 _background: set[asyncio.Task[Any]] = set()
@@ -216,7 +222,7 @@ class Session:
         self.child = child
         self.pid = child.pid
         self.spawned_at = self.loop.time()
-        self.log.info("spawned %s pid %d (%s) in %s", os.path.basename(exe), self.pid, self.transport, cwd)
+        self.log.info("spawned %r pid %d (%s) in %r", os.path.basename(exe), self.pid, self.transport, cwd)
         child.start(
             self.loop,
             self._on_output if self.transport == "pty" else self._on_pipe_output,

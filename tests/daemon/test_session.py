@@ -417,3 +417,21 @@ async def test_organic_turn_is_a_turn_and_holds_the_queue() -> None:
         await until(lambda: d.submitted == ["queued behind it"])
     finally:
         await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_client_chosen_key_cannot_forge_log_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """bugs.md#8: session keys (and the client's working_dir) are escaped in log lines."""
+    import logging
+
+    key = "inj\n2026-01-01 00:00:00,000 WARNING forged\n\x1b[2J"
+    caplog.set_level(logging.INFO, logger="litbridge")
+    s = Session(key, {"session": key, "cli": "scripted-test", "working_dir": "/tmp"}, lambda e: None)
+    try:
+        s.spawn()
+        s.log.info("hello")
+    finally:
+        await s.kill()
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "[inj\\n2026-01-01 00:00:00,000 WARNING forged\\n\\x1b[2J] hello" in text
+    assert "\x1b" not in text and "\nforged" not in text and "\n2026" not in text

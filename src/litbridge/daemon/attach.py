@@ -49,7 +49,7 @@ class Viewer:
             self.close()
             return
         if transport.get_write_buffer_size() > VIEWER_BUFFER_MAX:
-            log.warning("attach viewer of %s is too slow; dropping it", self.session.key)
+            log.warning("attach viewer of %r is too slow; dropping it", self.session.key)
             self.closed = True
             self.session.remove_output_listener(self.on_output)
             transport.abort()

@@ -268,7 +268,7 @@ class Daemon:
         task.add_done_callback(self._bg_tasks.discard)
 
     def _on_dead(self, session: Session) -> None:
-        log.info("session %s is dead (exit %s)", session.key, session.exit_code)
+        log.info("session %r is dead (exit %s)", session.key, session.exit_code)
 
     async def cmd_send(self, client: Client, f: dict[str, Any], re: Any) -> None:
         self._session(f).send(f.get("content", ""), f.get("id"), re)
