@@ -38,29 +38,26 @@ def limits() -> dict[str, int]:
 
 # --- connection-level -------------------------------------------------------------------------------
 
+def _handshake(last_seq: int | None, daemon_id: str | None) -> Ev:
+    """What monitor_ready and capabilities both advertise; the additive instance fields when known."""
+    out: Ev = {
+        "protocol_version": PROTOCOL_VERSION,
+        "version": __version__,
+        "commands": command_names(),
+        "events": event_names(),
+        "limits": limits(),
+    }
+    if last_seq is not None:
+        out["last_seq"] = last_seq
+    if daemon_id is not None:
+        out["daemon_id"] = daemon_id
+    return out
+
+
 def monitor_ready(
     sessions: int, buffered: int, clis: list[str], last_seq: int | None = None, daemon_id: str | None = None
 ) -> Ev:
-    return _instance(_ev(
-        "monitor_ready",
-        sessions=sessions,
-        buffered=buffered,
-        version=__version__,
-        protocol_version=PROTOCOL_VERSION,
-        commands=command_names(),
-        events=event_names(),
-        clis=clis,
-        limits=limits(),
-    ), last_seq, daemon_id)
-
-
-def _instance(event: Ev, last_seq: int | None, daemon_id: str | None) -> Ev:
-    """The additive handshake fields, present when the daemon knows them."""
-    if last_seq is not None:
-        event["last_seq"] = last_seq
-    if daemon_id is not None:
-        event["daemon_id"] = daemon_id
-    return event
+    return _ev("monitor_ready", sessions=sessions, buffered=buffered, clis=clis, **_handshake(last_seq, daemon_id))
 
 
 def capabilities(
@@ -72,19 +69,15 @@ def capabilities(
     last_seq: int | None = None,
     daemon_id: str | None = None,
 ) -> Ev:
-    return _instance(_ev(
+    return _ev(
         "capabilities",
         re=re,
-        protocol_version=PROTOCOL_VERSION,
-        version=__version__,
-        commands=command_names(),
-        events=event_names(),
         clis=clis,
-        limits=limits(),
         subscribed=subscribed,
         replayed=replayed,
         oldest_seq=oldest_seq,
-    ), last_seq, daemon_id)
+        **_handshake(last_seq, daemon_id),
+    )
 
 
 def error(message: str, code: str, re: Any = None, session: str | None = None, channel_id: str | None = None) -> Ev:
