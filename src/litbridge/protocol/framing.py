@@ -111,6 +111,12 @@ class LineSplitter:
     def pending(self) -> int:
         return len(self._buf)
 
+    def take_rest(self) -> bytes:
+        """The unterminated tail (at EOF), emptied."""
+        rest = bytes(self._buf)
+        self._buf.clear()
+        return rest
+
 
 async def read_lines(reader: asyncio.StreamReader, max_line: int = MAX_LINE) -> AsyncIterator[bytes | TooLarge]:
     """Yield lines (blank ones skipped) or TooLarge markers from a stream until EOF."""

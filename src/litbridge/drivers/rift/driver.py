@@ -19,11 +19,14 @@ import orjson
 from litbridge.drivers.base import Driver, DriverError, DriverHost, LaunchSpec
 from litbridge.drivers.rift import render
 from litbridge.drivers.rift.mapping import AnswerError, RiftMapping
+from litbridge.protocol.framing import LineSplitter, TooLarge
 
 STARTUP_TIMEOUT = 30.0  # model preflight plus MCP spawns can be slow
 STOP_GRACE = 5.0  # after stdin EOF a cancelled turn can still run idle compaction
 CANCEL_GRACE = 4.0  # kill mid-turn: cancel -> done -> session saved (the session gives stop() 10 s in all)
 STDERR_TAIL = 15
+MAX_EVENT_LINE = 64 * 1024 * 1024  # a `history` event of a long session is big, but never unbounded
+MAX_STDERR_LINE = 64 * 1024
 EXECUTABLE_ENV = "LITBRIDGE_RIFT_BIN"  # override the `rift` found on PATH (tests, non-standard installs)
 
 
@@ -49,10 +52,10 @@ class RiftDriver(Driver):
         self.approve = approve if approve is not None else (not preapprove if preapprove is not None else True)
         self.edit_review = _flag(options, "edit_review") is True
         self.resume: str | None = options.get("resume") if isinstance(options.get("resume"), str) else None
-        self._stdout = bytearray()
+        self._stdout = LineSplitter(MAX_EVENT_LINE)
         self._line = ""  # the key editor's line (see keys)
         self._keys_decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._stderr_partial = bytearray()
+        self._stderr = LineSplitter(MAX_STDERR_LINE)
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self.exit_code: int | None = None
         self._ready: asyncio.Future[dict] | None = None
@@ -167,13 +170,11 @@ class RiftDriver(Driver):
 
     # ---------- events in ----------
     def on_output(self, data: bytes) -> None:
-        self._stdout += data
-        while True:
-            nl = self._stdout.find(b"\n")
-            if nl < 0:
-                break
-            line = bytes(self._stdout[:nl]).strip()
-            del self._stdout[: nl + 1]
+        for line in self._stdout.feed(data):
+            if isinstance(line, TooLarge):  # bounded: a runaway line must not grow the daemon's memory
+                self.host.log.warning("rift sent a %d-byte line; skipped", line.size)
+                continue
+            line = line.strip()
             if line:
                 try:
                     self.mapping.on_line(line)
@@ -186,18 +187,14 @@ class RiftDriver(Driver):
 
     def on_stderr(self, data: bytes) -> None:
         """Keep draining stderr (a full pipe blocks rift); keep a tail for errors and show lines dimly."""
-        self._stderr_partial += data
-        while True:
-            nl = self._stderr_partial.find(b"\n")
-            if nl < 0:
-                break
-            self._stderr_line(bytes(self._stderr_partial[:nl]))
-            del self._stderr_partial[: nl + 1]
+        for line in self._stderr.feed(data):
+            if not isinstance(line, TooLarge):
+                self._stderr_line(line)
 
     def _drain_stderr_partial(self) -> None:
-        if self._stderr_partial.strip():
-            self._stderr_line(bytes(self._stderr_partial))
-        self._stderr_partial.clear()
+        rest = self._stderr.take_rest()
+        if rest.strip():
+            self._stderr_line(rest)
 
     def _stderr_line(self, raw: bytes) -> None:
         line = raw.decode("utf-8", "replace").rstrip()
