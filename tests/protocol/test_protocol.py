@@ -88,7 +88,7 @@ def test_splitter_lines_chunks_and_crlf() -> None:
     assert sp.feed(b"ab") == []
     assert sp.feed(b"c\r\nde\nf") == [b"abc", b"de"]
     assert sp.feed(b"\n") == [b"f"]
-    assert sp.feed(b"tail without newline") == [] and sp.take_rest() == b"tail without newline"
+    assert sp.feed(b"no eol") == [] and sp.take_rest() == b"no eol"
     assert sp.take_rest() == b"" and sp.pending == 0
 
 
