@@ -68,6 +68,8 @@ KNOWN_UNDOCUMENTED = {
     "esc-aborts-osc": re.compile(rb"\x1b\][^\x07\x1b]*\x1b(?:[^\\]|$)"),
     # bugs.md#1 too: ESC ESC - the second ESC restarts the escape (VT500); pyte takes it as the first one's final.
     "esc-esc": re.compile(rb"\x1b\x1b"),
+    # bugs.md#9: a C0 control inside a CSI that ESC then aborts: the oracle's D8 normaliser does not see it.
+    "c0-then-esc-in-csi": re.compile(rb"\x1b\[[0-?]*[ -/]*[\x00-\x1a\x1c-\x1f][\x00-\x1a\x1c-\x1f0-?]*\x1b"),
     # bugs.md#2: a non-ASCII character inside a CSI; pyte ends the CSI there, litbridge ignores up to a final.
     "non-ascii-in-csi": re.compile(rb"\x1b\[[0-?]*[ -/]*[\x80-\xff]"),
 }
@@ -176,6 +178,11 @@ def test_known_esc_inside_osc() -> None:
 @pytest.mark.xfail(strict=True, reason="bugs.md#1: ESC ESC restarts the escape in litbridge (VT500), not in pyte")
 def test_known_esc_esc() -> None:
     assert _divergence(b"ab\x1b\x1b[2Jx") is None
+
+
+@pytest.mark.xfail(strict=True, reason="bugs.md#9: C0 control inside a CSI aborted by ESC: the oracle's D8 misses it")
+def test_known_c0_then_esc_inside_csi() -> None:
+    assert _divergence(b"ab\x1b[\n\x1b[2Jx") is None
 
 
 @pytest.mark.xfail(strict=True, reason="bugs.md#2: non-ASCII char inside CSI: undocumented divergence")
