@@ -441,7 +441,6 @@ async def test_unexecutable_env_or_args_are_refused_before_fork(daemon: Any) -> 
 
 
 @ASYNC
-@pytest.mark.xfail(strict=True, reason="bugs.md#8: session keys are logged raw: a newline in a key forges log lines")
 async def test_session_keys_cannot_forge_log_lines(tmp_short: str) -> None:
     d = spawn_daemon(os.path.join(tmp_short, "log.sock"))
     forged = "2026-01-01 00:00:00,000 WARNING litbridge.daemon: refused a connection from uid 0"
