@@ -529,3 +529,53 @@ async def test_fd_exhaustion_is_survived_and_recovered(tmp_short: str) -> None:
         for s in socks:
             s.close()
         assert d.stop() == 0, d.log()
+
+
+# ------------------------------------------------------------------------------------------ hostile CLI output
+
+HOSTILE = [
+    b"\x1b[?6h\x1b[6n",  # CPR in origin mode without margins (asserted inside pyte)
+    b"\x1b[?6h\x1b[5d\x1b[?6l",
+    b"\x1b[?3h\x1b[?3l",  # DECCOLM: a resize request; the grid stays 200x50
+    b"\x1b[8;100;300t",  # XTWINOPS resize
+    b"\x1b[99999999999;99999999999H\x1b[99999999999L\x1b[99999999999M\x1b[99999999999@\x1b[99999999999P",
+    b"\x1b[99999999999S\x1b[99999999999T\x1b[99999999999X\x1b[99999999999b",
+    b"\x1b[;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;m",
+    b"\x1b[1;99999r\x1b[50;1r\x1b[0;0r\x1bD" * 3,
+    b"\x1b]7501;" + b"x=" * 50000 + b"\x07",
+    b"\x1b]0;" + b"t" * 200000 + b"\x07",
+    b"\x1bP" + b"q" * 200000 + b"\x1b\\",
+    b"\x1b#8\x1b(0\x0e\x0f\x1b)B\x1bc",
+    b"\x1b[?1049h\x1b[?1049h\x1b[?47l\x1b[?1047l\x1b[?1049l\x1b[?1049l",
+    "👩\u200d".encode() * 1000 + b"\xcc\x81" * 5000,
+    b"\x9b2J\xc2\x9b2J\x90q\x9c",
+]
+
+
+@ASYNC
+async def test_hostile_cli_output_does_not_break_the_session(daemon: Any, tmp_short: str) -> None:
+    """Escape sequences meant to crash or wedge an emulator: the session keeps rendering, the daemon serves on."""
+    payload = Path(tmp_short) / "hostile.bin"
+    payload.write_bytes(b"".join(HOSTILE) + b"\x1b[?1049l\x1b[H\x1b[2Jafter-marker\r\n")
+    script = "import os,sys,time; os.write(1, open(sys.argv[1], 'rb').read()); time.sleep(60)"
+    c = await connect(daemon.socket)
+    key = "f-hostile"
+    r = await c.request({"cmd": "create", "session": key, "cli": sys.executable, "args": ["-c", script, str(payload)],
+                         "working_dir": "/tmp", "quiescence": 0.3}, "ready", timeout=30.0)
+    assert r["event"] == "ready", r
+
+    async def rendered() -> bool:
+        dump = await c.request({"cmd": "dump", "session": key}, "dump")
+        assert dump["event"] == "dump" and len(dump["capture"].split("\n")) == 50, dump
+        return "after-marker" in dump["capture"]
+
+    for _ in range(100):
+        if await rendered():
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the screen stopped following the CLI's output")
+    lst = await c.request({"cmd": "list"}, "sessions")
+    assert [s for s in lst["sessions"] if s["name"] == key][0]["alive"] is True
+    assert (await c.request({"cmd": "kill", "session": key}, "killed"))["event"] == "killed"
+    await c.close()
