@@ -576,6 +576,6 @@ async def test_hostile_cli_output_does_not_break_the_session(daemon: Any, tmp_sh
     else:
         raise AssertionError("the screen stopped following the CLI's output")
     lst = await c.request({"cmd": "list"}, "sessions")
-    assert [s for s in lst["sessions"] if s["name"] == key][0]["alive"] is True
+    assert next(s for s in lst["sessions"] if s["name"] == key)["alive"] is True
     assert (await c.request({"cmd": "kill", "session": key}, "killed"))["event"] == "killed"
     await c.close()
