@@ -69,12 +69,13 @@ def test_a_missing_folder_is_awaited_through_its_ancestor(tmp_path: Path) -> Non
         w = watch.DirWatch.start(loop, target, lambda: fut.done() or fut.set_result(None))
         assert w is not None and not w.ready and w.watched == tmp_path
         (tmp_path / "projects").mkdir()
-        await _wait(fut)
-        target.mkdir()
         for _ in range(100):  # each creation moves the watch one level down
-            if w.ready:
+            if w.watched == tmp_path / "projects":
                 break
             await asyncio.sleep(0.02)
+        assert w.watched == tmp_path / "projects" and not fut.done()  # no folder yet: nothing to read
+        target.mkdir()
+        await _wait(fut)  # the folder appeared: the caller reads (its file may already be there)
         assert w.ready
         fut2 = loop.create_future()
         w.on_change = lambda: fut2.done() or fut2.set_result(None)

@@ -193,6 +193,8 @@ class DirWatch:
             self._arm()
         elif not self.ready:
             self._arm()  # an ancestor changed: maybe our folder (and file) appeared
+            if not self.ready:
+                return  # still no folder, so no file to read (other sessions' folders appearing)
         elif self.accept is not None and not any(m & IN_Q_OVERFLOW or self.accept(m, n) for m, n in events):
             return
         self.on_change()
