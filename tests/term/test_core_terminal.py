@@ -308,3 +308,10 @@ def test_resize_keeps_the_alternate_screen() -> None:
     assert t.display[2] == "   x" + " " * 20
     t.feed(b"\x1b[?47l")
     assert t.display[0] == "main" + " " * 20
+
+
+def test_esc_inside_osc_stays_in_the_payload() -> None:
+    t, _, _, titles, _ = make()
+    t.feed(b"\x1b]2;a\x1bxb\x07c")
+    assert titles == ["a\x1bxb"]
+    assert t.display[0].rstrip() == "c"

@@ -291,11 +291,13 @@ cdef class Parser:
             else:
                 self._osc_put(cp)
         elif st == S_OSC_ESC:
+            # as pyte: `ESC \\` is ST, any other `ESC x` is kept in the payload (never printed)
             if cp == 0x5C:
                 self._osc_end()
             else:
-                self.state = S_ESC
-                self._esc(cp)
+                self.state = S_OSC
+                self._osc_put(0x1B)
+                self._osc_put(cp)
         elif st == S_STR:
             if cp == 0x1B:
                 self.state = S_STR_ESC
