@@ -62,10 +62,8 @@ VOCAB: list[bytes] = [
 # Undocumented divergences found by this fuzzer, each filed in /work/notes/bugs.md and pinned by a strict xfail
 # below. Inputs containing them are set aside (counted with hypothesis.event) so the fuzz checks everything else.
 # Remove an entry together with its xfail mark once the oracle/docs (or the core) are fixed. (Fixed so far:
-# bugs.md#1 CSI part = D8, bugs.md#3 = D7 of docs/emulator-divergences.md.)
+# bugs.md#1 CSI part = D8 and OSC part = core 8138015, bugs.md#3 = D7 of docs/emulator-divergences.md.)
 KNOWN_UNDOCUMENTED = {
-    # bugs.md#1: ESC inside an OSC string (not ST) aborts it and starts a new sequence; pyte keeps collecting.
-    "esc-aborts-osc": re.compile(rb"\x1b\][^\x07\x1b]*\x1b(?:[^\\]|$)"),
     # bugs.md#1 too: ESC ESC - the second ESC restarts the escape (VT500); pyte takes it as the first one's final.
     "esc-esc": re.compile(rb"\x1b\x1b"),
     # bugs.md#9: a C0 control inside a CSI that ESC then aborts: the oracle's D8 normaliser does not see it.
@@ -164,15 +162,12 @@ def _divergence(data: bytes, oracle_cls: type = ORACLE) -> str | None:
     return DIFF.first_divergence(_subject, data, "repro", 0, oracle_cls=oracle_cls)
 
 
-@pytest.mark.parametrize("data", [b"\x1b[\x1b[2JX", b"ab\x1b[1M", b"\r\nab\x1b[H\x1b[L", b"x\x1b[3;1Hy\x1b[2;1H\x1b[2M"])
+@pytest.mark.parametrize("data", [b"\x1b[\x1b[2JX", b"ab\x1b[1M", b"\r\nab\x1b[H\x1b[L", b"x\x1b[3;1Hy\x1b[2;1H\x1b[2M",
+                                  b"ab\x1b]0;t\x1b(Bxy\x07z", b"\x1b[2Gab\x1b]\x1b(B8;"])
 def test_fixed_findings_stay_fixed(data: bytes) -> None:
-    """Earlier findings of this fuzzer, now documented (bugs.md#1 CSI part = D8, bugs.md#3 = D7)."""
+    """Earlier findings of this fuzzer, now resolved: ESC in a CSI (D8), DL over untouched rows (D7), ESC inside an
+    OSC (the core keeps it in the payload like pyte, 8138015)."""
     assert _divergence(data) is None
-
-
-@pytest.mark.xfail(strict=True, reason="bugs.md#1: ESC inside OSC aborts it in litbridge (VT500), not in pyte/oracle")
-def test_known_esc_inside_osc() -> None:
-    assert _divergence(b"ab\x1b]0;t\x1b(Bxy\x07z") is None
 
 
 @pytest.mark.xfail(strict=True, reason="bugs.md#1: ESC ESC restarts the escape in litbridge (VT500), not in pyte")
