@@ -304,3 +304,20 @@ def test_a_removed_and_recreated_folder_is_watched_again(tmp_path: Path) -> None
         assert watch._hubs.get(loop) is None
 
     asyncio.run(main())
+
+
+def test_refresh_moves_a_watch_down_to_a_folder_that_appeared_unseen(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b"
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        w = watch.DirWatch.start(loop, target, lambda: None)
+        assert w is not None and w.watched == tmp_path and not w.refresh()
+        # the folders appear while the loop is not reading events (as if created just before the add_watch)
+        target.mkdir(parents=True)
+        assert w.refresh() and w.ready and w.watched == target
+        assert not w.refresh()  # nothing more to do
+        w.close()
+        assert watch._hubs.get(loop) is None
+
+    asyncio.run(main())

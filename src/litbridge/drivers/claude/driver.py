@@ -670,6 +670,8 @@ class ClaudeDriver(Driver):
 
     def _poll(self) -> None:
         self._poll_handle = None
+        if self._watch is not None:
+            self._watch.refresh()  # safety net: the folder appeared without the watch seeing it
         try:
             self._poll_once()
         finally:

@@ -170,20 +170,30 @@ class DirWatch:
         return self.watched == self.directory
 
     def _arm(self) -> bool:
-        target: Path | None = self.directory
-        while target is not None and not target.is_dir():
-            target = target.parent if target.parent != target else None
-        if target is None:
-            return False
-        if target == self.watched:
-            return True
-        wd = self.hub.add(str(target), self._fired)
-        if wd is None:
-            return self.wd is not None
-        if self.wd is not None:
-            self.hub.remove(self.wd, self._fired)
-        self.wd, self.watched = wd, target
+        """Watch the deepest existing folder on the way to ours. Repeated until stable: a folder created just
+        before the watch on its parent took effect sends no event, so it is looked for once more after."""
+        for _ in range(len(self.directory.parts) + 1):
+            target: Path | None = self.directory
+            while target is not None and not target.is_dir():
+                target = target.parent if target.parent != target else None
+            if target is None:
+                return False
+            if target == self.watched:
+                return True
+            wd = self.hub.add(str(target), self._fired)
+            if wd is None:
+                return self.wd is not None
+            if self.wd is not None and self.wd != wd:
+                self.hub.remove(self.wd, self._fired)
+            self.wd, self.watched = wd, target
         return True
+
+    def refresh(self) -> bool:
+        """For a fallback timer: move the watch down if our folder appeared unseen. True when that happened."""
+        if self.closed or self.ready:
+            return False
+        self._arm()
+        return self.ready
 
     def _fired(self, events: list[tuple[int, str]]) -> None:
         if self.closed:
