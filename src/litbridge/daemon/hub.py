@@ -249,11 +249,6 @@ class Hub:
                 client.send(item.line, item.kind, item.session)
         return len(items)
 
-    def buffered_count(self) -> int:
-        if self.clients or self._idle_since is None:
-            return 0
-        return sum(1 for item in self.ring if item.seq > self._idle_since and item.line is not None)
-
     def replay(self, client: Client, since_seq: int) -> int:
         """Queue ring events with since_seq < seq < client.covered_from (never one it already got)."""
         items = [

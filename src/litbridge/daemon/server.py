@@ -142,7 +142,7 @@ class Daemon:
         client = Client(self.hub, writer, peer)
         try:
             if not tcp and not self._peer_ok(writer):
-                writer.write(ev_line(ev.error("peer uid differs from the daemon's", "unauthorized")))
+                writer.write(encode(ev.error("peer uid differs from the daemon's", "unauthorized")))
                 return
             lines = read_lines(reader)
             hello: dict[str, Any] | None = None
@@ -194,7 +194,7 @@ class Daemon:
             msg = None
         token = msg.get("token") if isinstance(msg, dict) and msg.get("cmd") == "hello" else None
         if not isinstance(token, str) or self.token is None or not hmac.compare_digest(token, self.token):
-            writer.write(ev_line(ev.error("TCP clients must first send hello{token}", "unauthorized")))
+            writer.write(encode(ev.error("TCP clients must first send hello{token}", "unauthorized")))
             with contextlib.suppress(Exception):
                 await writer.drain()
             return None
@@ -225,7 +225,7 @@ class Daemon:
             log.exception("command failed: %r", msg.get("cmd") if isinstance(msg, dict) else msg)
             client.send_event(ev.error(f"internal error: {exc}", "internal", re, key, channel))
 
-    def _session(self, fields: dict[str, Any], allow_dead: bool = False) -> Session:
+    def _session(self, fields: dict[str, Any]) -> Session:
         key = session_key(fields)
         s = self.sessions.get(key)
         if s is None:
@@ -321,10 +321,6 @@ class Daemon:
         client.send_event(ev.capabilities(
             drivers.clis(), subscribed, replayed, self.hub.oldest_seq, re, self.hub.seq, self.hub.daemon_id
         ))
-
-
-def ev_line(event: dict[str, Any]) -> bytes:
-    return encode(event)
 
 
 def _create_options(f: dict[str, Any], cli: str) -> dict[str, Any]:
