@@ -151,6 +151,7 @@ class Session:
         self._create_re: Any = None
         self.child: ptymod.ChildProcess | None = None
         self._spawning: asyncio.Future[ptymod.ChildProcess] | None = None  # spawn_async's fork in a worker
+        self._early_writes: list[bytes] = []  # written while _spawning, flushed to the child when attached
         self._real_terminal = Terminal(
             200,
             50,
@@ -229,6 +230,9 @@ class Session:
             self._on_exit,
             self._on_stderr,
         )
+        early, self._early_writes = self._early_writes, []
+        for data in early:
+            child.write(data)
 
     def start(self, re: Any = None) -> None:
         """Run the driver's startup in the background; emits `ready` (or `error`) when done."""
@@ -506,10 +510,10 @@ class Session:
     def write_raw(self, data: bytes) -> None:
         """Attach controller bytes: straight into the PTY; for pipes drivers through `driver.keys`
         (raw keyboard bytes would corrupt a structured stdin protocol)."""
-        if self.dead or self.child is None:
+        if self.dead or (self.child is None and self._spawning is None):
             return
         if self.transport == "pty":
-            self.child.write(data)
+            self.write(data)
         else:
             try:
                 self.driver.keys(data)
@@ -643,8 +647,12 @@ class Session:
             self.log.exception("emit %s", event.get("event"))
 
     def write(self, data: bytes) -> None:
-        if self.child is not None and not self.dead:
+        if self.dead:
+            return
+        if self.child is not None:
             self.child.write(data)
+        elif self._spawning is not None:  # input/keystroke while the fork runs: delivered once attached
+            self._early_writes.append(data)
 
     def close_stdin(self) -> None:
         """EOF on the child's stdin after queued writes (pipes transport; no-op under a PTY)."""

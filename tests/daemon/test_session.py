@@ -364,8 +364,13 @@ async def test_spawn_async_runs_the_fork_off_the_loop_and_attaches_on_it() -> No
     rec = Rec()
     s = Session("sa", {"session": "sa", "cli": "scripted-test", "working_dir": "/tmp"}, rec.append)
     try:
-        await s.spawn_async()
+        spawning = asyncio.ensure_future(s.spawn_async())
+        await asyncio.sleep(0)  # the fork is in flight: the key already takes input (keystroke, attach)
+        assert s._spawning is not None and s.child is None
+        s.write(b"typed-while-forking\r")
+        await spawning
         assert s.child is not None and s.pid == s.child.pid and s._spawning is None
+        await until(lambda: b"typed-while-forking" in s.driver.outputs)  # type: ignore[attr-defined]
         s.start(re="c")
         await until(lambda: s.ready)
         s.send("ping-off-loop")
