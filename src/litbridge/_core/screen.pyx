@@ -326,6 +326,7 @@ cdef struct Grid:
     uint8_t* wrapped
     uint8_t* stale
     Cell* hidden     # pyte keeps one cell past the right margin (ICH pushes into it, DCH pulls it back)
+    uint8_t* used    # per physical row: may hold written cells (0 = certainly blank; lets ED/freeze skip it)
 
 
 cdef int _grid_alloc(Grid* g, int cols, int lines) except -1:
@@ -334,7 +335,8 @@ cdef int _grid_alloc(Grid* g, int cols, int lines) except -1:
     g.wrapped = <uint8_t*>calloc(lines + 1, 1)
     g.stale = <uint8_t*>malloc(lines + 1)
     g.hidden = <Cell*>calloc(lines + 1, sizeof(Cell))
-    if g.cells == NULL or g.rowmap == NULL or g.wrapped == NULL or g.stale == NULL or g.hidden == NULL:
+    g.used = <uint8_t*>calloc(lines + 1, 1)
+    if g.cells == NULL or g.rowmap == NULL or g.wrapped == NULL or g.stale == NULL or g.hidden == NULL or g.used == NULL:
         raise MemoryError()
     cdef int i
     for i in range(lines):
@@ -348,6 +350,8 @@ cdef void _grid_free(Grid* g) noexcept:
     free(g.wrapped)
     free(g.hidden)
     g.hidden = NULL
+    free(g.used)
+    g.used = NULL
     free(g.stale)
     g.cells = NULL
     g.rowmap = NULL
@@ -584,13 +588,16 @@ cdef class Screen:
         return self.g.cells + <Py_ssize_t>self.g.rowmap[y] * self.columns
 
     cdef inline void touch(self, int y) noexcept:
+        cdef int p = self.g.rowmap[y]
         self.pdirty[y] = 1
         self.ldirty[y] = 1
-        self.g.stale[self.g.rowmap[y]] = 1
+        self.g.stale[p] = 1
+        self.g.used[p] = 1
 
     cdef inline void touch_text(self, int y) noexcept:
         self.ldirty[y] = 1
         self.g.stale[self.g.rowmap[y]] = 1
+        self.g.used[self.g.rowmap[y]] = 1
 
     cdef void mark_all(self) noexcept:
         memset(self.pdirty, 1, self.lines)
@@ -599,6 +606,7 @@ cdef class Screen:
     cdef inline void clear_phys(self, int p) noexcept:
         memset(self.g.cells + <Py_ssize_t>p * self.columns, 0, self.columns * sizeof(Cell))
         self.g.hidden[p].cp = 0
+        self.g.used[p] = 0
         self.g.wrapped[p] = 0
         self.g.stale[p] = 1
 
@@ -627,6 +635,7 @@ cdef class Screen:
             memset(self.g.cells, 0, <size_t>self.columns * self.lines * sizeof(Cell))
             memset(self.g.wrapped, 0, self.lines)
             memset(self.g.hidden, 0, self.lines * sizeof(Cell))
+            memset(self.g.used, 0, self.lines)
             memset(self.g.stale, 1, self.lines)
         self.fresh = False
         self.has_margins = False
@@ -671,6 +680,7 @@ cdef class Screen:
             src = old.cells + <Py_ssize_t>old.rowmap[y] * self.columns
             memcpy(ng.cells + <Py_ssize_t>y * cols, src, ncopy_cols * sizeof(Cell))
             ng.wrapped[y] = old.wrapped[old.rowmap[y]] if cols == self.columns else 0
+            ng.used[y] = 1
         _grid_free(old)
         return 0
 
@@ -758,6 +768,8 @@ cdef class Screen:
         for p in range(self.lines):
             w = <uint64_t*>(<char*>self.main_g.cells + p * rowbytes)
             keep[p] = 0
+            if not self.main_g.used[p]:
+                continue
             for k in range(nwords):
                 if w[k]:
                     keep[p] = 1
@@ -792,6 +804,7 @@ cdef class Screen:
         free(self.main_pack)
         self.main_pack = NULL
         memset(self.main_g.stale, 1, self.lines)
+        memset(self.main_g.used, 1, self.lines)
         return 0
 
     cdef void _clear_grid(self) noexcept:
@@ -1342,11 +1355,12 @@ cdef class Screen:
         cell.fg = c.afg
         cell.bg = c.abg
         for y in range(y0, y1):
-            self.touch(y)
             r = self.row(y)
-            for x in range(self.columns):
-                if r[x].cp & PRESENT:
-                    r[x] = cell
+            if self.g.used[self.g.rowmap[y]]:
+                for x in range(self.columns):
+                    if r[x].cp & PRESENT:
+                        r[x] = cell
+            self.touch(y)
             if self.g.hidden[self.g.rowmap[y]].cp & PRESENT:
                 self.g.hidden[self.g.rowmap[y]] = cell
             self.g.wrapped[self.g.rowmap[y]] = 0
@@ -1482,6 +1496,7 @@ cdef class Screen:
         for y in range(self.lines):
             r = self.row(y)
             self.g.stale[self.g.rowmap[y]] = 1
+            self.g.used[self.g.rowmap[y]] = 1
             for x in range(self.columns):
                 if r[x].cp & PRESENT:
                     r[x].cp = (r[x].cp & ~DATAMASK) | 0x45
@@ -1761,6 +1776,7 @@ cdef class Screen:
     cdef void _touch_phys(self, int p) noexcept:
         cdef int y
         self.g.stale[p] = 1
+        self.g.used[p] = 1
         for y in range(self.lines):
             if self.g.rowmap[y] == p:
                 self.ldirty[y] = 1
