@@ -74,6 +74,7 @@ class Question:
     kind: str
     text: str
     options: list[dict[str, Any]] = field(default_factory=list)
+    answered: bool = False  # an answer was delivered to the driver; if its turn ends first, it still counts
 
 
 class SessionCommandError(Exception):
@@ -487,10 +488,16 @@ class Session:
             raise SessionCommandError("bad_field", f"invalid answer digit: {digit!r}")
         if question_id is None and digit is None and option is None and text is None:
             raise SessionCommandError("bad_field", "answer needs question_id, digit, option or text")
+        # Without an id the driver picks; we only know which one when a single question is open.
+        target = question_id or (next(iter(self.questions)) if len(self.questions) == 1 else None)
         try:
             await self.driver.answer(question_id, digit=digit, option=option, text=text)
         except DriverError as exc:
             raise SessionCommandError(exc.code, exc.message) from exc
+        if target is not None and target in self.questions:
+            # The CLI may finish the turn before the driver sees the dialog go: the turn's end then closes the
+            # question as answered, not orphaned.
+            self.questions[target].answered = True
         self._emit(ev.answer_sent(self.key, self.channel_id, digit, question_id, re))
 
     def interrupt(self, re: Any = None) -> None:
@@ -634,7 +641,7 @@ class Session:
         self.turn = None
         for q in list(self.questions.values()):
             if q.turn_id == turn.id:
-                self.close_question(q.id, "orphaned")
+                self.close_question(q.id, "answered" if q.answered else "orphaned")
         self._emit(event)
         self._schedule_pump()
         return True

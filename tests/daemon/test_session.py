@@ -440,3 +440,30 @@ async def test_client_chosen_key_cannot_forge_log_lines(caplog: pytest.LogCaptur
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "[inj\\n2026-01-01 00:00:00,000 WARNING forged\\n\\x1b[2J] hello" in text
     assert "\x1b" not in text and "\nforged" not in text and "\n2026" not in text
+
+
+class LateCloser(Scripted):
+    """Delivers answers but leaves closing the question to a later screen (like a dialog still fading)."""
+
+    async def answer(self, question_id: str | None, digit: str | None = None, option: str | None = None,
+                     text: str | None = None) -> None:
+        self.answers.append((question_id, digit, option, text))
+
+
+drivers.register("late-closer-test", LateCloser)
+
+
+@pytest.mark.asyncio
+async def test_answered_question_closed_by_turn_end_counts_as_answered() -> None:
+    s, d, rec = await started("lc", cli="late-closer-test")
+    try:
+        s.send("go")
+        await until(lambda: d.submitted)
+        answered = s.open_question("permission", "Allow?", [{"digit": "1", "label": "Yes", "selected": True}])
+        await s.answer(None, "1", None, None)  # the only open question: it is the one answered
+        ignored = s.open_question("choice", "Another?", [])
+        s.turn_complete("done")  # the CLI finished before the driver saw the dialog go
+        closed = {e["question_id"]: e["reason"] for e in rec.of("question_closed")}
+        assert closed == {answered: "answered", ignored: "orphaned"}
+    finally:
+        await s.kill()
