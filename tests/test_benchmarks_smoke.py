@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT.parent / "shared" / "captures"))
 
 
 def test_benchmarks_run_at_smoke_size() -> None:
@@ -23,6 +24,8 @@ def test_benchmarks_run_at_smoke_size() -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-5000:]
     assert "litbridge vs pyte (same run)" in out, out[-5000:]
-    for row in ("| throughput | claude:all | MB/s |", "| redraw | full 200x50 frame", "| display |",
-                "| memory | per screen [tracemalloc] |"):
+    rows = ["| redraw | full 200x50 frame", "| display |", "| memory | per screen [tracemalloc] |"]
+    if any(CAPTURES.glob("*/chunks.jsonl")):  # the Claude recordings live beside the project (../shared)
+        rows.append("| throughput | claude:all | MB/s |")
+    for row in rows:
         assert row in out, f"missing {row!r} in:\n{out[-5000:]}"
