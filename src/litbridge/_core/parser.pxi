@@ -430,7 +430,10 @@ cdef class Parser:
             return 0
         if self.priv == 0x3F:
             if f == 0x68 or f == 0x6C:
-                s._set_modes([p[i] for i in range(n)], True, f == 0x68)
+                if n == 1:
+                    s._set_mode1(p[0], True, f == 0x68)
+                else:
+                    s._set_modes([p[i] for i in range(n)], True, f == 0x68)
             elif f == 0x4A:
                 s._erase_in_display(p[0])
             elif f == 0x4B:
@@ -480,7 +483,10 @@ cdef class Parser:
         elif f == 0x58:
             s._erase_characters(p[0])
         elif f == 0x68 or f == 0x6C:
-            s._set_modes([p[i] for i in range(n)], False, f == 0x68)
+            if n == 1:
+                s._set_mode1(p[0], False, f == 0x68)
+            else:
+                s._set_modes([p[i] for i in range(n)], False, f == 0x68)
         elif f == 0x72:
             if n == 1:
                 s.set_margins(p[0])

@@ -839,6 +839,22 @@ cdef class Screen:
     def reset_mode(self, *modes, **kwargs):
         self._set_modes(list(modes), bool(kwargs.get("private")), False)
 
+    cdef int _set_mode1(self, int m, bint private, bint on) except -1:
+        """One mode without side effects beyond the flags (bracketed paste, mouse, focus...): no lists."""
+        cdef int v = m << 5 if private else m
+        if v == M_DECCOLM or v == M_DECOM or v == M_DECSCNM or (
+                private and (m == 1049 or m == 47 or m == 1047 or m == 2026)):
+            return self._set_modes([m], private, on)
+        if on:
+            self._mode.add(v)
+        else:
+            self._mode.discard(v)
+        if v == M_DECAWM or v == M_IRM or v == M_LNM:
+            self._sync_modes()
+        elif v == M_DECTCEM:
+            self._cursor.hidden = not on
+        return 0
+
     cdef int _set_modes(self, list modes, bint private, bint on) except -1:
         cdef list ml
         if private:
