@@ -1,8 +1,8 @@
 """Differential test at 200x50: `litbridge.pyte` against real pyte 0.8.2 plus the documented corrections only.
 
 The oracle is pyte with exactly the deliberate fixes of docs/emulator-divergences.md applied (alternate screen,
-private/intermediate CSI and DCS/APC/PM/SOS strings removed from its input, SGR 58 arguments skipped), so any
-other difference fails. Also holds the focused tests that pin each deliberate fix on litbridge alone.
+private/intermediate CSI, CSIs cut short by ESC, the first ESC of ESC ESC and DCS/APC/PM/SOS strings removed from
+its input, SGR 58 arguments skipped), so any other difference fails. Also holds the focused tests that pin each deliberate fix on litbridge alone.
 """
 
 from __future__ import annotations
@@ -38,17 +38,41 @@ MAX_CHUNK = 8192
 # (0x20-0x2f); and DCS/SOS/PM/APC strings (ESC P/X/^/_ ... up to ST = ESC \; an ESC followed by anything else is
 # payload). The oracle never sees them; litbridge gets the raw bytes.
 # D8: a CSI cut short by ESC is abandoned (the ESC starts the next sequence); pyte draws the rest as text.
+# D11: C0 controls pyte executes inside a CSI (BEL BS HT LF VT FF CR) run in place, as in VT500; when the CSI is
+# then removed (D2, or cut short by ESC) the controls stay in the oracle's input, only the CSI's own bytes go.
+# D12: ESC ESC - the second ESC restarts the escape (VT500 "anywhere" rule); pyte takes it as the first one's final
+# byte and draws what follows. The first ESC is removed. OSC strings (ESC ] ... BEL/ST, `ESC x` pairs inside them
+# are payload in both) are matched only to be skipped, so an ESC ESC inside one is left alone.
+_C0_IN_CSI = rb"\x07-\x0d"
 _NORMALISE_RE = re.compile(
-    rb"\x1b\[(?P<params>[0-?]*)(?P<inter>[ -/]*)(?P<final>[@-~]|(?=\x1b))"
+    rb"\x1b\[(?P<params>[0-?" + _C0_IN_CSI + rb"]*)(?P<inter>[ -/" + _C0_IN_CSI + rb"]*)(?P<final>[@-~]|(?=\x1b))"
     rb"|\x1b[P_^X](?:[^\x1b]|\x1b(?!\\))*(?:\x1b\\)?"
+    rb"|(?P<osc>\x1b\](?:[RP]|[\s\S](?:[^\x1b\x07\xc2]|\xc2(?!\x9c)|\x1b(?!\\)[\s\S])*(?:\x07|\x1b\\|\xc2\x9c|\Z)))"
+    rb"|(?P<escesc>\x1b(?=\x1b))"
 )
+_C0_IN_CSI_RUN = re.compile(rb"[" + _C0_IN_CSI + rb"]+")
 
 
 def _removable(m: re.Match[bytes]) -> bool:
+    if m.group("osc") is not None:
+        return False  # skipped over, never removed
     if m.group(0)[1:2] != b"[" or not m.group("final"):
-        return True  # a DCS/SOS/PM/APC string, or a CSI interrupted by ESC
-    params = m.group("params")
-    return bool(m.group("inter")) or re.search(rb"[<=>:]", params) is not None
+        return True  # a DCS/SOS/PM/APC string, a CSI interrupted by ESC, or the first ESC of ESC ESC
+    return re.search(rb"[ -/]", m.group("inter")) is not None or re.search(rb"[<=>:]", m.group("params")) is not None
+
+
+def _removed_spans(m: re.Match[bytes]) -> list[tuple[int, int]]:
+    """The byte ranges of a removable match that go: all of it, except C0 controls inside a CSI (D11)."""
+    if m.group(0)[1:2] != b"[":
+        return [(m.start(), m.end())]
+    spans, last = [], m.start()
+    for c in _C0_IN_CSI_RUN.finditer(m.group(0)):
+        if m.start() + c.start() > last:
+            spans.append((last, m.start() + c.start()))
+        last = m.start() + c.end()
+    if m.end() > last:
+        spans.append((last, m.end()))
+    return spans
 
 
 @dataclass
@@ -78,12 +102,13 @@ def normalise(raw: bytes) -> Normalised:
     for m in _NORMALISE_RE.finditer(raw):
         if not _removable(m):
             continue
-        keep.append(raw[last:m.start()])
-        starts.append(m.start())
-        ends.append(m.end())
-        before.append(removed)
-        removed += m.end() - m.start()
-        last = m.end()
+        for start, end in _removed_spans(m):
+            keep.append(raw[last:start])
+            starts.append(start)
+            ends.append(end)
+            before.append(removed)
+            removed += end - start
+            last = end
     keep.append(raw[last:])
     return Normalised(b"".join(keep), starts, ends, before)
 
@@ -472,6 +497,8 @@ def test_harness_flags_plain_pyte_quirks() -> None:
         "alt-47": b"main\x1b[?47halt\x1b[?47l",
         "sgr58-idx": b"\x1b[58;5;1mA",
         "sgr58-rgb": b"\x1b[1;58;2;255;0;0mA",
+        "c0-then-esc": b"ab\x1b[\n\x1b[2Jx",
+        "esc-esc": b"ab\x1b\x1b[2Jx",
     }
     for case, raw in cases.items():
         assert first_divergence(plain, raw, case, 0) is not None, case
@@ -617,6 +644,39 @@ def test_delete_lines_moves_blank_lines_up(native_pyte: ModuleType) -> None:
 def test_esc_inside_csi_starts_a_new_sequence(native_pyte: ModuleType) -> None:
     screen = _feed(native_pyte, b"X\x1b[1\x1b[2J")
     assert screen.display[0].strip() == ""
+
+
+def test_c0_control_inside_csi_runs_then_esc_aborts_the_csi(native_pyte: ModuleType) -> None:
+    """D11: LF inside the CSI moves the cursor, the ESC abandons the CSI and `ESC [ 2 J` erases."""
+    screen = _feed(native_pyte, b"ab\x1b[\n\x1b[2Jx")
+    assert [row.rstrip() for row in screen.display[:2]] == ["", "  x"]
+    screen = _feed(native_pyte, b"ab\x1b[\r\x1b[1mx")
+    assert screen.display[0].rstrip() == "xb" and screen.buffer[0][0].bold
+    real = pyte.Screen(20, 5)
+    pyte.ByteStream(real).feed(b"ab\x1b[\n\x1b[2Jx")
+    assert real.display[1].rstrip() == "  [2Jx"  # the pyte behaviour this corrects
+
+
+def test_esc_esc_restarts_the_escape(native_pyte: ModuleType) -> None:
+    """D12: the second ESC starts a new sequence, so `ESC ESC [ 2 J` erases and `ESC ESC # 8` runs DECALN."""
+    screen = _feed(native_pyte, b"ab\x1b\x1b[2Jx")
+    assert screen.display[0].rstrip() == "  x"
+    screen = _feed(native_pyte, b"\x1b\x1b#8")
+    assert screen.display[0] == "E" * 20
+    real = pyte.Screen(20, 5)
+    pyte.ByteStream(real).feed(b"ab\x1b\x1b[2Jx")
+    assert real.display[0].rstrip() == "ab[2Jx"  # the pyte behaviour this corrects
+
+
+def test_normaliser_keeps_controls_and_osc_payload() -> None:
+    """D11 keeps the C0 controls of a removed CSI in place; D12 leaves an ESC ESC inside an OSC string alone."""
+    norm = normalise(b"ab\x1b[1\n2\x1b[2Jx")
+    assert norm.data == b"ab\n\x1b[2Jx"
+    assert [norm.map(p) for p in (2, 4, 5, 6, 7)] == [2, 2, 2, 3, 3]
+    assert normalise(b"a\x1b[>4\rm\x1b\x1b[Hz").data == b"a\r\x1b[Hz"
+    osc = b"\x1b]0;t\x1b\x1b[2J\x07\x1b\x1b]2;u\x1b\\"
+    assert normalise(osc).data == b"\x1b]0;t\x1b\x1b[2J\x07\x1b]2;u\x1b\\"
+    assert normalise(b"\x1b[2\x07Jx").data == b"\x1b[2\x07Jx"  # not removable: left to pyte, which agrees
 
 
 def test_docs_switch_applies_to_the_next_byte(native_pyte: ModuleType) -> None:
