@@ -1,4 +1,5 @@
-"""Helpers shared by the Claude driver tests: where the recorded captures are and how to read their screens."""
+"""Helpers shared by the Claude driver tests: where the recorded captures are, how to read their screens, and a
+terminal stand-in that shows one captured screen (for driver tests without a PTY)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,23 @@ def capture(name: str) -> Path:
     if not matches:
         pytest.skip(f"capture {name} not available under {CAPTURES}")
     return matches[0]
+
+
+def screen(cap: str, name: str) -> list[str]:
+    """The 50 rows of screen `name` of the capture whose folder starts with `cap` (skips if absent)."""
+    return read_screen(capture(cap) / "screens" / name)[1]
+
+
+class FakeTerminal:
+    """Just the `Terminal` surface the Claude driver reads: `display`, `logical_lines()`, `modes`."""
+
+    def __init__(self, rows: list[str]) -> None:
+        self.rows = rows
+        self.modes = {"bracketed_paste": True}
+
+    @property
+    def display(self) -> list[str]:
+        return [r.ljust(200) for r in self.rows]
+
+    def logical_lines(self) -> list[str]:
+        return list(self.rows)

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from claude_captures import capture, read_screen
+from claude_captures import FakeTerminal, screen
 
 from litbridge.drivers.base import DriverError
 from litbridge.drivers.claude.driver import ClaudeDriver
@@ -23,23 +23,6 @@ from litbridge.drivers.claude.transcript import project_dir
 
 PASTE = b"\x1b[200~"
 UP, DOWN, ENTER, ESC = b"\x1b[A", b"\x1b[B", b"\r", b"\x1b"
-
-
-class FakeTerminal:
-    def __init__(self, rows: list[str]) -> None:
-        self.rows = rows
-        self.modes = {"bracketed_paste": True}
-
-    @property
-    def display(self) -> list[str]:
-        return [r.ljust(200) for r in self.rows]
-
-    def logical_lines(self) -> list[str]:
-        return list(self.rows)
-
-
-def screen(cap: str, name: str) -> list[str]:
-    return read_screen(capture(cap) / "screens" / name)[1]
 
 
 class FakeCLI:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_captures import capture, read_screen
+from claude_captures import FakeTerminal, screen
 
 from litbridge.drivers.claude import driver as driver_mod
 from litbridge.drivers.claude import watch
@@ -102,21 +102,8 @@ def test_the_shared_fd_is_closed_with_the_last_watch_over_many_cycles(tmp_path: 
     asyncio.run(main())
 
 
-class _Term:
-    def __init__(self, rows: list[str]) -> None:
-        self.rows = rows
-        self.modes = {"bracketed_paste": True}
-
-    @property
-    def display(self) -> list[str]:
-        return [r.ljust(200) for r in self.rows]
-
-    def logical_lines(self) -> list[str]:
-        return list(self.rows)
-
-
 def _screen(name: str) -> list[str]:
-    return read_screen(capture("s02_") / "screens" / name)[1]
+    return screen("s02_", name)
 
 
 @pytest.mark.parametrize("inotify", [True, False], ids=["inotify", "timer-poll"])
@@ -130,7 +117,7 @@ def test_driver_completes_from_inotify_with_replace_first_and_closes_the_watch(
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        term = _Term(_screen("01_idle_before.txt"))
+        term = FakeTerminal(_screen("01_idle_before.txt"))
         events: list[dict] = []
         host = ReplayHost(loop, term, "k", events.append)
         opts = {
@@ -242,7 +229,7 @@ def test_driver_follows_a_clear_roll_in_the_watched_folder(tmp_path: Path) -> No
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        term = _Term(_screen("01_idle_before.txt"))
+        term = FakeTerminal(_screen("01_idle_before.txt"))
         host = ReplayHost(loop, term, "k", lambda e: None)
         opts = {
             "session": "k",
