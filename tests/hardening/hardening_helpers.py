@@ -133,6 +133,14 @@ def spawn_daemon(
     return d
 
 
+async def connect(path: str) -> Any:
+    """A lbd `Conn` to the control socket, its first event (`monitor_ready`) already read and checked."""
+    c = await lbd().Conn.open(path)
+    ev = await c.wait(lambda e: True)
+    assert ev["event"] == "monitor_ready", ev
+    return c
+
+
 def pid_alive(pid: int) -> bool:
     """The process exists and is not a zombie."""
     try:

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hardening_helpers import FAKES, HERE, children_of, lbd, pid_alive, spawn_daemon, wait_until
+from hardening_helpers import FAKES, HERE, children_of, connect, lbd, pid_alive, spawn_daemon, wait_until
 
 from litbridge.drivers.claude.transcript import TranscriptTailer
 
@@ -29,13 +29,6 @@ L = lbd()
 Conn = L.Conn
 ASYNC = pytest.mark.asyncio(loop_scope="function")
 TERMINAL = ("complete", "interrupted", "turn_error")
-
-
-async def connect(path: str) -> Conn:
-    c = await Conn.open(path)
-    ev = await c.wait(lambda e: True)
-    assert ev["event"] == "monitor_ready", ev
-    return c
 
 
 async def session_pid(c: Conn, key: str) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hardening_helpers import children_of, lbd, spawn_daemon, wait_until
+from hardening_helpers import children_of, connect, lbd, spawn_daemon, wait_until
 
 L = lbd()
 Conn = L.Conn
@@ -29,12 +29,6 @@ def usage(pid: int) -> dict[str, int]:
         "children": len(children_of(pid)),
         "rss_kib": rss,
     }
-
-
-async def connect(path: str) -> Conn:
-    c = await Conn.open(path)
-    assert (await c.wait(lambda e: True))["event"] == "monitor_ready"
-    return c
 
 
 async def cycle(c: Conn, key: str) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hardening_helpers import lbd
+from hardening_helpers import connect, lbd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -75,13 +75,6 @@ def wrong_type_cases() -> list[tuple[str, str, Any]]:
                 if not accepts(spec, value):
                     cases.append((name, fname, value))
     return cases
-
-
-async def connect(path: str) -> Conn:
-    c = await Conn.open(path)
-    ev = await c.wait(lambda e: True)
-    assert ev["event"] == "monitor_ready"
-    return c
 
 
 async def replies_until_sync(c: Conn, tag: str) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hardening_helpers import lbd, spawn_daemon, wait_until
+from hardening_helpers import connect, lbd, spawn_daemon, wait_until
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -46,12 +46,6 @@ def read_token(path: str) -> str:
 
 def exists(path: str | Path) -> bool:
     return os.path.lexists(path)
-
-
-async def connect(path: str) -> Conn:
-    c = await Conn.open(path)
-    assert (await c.wait(lambda e: True))["event"] == "monitor_ready"
-    return c
 
 
 # ------------------------------------------------------------------------------------------ file modes
