@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,15 @@ def capture_dirs() -> list[Path]:
     if not CAPTURES.is_dir():
         return []
     return sorted(p for p in CAPTURES.iterdir() if p.is_dir() and (p / "chunks.jsonl").exists())
+
+
+def or_skip(params: list[Any], arity: int = 1) -> list[Any]:
+    """`params` for a parametrize over the captures, or one skipped case saying where the captures were looked for
+    (instead of pytest's bare "got empty parameter set")."""
+    if params:
+        return params
+    reason = f"no Claude captures under {CAPTURES} (set LITBRIDGE_CAPTURES or put them at ../shared/captures)"
+    return [pytest.param(*([None] * arity), marks=pytest.mark.skip(reason=reason), id="no-captures")]
 
 
 def screen_files() -> list[Path]:

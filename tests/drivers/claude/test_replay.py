@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_captures import capture, capture_dirs
+from claude_captures import capture, capture_dirs, or_skip
 
 from litbridge.drivers.claude.replay import Capture, parse_osc7501, replay
 from litbridge.drivers.claude.transcript import TurnTracker
@@ -39,7 +39,7 @@ def _expected_turns(capdir: Path) -> list[tuple[str, str, str]]:
     return out
 
 
-@pytest.mark.parametrize("capdir", capture_dirs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("capdir", or_skip(capture_dirs()), ids=lambda p: getattr(p, "name", p))
 def test_replay_matches_the_transcript(capdir: Path) -> None:
     events = _events(capdir.name)
     names = [e["event"] for e in events]
@@ -82,7 +82,7 @@ def test_replay_matches_the_transcript(capdir: Path) -> None:
             live = None
 
 
-@pytest.mark.parametrize("capdir", capture_dirs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("capdir", or_skip(capture_dirs()), ids=lambda p: getattr(p, "name", p))
 def test_replace_is_this_turns_text_and_never_collapses(capdir: Path) -> None:
     events = _events(capdir.name)
     finals = {e["turn_id"]: e.get("content") for e in events if e["event"] in TERMINAL}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_captures import capture, capture_dirs, read_screen, screen_files
+from claude_captures import capture, capture_dirs, or_skip, read_screen, screen_files
 
 from litbridge.drivers.claude import v2_1
 from litbridge.drivers.claude.replay import Capture
@@ -37,7 +37,7 @@ def _expected(state: str) -> str:
     return state.split("(")[0]
 
 
-@pytest.mark.parametrize("capdir", capture_dirs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("capdir", or_skip(capture_dirs()), ids=lambda p: getattr(p, "name", p))
 def test_state_timeline_matches_the_recording(capdir: Path) -> None:
     """Render chunks.jsonl; at every stable point of timeline.txt our state equals the harness's."""
     cap = Capture.load(capdir)
@@ -89,7 +89,7 @@ def _screens_expectations() -> list[tuple[Path, str]]:
     return out
 
 
-@pytest.mark.parametrize(("path", "want"), _screens_expectations(), ids=lambda x: getattr(x, "name", x))
+@pytest.mark.parametrize(("path", "want"), or_skip(_screens_expectations(), 2), ids=lambda x: getattr(x, "name", x))
 def test_labelled_screens_classify(path: Path, want: str) -> None:
     _, rows = read_screen(path)
     st = v2_1.classify(rows)
