@@ -103,6 +103,16 @@ def binary_status(fetch: bool = True) -> tuple[Path | None, str]:
     return _status_cache
 
 
+def require_claude_binary() -> Path:
+    """The installed binary, or `pytest.skip` with the reason (never fetches: that is tests/fetch_fixtures.py's job)."""
+    import pytest
+
+    path, reason = binary_status(fetch=False)
+    if path is None:
+        pytest.skip(f"{reason}; run `python tests/fetch_fixtures.py` first")
+    return path
+
+
 def project_slug(cwd: str | os.PathLike[str]) -> str:
     """Claude Code's project-folder name for a cwd (the >200-char hash form is not needed for test paths)."""
     slug = re.sub(r"[^a-zA-Z0-9]", "-", str(cwd))

@@ -28,7 +28,7 @@ for _p in (FAKES, HERE):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from claude_env import ClaudeHome, binary_status, make_home  # noqa: E402
+from claude_env import ClaudeHome, make_home, require_claude_binary  # noqa: E402
 from mock_anthropic import MockAnthropic  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,10 +38,7 @@ EVENT_TIMEOUT = 60.0
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
     """The real Claude Code 2.1.328 binary; skips (with the reason) only if it cannot be installed or run."""
-    path, reason = binary_status(fetch=False)  # fetching (npm, ~370 MB) is tests/fetch_fixtures.py's job
-    if path is None:
-        pytest.skip(f"{reason}; run `python tests/fetch_fixtures.py` first")
-    return path
+    return require_claude_binary()  # never fetches (npm, ~370 MB): tests/fetch_fixtures.py's job
 
 
 @pytest.fixture
