@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -72,13 +73,21 @@ class Daemon:
             stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 30
-        while not os.path.exists(self.socket):
+        while not self._listening():  # the socket file exists from bind(), before listen(): connect to know
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(
                     f"litbridge serve did not come up (rc={self.proc.returncode}):\n{self.log_tail()}"
                 )
             time.sleep(0.05)
+
+    def _listening(self) -> bool:
+        with socket.socket(socket.AF_UNIX) as probe:
+            try:
+                probe.connect(self.socket)
+            except OSError:
+                return False
+        return True
 
     def log_tail(self, n: int = 60) -> str:
         try:
