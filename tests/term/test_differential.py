@@ -591,8 +591,7 @@ def test_zero_width_does_not_truncate_run(native_pyte: ModuleType) -> None:
     screen = _feed(native_pyte, "❤\ufe0f OK a\u200bb".encode())
     assert screen.display[0].rstrip() == "❤\ufe0f OK a\u200bb"
     assert (screen.cursor.x, screen.cursor.y) == (7, 0)
-    real = pyte.Screen(20, 5)
-    pyte.ByteStream(real).feed("❤\ufe0f OK".encode())
+    real = _feed(pyte, "❤\ufe0f OK".encode())
     assert real.display[0].rstrip() == "❤"  # the pyte bug this fixes
 
 
@@ -636,8 +635,7 @@ def test_delete_lines_moves_blank_lines_up(native_pyte: ModuleType) -> None:
     assert screen.display[0].strip() == ""
     screen = _feed(native_pyte, b"\x1b[3;1HC\x1b[1;1HA\x1b[M")
     assert [row.rstrip() for row in screen.display[:3]] == ["", "C", ""]
-    real = pyte.Screen(20, 5)
-    pyte.ByteStream(real).feed(b"A\x1b[2M")
+    real = _feed(pyte, b"A\x1b[2M")
     assert real.display[0].rstrip() == "A"  # the pyte bug this fixes
 
 
@@ -652,8 +650,7 @@ def test_c0_control_inside_csi_runs_then_esc_aborts_the_csi(native_pyte: ModuleT
     assert [row.rstrip() for row in screen.display[:2]] == ["", "  x"]
     screen = _feed(native_pyte, b"ab\x1b[\r\x1b[1mx")
     assert screen.display[0].rstrip() == "xb" and screen.buffer[0][0].bold
-    real = pyte.Screen(20, 5)
-    pyte.ByteStream(real).feed(b"ab\x1b[\n\x1b[2Jx")
+    real = _feed(pyte, b"ab\x1b[\n\x1b[2Jx")
     assert real.display[1].rstrip() == "  [2Jx"  # the pyte behaviour this corrects
 
 
@@ -663,8 +660,7 @@ def test_esc_esc_restarts_the_escape(native_pyte: ModuleType) -> None:
     assert screen.display[0].rstrip() == "  x"
     screen = _feed(native_pyte, b"\x1b\x1b#8")
     assert screen.display[0] == "E" * 20
-    real = pyte.Screen(20, 5)
-    pyte.ByteStream(real).feed(b"ab\x1b\x1b[2Jx")
+    real = _feed(pyte, b"ab\x1b\x1b[2Jx")
     assert real.display[0].rstrip() == "ab[2Jx"  # the pyte behaviour this corrects
 
 
