@@ -25,6 +25,18 @@ PASTE = b"\x1b[200~"
 UP, DOWN, ENTER, ESC = b"\x1b[A", b"\x1b[B", b"\r", b"\x1b"
 
 
+S02_SCREENS = {  # one plain prompt turn of capture s02: what the fake CLI shows at each step
+    "idle": "01_idle_before.txt",
+    "typed": "02_typed_prompt.txt",
+    "busy": "04_t+1s_spinner_before_first_token.txt",
+    "done": "08_idle_after_turn.txt",
+}
+
+
+def s02_screens(*keys: str) -> dict[str, list[str]]:
+    return {k: screen("s02_", S02_SCREENS[k]) for k in keys}
+
+
 class FakeCLI:
     """Screens that change on keys: transitions[(screen name, key bytes)] -> next screen name."""
 
@@ -93,7 +105,7 @@ def loop():
 
 
 def test_launch_pins_a_session_id_and_passes_model(tmp_path: Path, loop) -> None:
-    cli = FakeCLI(loop, {"idle": screen("s02_", "01_idle_before.txt")}, "idle", {})
+    cli = FakeCLI(loop, s02_screens("idle"), "idle", {})
     drv, _, _ = make(tmp_path, cli, model="claude-opus-5-5", args=["--permission-mode", "manual"])
     spec = drv.launch()
     assert spec.argv[:3] == ["claude", "--permission-mode", "manual"]
@@ -109,7 +121,7 @@ def test_launch_pins_a_session_id_and_passes_model(tmp_path: Path, loop) -> None
 
 
 def test_launch_respects_callers_resume_flags(tmp_path: Path, loop) -> None:
-    cli = FakeCLI(loop, {"idle": screen("s02_", "01_idle_before.txt")}, "idle", {})
+    cli = FakeCLI(loop, s02_screens("idle"), "idle", {})
     drv, _, _ = make(tmp_path, cli, args=["--resume", "abc"])
     spec = drv.launch()
     assert "--session-id" not in spec.argv and drv.session_id == "abc" and drv.resumed
@@ -122,7 +134,7 @@ def test_launch_respects_callers_resume_flags(tmp_path: Path, loop) -> None:
 
 
 def test_preapprove_writes_claudes_own_keys(tmp_path: Path, loop) -> None:
-    cli = FakeCLI(loop, {"idle": screen("s02_", "01_idle_before.txt")}, "idle", {})
+    cli = FakeCLI(loop, s02_screens("idle"), "idle", {})
     cfg = tmp_path / ".claude"
     cfg.mkdir()
     (cfg / ".claude.json").write_text(json.dumps({"numStartups": 3, "projects": {"/other": {"x": 1}}}))
@@ -243,12 +255,7 @@ def _append(drv: ClaudeDriver, *entries: dict) -> None:
 
 
 def test_submit_pastes_then_enters_separately_and_completes_from_the_transcript(tmp_path: Path, loop) -> None:
-    screens = {
-        "idle": screen("s02_", "01_idle_before.txt"),
-        "typed": screen("s02_", "02_typed_prompt.txt"),
-        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
-        "done": screen("s02_", "08_idle_after_turn.txt"),
-    }
+    screens = s02_screens("idle", "typed", "busy", "done")
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
     text = "What is the capital of France?"
     writes: list[tuple[float, bytes]] = []
@@ -297,11 +304,7 @@ def test_submit_pastes_then_enters_separately_and_completes_from_the_transcript(
 
 
 def test_submit_retries_enter_when_the_text_stays_in_the_box(tmp_path: Path, loop) -> None:
-    screens = {
-        "idle": screen("s02_", "01_idle_before.txt"),
-        "typed": screen("s02_", "02_typed_prompt.txt"),
-        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
-    }
+    screens = s02_screens("idle", "typed", "busy")
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
     enters: list[float] = []
 
@@ -321,7 +324,7 @@ def test_submit_retries_enter_when_the_text_stays_in_the_box(tmp_path: Path, loo
 
 
 def test_submit_gives_up_with_a_timeout_error(tmp_path: Path, loop) -> None:
-    screens = {"idle": screen("s02_", "01_idle_before.txt"), "typed": screen("s02_", "02_typed_prompt.txt")}
+    screens = s02_screens("idle", "typed")
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
     cli.on_write = lambda data: data.startswith(PASTE) and loop.call_later(0.03, cli.show, "typed")
     host.turn_id = "t1"
@@ -403,7 +406,7 @@ def test_interrupt_sends_esc_and_ends_the_turn_even_without_a_transcript_marker(
 
 
 def test_stop_returns_the_session_id_for_resume(tmp_path: Path, loop) -> None:
-    cli = FakeCLI(loop, {"idle": screen("s02_", "01_idle_before.txt")}, "idle", {})
+    cli = FakeCLI(loop, s02_screens("idle"), "idle", {})
     drv, _, _ = make(tmp_path, cli)
     drv.launch()
     assert run(loop, drv.stop(True)) is None  # no conversation yet: nothing to resume
@@ -421,12 +424,7 @@ def test_stop_returns_the_session_id_for_resume(tmp_path: Path, loop) -> None:
 def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) -> None:
     """Esc before the first token leaves a prompt with nothing after it; when the next prompt lands, the tracker
     closes the old one (`abandoned`) — that must not end the new turn."""
-    screens = {
-        "idle": screen("s02_", "01_idle_before.txt"),
-        "typed": screen("s02_", "02_typed_prompt.txt"),
-        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
-        "done": screen("s02_", "08_idle_after_turn.txt"),
-    }
+    screens = s02_screens("idle", "typed", "busy", "done")
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
     _append(drv, {"type": "user", "message": {"content": "old prompt, interrupted before any token"}})
     run(loop, asyncio.sleep(0.5))
@@ -466,12 +464,7 @@ def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) ->
 
 def test_screen_fallback_closes_a_turn_only_after_a_silent_transcript(tmp_path: Path, loop) -> None:
     """No transcript at all (e.g. an unexpected config dir): the screen closes the turn, slower never shorter."""
-    screens = {
-        "idle": screen("s02_", "01_idle_before.txt"),
-        "typed": screen("s02_", "02_typed_prompt.txt"),
-        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
-        "done": screen("s02_", "08_idle_after_turn.txt"),
-    }
+    screens = s02_screens("idle", "typed", "busy", "done")
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
 
     def on_write(data: bytes) -> None:
@@ -562,7 +555,7 @@ def test_resume_of_a_missing_conversation_starts_fresh_and_continue_pins_the_new
 ) -> None:
     import os
 
-    cli = FakeCLI(loop, {"idle": screen("s02_", "01_idle_before.txt")}, "idle", {})
+    cli = FakeCLI(loop, s02_screens("idle"), "idle", {})
     drv, _, _ = make(tmp_path, cli, resume="gone")
     spec = drv.launch()
     assert "--resume" not in spec.argv and "--session-id" in spec.argv and not drv.resumed
@@ -577,11 +570,7 @@ def test_resume_of_a_missing_conversation_starts_fresh_and_continue_pins_the_new
 
 
 def test_a_swallowed_paste_is_pasted_again_once(tmp_path: Path, loop) -> None:
-    screens = {
-        "idle": screen("s02_", "01_idle_before.txt"),
-        "typed": screen("s02_", "02_typed_prompt.txt"),
-        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
-    }
+    screens = s02_screens("idle", "typed", "busy")
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
     pastes: list[float] = []
 
@@ -602,12 +591,7 @@ def test_a_swallowed_paste_is_pasted_again_once(tmp_path: Path, loop) -> None:
 
 def test_a_short_busy_blip_counts_as_submitted(tmp_path: Path, loop) -> None:
     """A very fast answer: busy for less than the debounce, no transcript; the driver must not paste again."""
-    screens = {
-        "idle": screen("s02_", "01_idle_before.txt"),
-        "typed": screen("s02_", "02_typed_prompt.txt"),
-        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
-        "done": screen("s02_", "08_idle_after_turn.txt"),
-    }
+    screens = s02_screens("idle", "typed", "busy", "done")
     cli, drv, host, _events = _ready_driver(tmp_path, loop, screens, {})
 
     def on_write(data: bytes) -> None:
@@ -667,11 +651,7 @@ def test_rewind_list_answered_by_digit_and_text_answers_are_refused(tmp_path: Pa
 
 
 def test_each_frame_is_classified_once(tmp_path: Path, loop) -> None:
-    screens = {
-        "idle": screen("s02_", "01_idle_before.txt"),
-        "busy": screen("s02_", "04_t+1s_spinner_before_first_token.txt"),
-        "done": screen("s02_", "08_idle_after_turn.txt"),
-    }
+    screens = s02_screens("idle", "busy", "done")
     cli, drv, host, _events = _ready_driver(tmp_path, loop, screens, {})
     rules = drv.rules
     calls: list[int] = []
