@@ -67,3 +67,16 @@ class FakeTerminal:
 
     def logical_lines(self) -> list[str]:
         return list(self.rows)
+
+
+def driver_options(tmp_path: Path, **options: Any) -> dict[str, Any]:
+    """A validated-create-like options dict for `ClaudeDriver`: private HOME / config dir and cwd under tmp_path."""
+    opts: dict[str, Any] = {
+        "session": "k",
+        "cli": "claude",
+        "args": [],
+        "working_dir": str(tmp_path / "work"),
+        "env": {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude")},
+    }
+    opts.update(options)
+    return opts

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from claude_captures import FakeTerminal, screen
+from claude_captures import FakeTerminal, driver_options, screen
 
 from litbridge.drivers.base import DriverError
 from litbridge.drivers.claude.driver import ClaudeDriver
@@ -77,15 +77,7 @@ def make(tmp_path: Path, cli: FakeCLI, **options: Any) -> tuple[ClaudeDriver, Re
     events: list[dict] = []
     host = ReplayHost(cli.loop, cli.term, "k", events.append)
     host.write = cli.write  # type: ignore[method-assign]
-    opts = {
-        "session": "k",
-        "cli": "claude",
-        "args": [],
-        "working_dir": str(tmp_path / "work"),
-        "env": {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude")},
-    }
-    opts.update(options)
-    drv = ClaudeDriver(host, opts)
+    drv = ClaudeDriver(host, driver_options(tmp_path, **options))
     cli.driver, cli.host = drv, host
     return drv, host, events
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_captures import FakeTerminal, screen
+from claude_captures import FakeTerminal, driver_options, screen
 
 from litbridge.drivers.claude import driver as driver_mod
 from litbridge.drivers.claude import watch
@@ -120,13 +120,7 @@ def test_driver_completes_from_inotify_with_replace_first_and_closes_the_watch(
         term = FakeTerminal(_screen("01_idle_before.txt"))
         events: list[dict] = []
         host = ReplayHost(loop, term, "k", events.append)
-        opts = {
-            "session": "k",
-            "cli": "claude",
-            "args": [],
-            "working_dir": str(tmp_path / "work"),
-            "env": {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude")},
-        }
+        opts = driver_options(tmp_path)
         drv = ClaudeDriver(host, opts)
         drv.launch()
         base = _fds()
@@ -231,13 +225,7 @@ def test_driver_follows_a_clear_roll_in_the_watched_folder(tmp_path: Path) -> No
         loop = asyncio.get_running_loop()
         term = FakeTerminal(_screen("01_idle_before.txt"))
         host = ReplayHost(loop, term, "k", lambda e: None)
-        opts = {
-            "session": "k",
-            "cli": "claude",
-            "args": [],
-            "working_dir": str(tmp_path / "work"),
-            "env": {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude")},
-        }
+        opts = driver_options(tmp_path)
         drv = ClaudeDriver(host, opts)
         drv.launch()
         assert drv.tailer is not None and drv.tailer.path is not None
