@@ -62,13 +62,9 @@ VOCAB: list[bytes] = [
 # Undocumented divergences found by this fuzzer, each filed in /work/notes/bugs.md and pinned by a strict xfail
 # below. Inputs containing them are set aside (counted with hypothesis.event) so the fuzz checks everything else.
 # Remove an entry together with its xfail mark once the oracle/docs (or the core) are fixed. (Fixed so far:
-# bugs.md#1 CSI part = D8, OSC part = core 8138015, ESC ESC = D12; bugs.md#3 = D7; bugs.md#9 = D11 of
-# docs/emulator-divergences.md.)
-KNOWN_UNDOCUMENTED = {
-    # bugs.md#2: a non-ASCII character inside a CSI; pyte (like xterm) ends the CSI there, litbridge ignores up to
-    # a final byte. A core bug (reported to CORE-A), not a documented divergence.
-    "non-ascii-in-csi": re.compile(rb"\x1b\[[0-?]*[ -/]*[\x80-\xff]"),
-}
+# bugs.md#1 CSI part = D8, OSC part = core 8138015, ESC ESC = D12; bugs.md#2 = core; bugs.md#3 = D7;
+# bugs.md#9 = D11 of docs/emulator-divergences.md.)
+KNOWN_UNDOCUMENTED: dict[str, re.Pattern[bytes]] = {}  # bugs.md#2 (non-ASCII inside a CSI) fixed in the core
 # The shared oracle; on synthetic input it also mimics the litbridge bugs listed as "Open" in the docs (if any).
 ORACLE = getattr(DIFF, "OracleScreenWithOpenItems", DIFF.OracleScreen)
 
@@ -171,9 +167,10 @@ def test_fixed_findings_stay_fixed(data: bytes) -> None:
     assert _divergence(data) is None
 
 
-@pytest.mark.xfail(strict=True, reason="bugs.md#2: non-ASCII char inside CSI: undocumented divergence")
-def test_known_non_ascii_inside_csi() -> None:
+def test_non_ascii_inside_csi_ends_it() -> None:
+    """bugs.md#2, fixed in the core: a non-ASCII character ends the CSI undispatched and is not drawn (pyte, xterm)."""
     assert _divergence("\x1b[\u259d8".encode()) is None
+    assert _divergence("\x1b[\u259d8m9".encode()) is None
 
 
 def test_fuzz_can_fail() -> None:

@@ -409,7 +409,9 @@ cdef class Parser:
         elif cp == 0x0D:
             s._cursor.x = 0
         elif cp >= 0x80:
-            self.bad = True
+            # pyte takes it as an (unknown) final byte and xterm abandons the sequence (CASE_GROUND_STATE):
+            # either way the CSI ends here, nothing is dispatched and the character is not drawn
+            self.state = S_GROUND
 
     cdef int _csi_dispatch(self, uint32_t f) except -1:
         cdef Screen s = self.scr
