@@ -64,9 +64,12 @@ def daemon(tmp_path: Path, fake_rift_path: Path) -> Any:
     sock.parent.mkdir()
     env = {**os.environ, "PATH": f"{fake_rift_path}{os.pathsep}{os.environ.get('PATH', '')}",
            "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    log = (tmp_path / "daemon.log").open("wb")  # a file, not a pipe nobody drains (a full pipe blocks the daemon)
     proc = subprocess.Popen([sys.executable, "-m", "litbridge", "serve", "--socket", str(sock)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    proc.log_path = tmp_path / "daemon.log"  # type: ignore[attr-defined]
     yield sock, proc
+    log.close()
     proc.terminate()
     try:
         proc.wait(10)
@@ -81,7 +84,7 @@ async def wire(daemon: Any) -> AsyncIterator[Wire]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + TIMEOUT
     while True:
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "daemon died"
+        assert proc.poll() is None, proc.log_path.read_text(errors="replace")
         try:
             reader, writer = await asyncio.open_unix_connection(str(sock), limit=4 * 1024 * 1024)
             break
