@@ -24,6 +24,7 @@ from litbridge.drivers import get_driver
 from litbridge.drivers.base import Driver, DriverError
 from litbridge.keys import encode_keys
 from litbridge.protocol import events as ev
+from litbridge.protocol.spec import DEFAULT_CLI
 from litbridge.term import Terminal
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ class Session:
         self.name: str = options.get("session", key)
         self.channel_id: str | None = options.get("channel_id")
         self.options = options
-        self.cli: str = options.get("cli", "claude")
+        self.cli: str = options.get("cli") or DEFAULT_CLI
         self._emit_cb = emit
         self.loop = loop or asyncio.get_running_loop()
         self.log: logging.LoggerAdapter[logging.Logger] = _KeyLog(log, {"session": key})

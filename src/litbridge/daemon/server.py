@@ -26,7 +26,7 @@ from litbridge.drivers.base import DriverError
 from litbridge.keys import BadKey
 from litbridge.protocol import events as ev
 from litbridge.protocol.framing import TooLarge, decode, encode, read_lines
-from litbridge.protocol.spec import MAX_LINE, ProtocolError, session_key, validate_command
+from litbridge.protocol.spec import DEFAULT_CLI, MAX_LINE, ProtocolError, session_key, validate_command
 from litbridge.session import Session, SessionCommandError
 
 log = logging.getLogger("litbridge.daemon")
@@ -236,7 +236,7 @@ class Daemon:
         if not f.get("session"):
             raise ProtocolError("bad_field", "session name required")
         key = session_key(f)
-        cli = f.get("exe") or f.get("cli") or "claude"
+        cli = f.get("exe") or f.get("cli") or DEFAULT_CLI
         existing = self.sessions.get(key)
         if existing is not None and not existing.dead:
             self.hub.publish(ev.ready_reused(key, f.get("channel_id"), model=existing.model, re=re))

@@ -50,6 +50,10 @@ class ProtocolError(Exception):
         self.message = message
 
 
+
+DEFAULT_CLI = "claude"
+"""The CLI a `create` without `cli`/`exe` starts (lit-bridge compatibility); decided here only."""
+
 @dataclass(frozen=True)
 class Field:
     type: str | tuple[str, ...]
@@ -98,7 +102,7 @@ COMMANDS: dict[str, Command] = {
             "Start a CLI session (or reuse a live one with the same key).",
             {
                 **_SESSION_FIELDS,
-                "cli": Field("string", default="claude", doc="CLI name or executable; `exe` is an alias"),
+                "cli": Field("string", default=DEFAULT_CLI, doc="CLI name or executable; `exe` is an alias"),
                 "exe": Field("string", doc="alias of `cli` (wins when both are given)"),
                 "args": Field("array", items="string", default=[], doc="extra argv"),
                 "working_dir": Field("string", doc="cwd of the CLI (default $HOME)"),
