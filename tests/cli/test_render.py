@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import io
 import os
-import select
 import sys
-import time
 
 import pyte
 import pytest
 from _daemon import Daemon
+from _pty import finish
 from ptyprocess import PtyProcess
 
 from litbridge.cli.common import table
@@ -124,26 +123,15 @@ def test_send_under_a_pty_shows_the_final_text(daemon: Daemon) -> None:
     proc = PtyProcess.spawn(
         argv, dimensions=(ROWS, 100), env={**os.environ, "COLUMNS": "100", "LINES": str(ROWS)}
     )
-    buf = b""
-    deadline = time.monotonic() + 60
+    buf = bytearray()
     try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.fd], [], [], 0.5)
-            if ready:
-                try:
-                    chunk = os.read(proc.fd, 65536)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    break
-                buf += chunk
-        proc.wait()
+        status = finish(proc, buf)
     finally:
         if proc.isalive():
             proc.terminate(force=True)
-    assert proc.exitstatus == 0, buf
+    assert status == 0, bytes(buf)
     screen = pyte.Screen(100, ROWS)
-    pyte.ByteStream(screen).feed(buf)
+    pyte.ByteStream(screen).feed(bytes(buf))
     rows = [r.rstrip() for r in screen.display if r.strip()]
     answer = [r for r in rows if not r.startswith(("·", "⏺", "  ⎿"))]
     assert answer == ["bbb", "ccc"], rows

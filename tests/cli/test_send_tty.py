@@ -5,52 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import select
 import sys
-import time
 
 from _daemon import Daemon
+from _pty import finish, read_until
 from ptyprocess import PtyProcess
 
 from litbridge.client import Client
-
-
-def _read_until(proc: PtyProcess, needle: bytes, buf: bytearray, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while needle not in buf:
-        left = deadline - time.monotonic()
-        assert left > 0, f"{needle!r} not seen; got {bytes(buf[-2000:])!r}"
-        ready, _, _ = select.select([proc.fd], [], [], min(left, 0.5))
-        if ready:
-            try:
-                chunk = os.read(proc.fd, 65536)
-            except OSError:
-                chunk = b""
-            assert chunk, f"EOF before {needle!r}; got {bytes(buf[-2000:])!r}"
-            buf += chunk
-
-
-def _finish(proc: PtyProcess, buf: bytearray, timeout: float = 60.0) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.fd], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(proc.fd, 65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            buf += chunk
-        elif not proc.isalive():
-            break
-    while proc.isalive() and time.monotonic() < deadline:  # EOF comes a moment before the exit
-        time.sleep(0.05)
-    if proc.isalive():
-        proc.terminate(force=True)
-        raise AssertionError(f"still running after {timeout}s; got {bytes(buf[-1500:])!r}")
-    proc.wait()
-    return proc.exitstatus if proc.exitstatus is not None else -(proc.signalstatus or 0)
 
 
 def _send(daemon: Daemon, session: str, text: str) -> PtyProcess:
@@ -63,10 +24,10 @@ def test_send_answers_a_question_typed_at_the_terminal(daemon: Daemon) -> None:
     proc = _send(daemon, "tty-ask", "hi [ask:Pick a colour|red|blue]")
     buf = bytearray()
     try:
-        _read_until(proc, b"answer> ", buf)
+        read_until(proc, buf, b"answer> ")
         assert b"Pick a colour" in buf and b"2. blue" in buf
         proc.write(b"2\r")
-        status = _finish(proc, buf)
+        status = finish(proc, buf)
     finally:
         if proc.isalive():
             proc.terminate(force=True)
@@ -85,9 +46,9 @@ def test_ctrl_c_interrupts_the_turn(daemon: Daemon) -> None:
     )
     buf = bytearray()
     try:
-        _read_until(proc, b"tick 3", buf)
+        read_until(proc, buf, b"tick 3")
         proc.write(b"\x03")  # the terminal turns it into SIGINT for the foreground process
-        status = _finish(proc, buf)
+        status = finish(proc, buf)
     finally:
         if proc.isalive():
             proc.terminate(force=True)
@@ -102,14 +63,14 @@ def test_prompt_gives_way_when_the_question_is_answered_elsewhere(daemon: Daemon
     proc = _send(daemon, "tty-else", "hi [ask:Pick a colour|red|blue]")
     buf = bytearray()
     try:
-        _read_until(proc, b"answer> ", buf)
+        read_until(proc, buf, b"answer> ")
 
         async def answer_elsewhere() -> None:
             async with Client.connect(socket=daemon.socket) as c:
                 await c.answer("tty-else", option="red")
 
         asyncio.run(answer_elsewhere())
-        status = _finish(proc, buf)  # nothing typed at the prompt
+        status = finish(proc, buf)  # nothing typed at the prompt
     finally:
         if proc.isalive():
             proc.terminate(force=True)
