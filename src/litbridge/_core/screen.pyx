@@ -269,6 +269,17 @@ cdef str _ucs4_to_str(ucs4* buf, int n):
     return out
 
 
+
+cdef inline void _reverse_ints(int* a, int i, int j) noexcept nogil:
+    """Reverse a[i..j] in place (the building block of the row-index rotations)."""
+    cdef int t
+    while i < j:
+        t = a[i]
+        a[i] = a[j]
+        a[j] = t
+        i += 1
+        j -= 1
+
 cdef class Cursor:
     """pyte's Cursor (x, y, attrs, hidden) with attrs packed as integers; `x == columns` is pending wrap."""
 
@@ -1178,8 +1189,10 @@ cdef class Screen:
             self._set_modes([M_DECOM], False, False)
             self._cursor_position(0, 0)
 
-    cdef int _insert_lines(self, int count) except -1:
-        cdef int top, bot, y, n, i
+    cdef int _shift_lines(self, int count, bint down) except -1:
+        """IL (`down`) and DL: rotate the row indexes of [cursor row, bottom margin] by `count` and blank the rows
+        that rolled in, so no cell moves. As pyte, every row from the cursor down is marked dirty."""
+        cdef int top, bot, y, n, k, first
         cdef int cy = self._cursor.y
         if count <= 0:
             count = 1
@@ -1191,40 +1204,24 @@ cdef class Screen:
         n = bot - cy + 1
         if count > n:
             count = n
-        cdef int* tmp = <int*>malloc(count * sizeof(int))
-        memcpy(tmp, self.g.rowmap + bot - count + 1, count * sizeof(int))
-        memmove(self.g.rowmap + cy + count, self.g.rowmap + cy, (n - count) * sizeof(int))
-        memcpy(self.g.rowmap + cy, tmp, count * sizeof(int))
-        free(tmp)
-        for i in range(count):
-            self.clear_phys(self.g.rowmap[cy + i])
+        # rotate rows[0:n] right by k with three reversals (IL: k = count; DL: left by count = right by n - count)
+        cdef int* rows = self.g.rowmap + cy
+        k = count if down else n - count
+        _reverse_ints(rows, 0, n - 1)
+        _reverse_ints(rows, 0, k - 1)
+        _reverse_ints(rows, k, n - 1)
+        first = cy if down else bot - count + 1
+        for y in range(first, first + count):
+            self.clear_phys(self.g.rowmap[y])
         for y in range(cy, bot + 1):
             self.ldirty[y] = 1
         self._cursor.x = 0
 
+    cdef int _insert_lines(self, int count) except -1:
+        return self._shift_lines(count, True)
+
     cdef int _delete_lines(self, int count) except -1:
-        cdef int top, bot, y, n, i
-        cdef int cy = self._cursor.y
-        if count <= 0:
-            count = 1
-        self.get_tb(&top, &bot)
-        if not (top <= cy <= bot):
-            return 0
-        for y in range(cy, self.lines):
-            self.pdirty[y] = 1
-        n = bot - cy + 1
-        if count > n:
-            count = n
-        cdef int* tmp = <int*>malloc(count * sizeof(int))
-        memcpy(tmp, self.g.rowmap + cy, count * sizeof(int))
-        memmove(self.g.rowmap + cy, self.g.rowmap + cy + count, (n - count) * sizeof(int))
-        memcpy(self.g.rowmap + bot - count + 1, tmp, count * sizeof(int))
-        free(tmp)
-        for i in range(count):
-            self.clear_phys(self.g.rowmap[bot - i])
-        for y in range(cy, bot + 1):
-            self.ldirty[y] = 1
-        self._cursor.x = 0
+        return self._shift_lines(count, False)
 
     def insert_lines(self, count=None):
         self._insert_lines(count or 1)
