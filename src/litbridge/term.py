@@ -48,7 +48,45 @@ class _PyteScreen(_pyte.Screen):
             self._term.on_title(param)
 
 
-class PyteTerminal:
+class _ScreenReaders:
+    """What both implementations read the same way off a pyte-shaped `self.screen` (private modes are stored
+    `mode << 5`, as pyte does). Subclasses say whether the alternate screen and sync output exist."""
+
+    screen: _pyte.Screen
+
+    @property
+    def display(self) -> list[str]:
+        return self.screen.display
+
+    @property
+    def cursor(self) -> tuple[int, int, bool]:
+        c = self.screen.cursor
+        return (c.x, c.y, c.hidden)
+
+    @property
+    def title(self) -> str:
+        return self.screen.title
+
+    def _alternate(self) -> bool:
+        return False
+
+    def _sync(self) -> bool:
+        return False
+
+    @property
+    def modes(self) -> dict[str, bool]:
+        m = self.screen.mode
+        return {
+            "bracketed_paste": 2004 << 5 in m,
+            "sync": self._sync(),
+            "alternate": self._alternate(),
+            "mouse": any(n << 5 in m for n in (1000, 1002, 1003, 1006)),
+            "focus": 1004 << 5 in m,
+            "cursor_hidden": self.screen.cursor.hidden,
+        }
+
+
+class PyteTerminal(_ScreenReaders):
     """Fallback `Terminal` over real pyte: no alternate screen, no OSC 7501, no wrap flags."""
 
     implementation = "pyte"
@@ -80,10 +118,6 @@ class PyteTerminal:
     def feed(self, data: bytes) -> None:
         self.stream.feed(data)
 
-    @property
-    def display(self) -> list[str]:
-        return self.screen.display
-
     def line(self, y: int) -> str:
         return self.screen.display[y]
 
@@ -104,27 +138,6 @@ class PyteTerminal:
         return [row.rstrip() for row in self.screen.display]
 
     @property
-    def cursor(self) -> tuple[int, int, bool]:
-        c = self.screen.cursor
-        return (c.x, c.y, c.hidden)
-
-    @property
-    def title(self) -> str:
-        return self.screen.title
-
-    @property
-    def modes(self) -> dict[str, bool]:
-        m = self.screen.mode
-        return {
-            "bracketed_paste": 2004 << 5 in m,
-            "sync": False,
-            "alternate": False,
-            "mouse": any(n << 5 in m for n in (1000, 1002, 1003, 1006)),
-            "focus": 1004 << 5 in m,
-            "cursor_hidden": self.screen.cursor.hidden,
-        }
-
-    @property
     def in_sync_frame(self) -> bool:
         return False
 
@@ -138,7 +151,7 @@ class PyteTerminal:
         return f"\x1b[0m\x1b[2J\x1b[H{rows}\x1b[{y + 1};{x + 1}H".encode()
 
 
-class NativeTerminal:
+class NativeTerminal(_ScreenReaders):
     """`Terminal` over the compiled core: alternate screen, replies, OSC 7501, wrap flags, cached rows."""
 
     implementation = "native"
@@ -187,10 +200,6 @@ class NativeTerminal:
     def feed(self, data: bytes) -> None:
         self._parser.feed(data)
 
-    @property
-    def display(self) -> list[str]:
-        return self.screen.display
-
     def line(self, y: int) -> str:
         return self.screen.line(y)
 
@@ -204,29 +213,14 @@ class NativeTerminal:
         return self.screen.logical_lines()
 
     @property
-    def cursor(self) -> tuple[int, int, bool]:
-        c = self.screen.cursor
-        return (c.x, c.y, c.hidden)
-
-    @property
-    def title(self) -> str:
-        return self.screen.title
-
-    @property
     def program_status(self) -> dict | None:
         return self.screen.program_status
 
-    @property
-    def modes(self) -> dict[str, bool]:
-        m = self.screen.mode
-        return {
-            "bracketed_paste": 2004 << 5 in m,
-            "sync": 2026 << 5 in m,
-            "alternate": self.screen.alternate,
-            "mouse": any(n << 5 in m for n in (1000, 1002, 1003, 1006)),
-            "focus": 1004 << 5 in m,
-            "cursor_hidden": self.screen.cursor.hidden,
-        }
+    def _alternate(self) -> bool:
+        return bool(self.screen.alternate)
+
+    def _sync(self) -> bool:
+        return 2026 << 5 in self.screen.mode
 
     @property
     def in_sync_frame(self) -> bool:
