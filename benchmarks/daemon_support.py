@@ -26,7 +26,11 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAY_CLI = ROOT / "tests" / "fakes" / "replay_cli.py"
-CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT.parent / "shared" / "captures"))
+if str(ROOT / "tests") not in sys.path:  # the captures path is defined once, in tests/fetch_fixtures.py
+    sys.path.append(str(ROOT / "tests"))
+
+from fetch_fixtures import CAPTURES  # noqa: E402
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Recordings whose keys are plain typed prompts + Enter (no dialogs): the replay can be driven by `send`.
 REPLAYABLE = ("s08a_first_session", "s02_simple_qa", "s03_long_markdown_response", "s02b_simple_qa_classic_tui")

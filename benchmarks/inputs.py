@@ -10,15 +10,19 @@ import base64
 import json
 import os
 import random
+import sys
 from functools import cache
 from pathlib import Path
 
 from wcwidth import wcswidth
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = Path(os.environ.get("LITBRIDGE_TEST_CACHE", ROOT / ".cache"))
-PYTE_CAPTURED = CACHE / "pyte-0.8.2" / "tests" / "captured"
-CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT.parent / "shared" / "captures"))
+if str(ROOT / "tests") not in sys.path:  # the fixture locations are defined once, in tests/fetch_fixtures.py
+    sys.path.append(str(ROOT / "tests"))
+
+from fetch_fixtures import CAPTURES, PYTE_DIR  # noqa: E402
+
+PYTE_CAPTURED = PYTE_DIR / "tests" / "captured"
 
 SMOKE = os.environ.get("LITBRIDGE_BENCH_SMOKE", "") not in ("", "0")
 COLS, LINES = 200, 50

@@ -19,6 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("LITBRIDGE_TEST_CACHE", ROOT / ".cache"))
 PYTE_DIR = CACHE / "pyte-0.8.2"
+# The real Claude Code recordings (read-only, beside the project); the one definition every test and benchmark uses.
+CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT.parent / "shared" / "captures"))
 CLAUDE_DIR = CACHE / "claude-code"
 CLAUDE_VERSION = "2.1.328"
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from fetch_fixtures import CAPTURES  # tests/ is on sys.path (the rootdir of this module)
+
 ROOT = Path(__file__).resolve().parent.parent
-CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT.parent / "shared" / "captures"))
 
 
 @pytest.mark.timeout(600)

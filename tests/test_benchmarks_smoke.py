@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fetch_fixtures import CAPTURES  # tests/ is on sys.path (the rootdir of this module)
+
 ROOT = Path(__file__).resolve().parent.parent
-CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT.parent / "shared" / "captures"))
 
 
 def test_benchmarks_run_at_smoke_size() -> None:

@@ -10,7 +10,6 @@ import base64
 import importlib
 import importlib.util
 import json
-import os
 import random
 from functools import cache
 from pathlib import Path
@@ -33,7 +32,7 @@ def _load_fetch_fixtures() -> ModuleType:
 fetch_fixtures = _load_fetch_fixtures()
 PYTE_DIR: Path = fetch_fixtures.PYTE_DIR
 PYTE_TESTS = PYTE_DIR / "tests"
-CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT.parent / "shared" / "captures"))
+CAPTURES: Path = fetch_fixtures.CAPTURES
 
 
 @cache

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,11 @@ from litbridge.term import NativeTerminal
 
 pytestmark = pytest.mark.skipif(not _core.AVAILABLE, reason="compiled core not built")
 
-CAPTURES = Path(__file__).resolve().parents[3] / "shared" / "captures"
+_TESTS = Path(__file__).resolve().parents[1]
+if str(_TESTS) not in sys.path:
+    sys.path.append(str(_TESTS))
+
+from fetch_fixtures import CAPTURES  # noqa: E402  (honours $LITBRIDGE_CAPTURES)
 
 
 def make(**kw):
@@ -268,7 +273,8 @@ def test_ansi_repaint_reproduces_display() -> None:
 
 
 @pytest.mark.skipif(
-    not (CAPTURES / "s04a_tools_manual_mode_permission_dialogs").is_dir(), reason="no captures"
+    not (CAPTURES / "s04a_tools_manual_mode_permission_dialogs").is_dir(),
+    reason=f"no Claude captures under {CAPTURES} (set LITBRIDGE_CAPTURES or put them at ../shared/captures)",
 )
 def test_ansi_repaint_of_a_real_claude_screen() -> None:
     t = NativeTerminal()

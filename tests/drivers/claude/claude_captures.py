@@ -3,14 +3,17 @@ terminal stand-in that shows one captured screen (for driver tests without a PTY
 
 from __future__ import annotations
 
-import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-_ROOT = Path(__file__).resolve().parents[3]
-CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", _ROOT.parent / "shared" / "captures"))
+_TESTS = Path(__file__).resolve().parents[2]
+if str(_TESTS) not in sys.path:
+    sys.path.append(str(_TESTS))
+
+from fetch_fixtures import CAPTURES  # noqa: E402
 
 
 def capture_dirs() -> list[Path]:
