@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,30 +42,52 @@ class DaemonProc:
         return self.proc.returncode
 
 
-def start_daemon(socket_path: str, *extra: str, env: dict[str, str] | None = None, wait: bool = True) -> DaemonProc:
-    log_path = socket_path + ".stderr"
-    full_env = {**os.environ, **(env or {})}
+def start_daemon(
+    socket_path: str,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    base_env: Mapping[str, str] | None = None,
+    launcher: list[str] | None = None,
+    preexec: Callable[[], Any] | None = None,
+    cwd: str | None = None,
+    log_path: str | None = None,
+    wait: bool = True,
+) -> DaemonProc:
+    """Start `litbridge serve --socket PATH --log-level debug *extra`, stderr to a log file, and wait until it listens.
+
+    `launcher` replaces `python -m litbridge` (e.g. a patched entry point); the child's environment is `base_env`
+    (default os.environ) updated with `env`; `log_path` defaults to PATH + ".stderr"; `preexec` runs in the child.
+    """
+    log_path = log_path or socket_path + ".stderr"
+    full_env = {**(os.environ if base_env is None else base_env), **(env or {})}
+    argv = [*(launcher or [sys.executable, "-m", "litbridge"]), "serve", "--socket", socket_path]
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "litbridge", "serve", "--socket", socket_path, "--log-level", "debug", *extra],
+            [*argv, "--log-level", "debug", *extra],
             stdout=subprocess.DEVNULL,
             stderr=log,
             env=full_env,
+            cwd=cwd,
+            preexec_fn=preexec,
         )
     d = DaemonProc(socket_path, proc, log_path)
     if wait:
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"daemon exited with {proc.returncode}:\n{d.log()}")
-            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as s:
-                s.connect(socket_path)
-                break
-            time.sleep(0.05)
-        else:
-            d.stop()
-            raise RuntimeError(f"daemon did not listen:\n{d.log()}")
+        wait_listening(d)
     return d
+
+
+def wait_listening(d: DaemonProc, timeout: float = WAIT) -> None:
+    """Return once the daemon accepts on its socket; stop it and raise (with its log) if it exits or never does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if d.proc.poll() is not None:
+            raise RuntimeError(f"daemon exited with {d.proc.returncode}:\n{d.log()}")
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as s:
+            s.connect(d.socket)
+            return
+        time.sleep(0.05)
+    d.stop()
+    raise RuntimeError(f"daemon did not listen within {timeout}s:\n{d.log()}")
 
 
 class Conn:

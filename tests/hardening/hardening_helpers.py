@@ -97,40 +97,15 @@ def spawn_daemon(
     preexec: Any = None,
     wait: bool = True,
 ) -> Any:
-    """Start `litbridge serve --socket PATH --log-level debug` (or `launcher + serve ...`); a lbd DaemonProc.
-
-    Unlike lbd.start_daemon this allows a different launcher (serve_patched.py), extra env and a preexec hook
-    (umask tests)."""
-    import socket as socketmod
-    import subprocess
-    import time
-
-    helpers = lbd()
+    """lbd.start_daemon, with the log beside the socket only when that directory exists (the daemon is to create
+    it itself in some tests; then the log goes to a temp file)."""
     log_path = socket_path + ".stderr"
-    if not os.path.isdir(os.path.dirname(log_path)):  # the daemon is to create that dir itself
+    if not os.path.isdir(os.path.dirname(log_path)):
         fd, log_path = tempfile.mkstemp(prefix="lbh-", suffix=".stderr")
         os.close(fd)
-    argv = (launcher or [sys.executable, "-m", "litbridge"]) + [
-        "serve", "--socket", socket_path, "--log-level", "debug", *extra
-    ]
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, **(env or {})}, preexec_fn=preexec
-        )
-    d = helpers.DaemonProc(socket_path, proc, log_path)
-    if wait:
-        deadline = time.monotonic() + helpers.WAIT
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"daemon exited with {proc.returncode}:\n{d.log()}")
-            with contextlib.suppress(OSError), socketmod.socket(socketmod.AF_UNIX) as s:
-                s.connect(socket_path)
-                break
-            time.sleep(0.05)
-        else:
-            d.stop()
-            raise RuntimeError(f"daemon did not listen:\n{d.log()}")
-    return d
+    return lbd().start_daemon(
+        socket_path, *extra, env=env, launcher=launcher, preexec=preexec, log_path=log_path, wait=wait
+    )
 
 
 async def connect(path: str) -> Any:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,12 @@ import pytest
 import pytest_asyncio
 
 TIMEOUT = 30.0
+
+_DAEMON_HELPERS = str(Path(__file__).resolve().parents[2] / "daemon")
+if _DAEMON_HELPERS not in sys.path:
+    sys.path.append(_DAEMON_HELPERS)
+
+from lbd_helpers import start_daemon  # noqa: E402  (the one daemon-spawning helper)
 
 
 class Wire:
@@ -59,38 +64,20 @@ class Wire:
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, fake_rift_path: Path) -> Any:
+def daemon(tmp_path: Path, fake_rift_path: Path) -> Iterator[tuple[Path, Any]]:
+    """(socket path, lbd DaemonProc): a daemon already listening, the fake rift first on its PATH."""
     sock = tmp_path / "run" / "lb.sock"
     sock.parent.mkdir()
-    env = {**os.environ, "PATH": f"{fake_rift_path}{os.pathsep}{os.environ.get('PATH', '')}",
-           "XDG_RUNTIME_DIR": str(tmp_path / "run")}
-    log = (tmp_path / "daemon.log").open("wb")  # a file, not a pipe nobody drains (a full pipe blocks the daemon)
-    proc = subprocess.Popen([sys.executable, "-m", "litbridge", "serve", "--socket", str(sock)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-    proc.log_path = tmp_path / "daemon.log"  # type: ignore[attr-defined]
-    yield sock, proc
-    log.close()
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
+    env = {"PATH": f"{fake_rift_path}{os.pathsep}{os.environ.get('PATH', '')}", "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    d = start_daemon(str(sock), env=env, log_path=str(tmp_path / "daemon.log"))  # stderr to a file, never a pipe
+    yield sock, d
+    d.stop()
 
 
 @pytest_asyncio.fixture
 async def wire(daemon: Any) -> AsyncIterator[Wire]:
-    sock, proc = daemon
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + TIMEOUT
-    while True:
-        assert proc.poll() is None, proc.log_path.read_text(errors="replace")
-        try:
-            reader, writer = await asyncio.open_unix_connection(str(sock), limit=4 * 1024 * 1024)
-            break
-        except (FileNotFoundError, ConnectionRefusedError):
-            assert loop.time() < deadline, "daemon socket never appeared"
-            await asyncio.sleep(0.05)
+    sock, _ = daemon
+    reader, writer = await asyncio.open_unix_connection(str(sock), limit=4 * 1024 * 1024)
     w = Wire(reader, writer)
     hello = await w.next()
     assert hello["event"] == "monitor_ready" and "rift" in hello["clis"]
