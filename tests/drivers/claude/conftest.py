@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -28,8 +25,12 @@ HERE = Path(__file__).resolve().parent
 for _p in (FAKES, HERE):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
+_DAEMON_HELPERS = str(Path(__file__).resolve().parents[2] / "daemon")
+if _DAEMON_HELPERS not in sys.path:
+    sys.path.append(_DAEMON_HELPERS)
 
 from claude_env import ClaudeHome, make_home, require_claude_binary  # noqa: E402
+from lbd_helpers import start_daemon, wait_listening  # noqa: E402
 from mock_anthropic import MockAnthropic  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,7 +56,8 @@ def claude_home(tmp_path: Path) -> ClaudeHome:
 
 
 class Daemon:
-    """A `python -m litbridge serve --socket PATH` subprocess."""
+    """A `python -m litbridge serve --socket PATH` subprocess (lbd_helpers.start_daemon) with a whitelisted
+    environment: HOME and XDG_RUNTIME_DIR in `base`, nothing of the developer's Claude setup leaks in."""
 
     def __init__(self, base: Path) -> None:
         self.dir = base
@@ -64,30 +66,12 @@ class Daemon:
         passthrough = ("PATH", "LANG", "LC_ALL", "USER", "TMPDIR", "LITBRIDGE_NO_EXTENSIONS")
         env = {k: os.environ[k] for k in passthrough if k in os.environ}
         env.update(HOME=str(base), PYTHONUNBUFFERED="1", XDG_RUNTIME_DIR=str(base))
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "litbridge", "serve", "--socket", self.socket, "--log-level", "debug"],
-            cwd=str(ROOT),
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 30
-        while not self._listening():  # the socket file exists from bind(), before listen(): connect to know
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(
-                    f"litbridge serve did not come up (rc={self.proc.returncode}):\n{self.log_tail()}"
-                )
-            time.sleep(0.05)
-
-    def _listening(self) -> bool:
-        with socket.socket(socket.AF_UNIX) as probe:
-            try:
-                probe.connect(self.socket)
-            except OSError:
-                return False
-        return True
+        self._d = start_daemon(self.socket, base_env=env, cwd=str(ROOT), log_path=str(self.log_path), wait=False)
+        self.proc = self._d.proc
+        try:
+            wait_listening(self._d, timeout=30)
+        except RuntimeError as e:
+            raise RuntimeError(f"litbridge serve did not come up (rc={self.proc.returncode}):\n{self.log_tail()}") from e
 
     def log_tail(self, n: int = 60) -> str:
         try:
@@ -96,14 +80,7 @@ class Daemon:
             return ""
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()
+        self._d.stop()
 
 
 @pytest.fixture(scope="module")
