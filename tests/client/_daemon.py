@@ -13,13 +13,17 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
+_DAEMON_HELPERS = str(Path(__file__).resolve().parents[1] / "daemon")
+if _DAEMON_HELPERS not in sys.path:
+    sys.path.append(_DAEMON_HELPERS)
+
+from lbd_helpers import DaemonProc, wait_listening  # noqa: E402  (the one wait-until-listening loop)
 
 
 @dataclass
@@ -52,23 +56,8 @@ class Daemon:
 
 
 def _wait_listening(path: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"daemon exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-        if os.path.exists(path):
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                s.connect(path)
-                return
-            except OSError:
-                pass
-            finally:
-                s.close()
-        time.sleep(0.05)
-    raise RuntimeError(
-        f"daemon did not listen on {path} within {timeout}s:\n{log.read_text(errors='replace')}"
-    )
+    """lbd_helpers.wait_listening for a daemon started here (own Popen: new session, stdout+stderr to `log`)."""
+    wait_listening(DaemonProc(path, proc, str(log)), timeout)
 
 
 @contextmanager
