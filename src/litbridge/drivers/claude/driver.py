@@ -753,9 +753,10 @@ class ClaudeDriver(Driver):
         self._input_was_ready = False
         cls = self._classify()
         if cls.state in ("idle", "busy"):
-            self._set_screen(
-                cls
-            )  # the transcript lands ~100 ms after the screen: don't wait for the debounce
+            # The transcript can land before the settle debounce of the screen that follows an answered dialog:
+            # take that screen now, through the same path as a settled frame, so the closed dialog's question is
+            # dropped too (otherwise the state would read `dialog` after `complete`).
+            self._commit(cls)
         self._update_state()
         self._check_input_ready()
 
