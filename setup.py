@@ -1,37 +1,50 @@
 """Build the Cython extensions in src/litbridge/_core/ (all other metadata lives in pyproject.toml).
 
-Set LITBRIDGE_REQUIRE_EXTENSIONS=1 (CI, cibuildwheel) to make a compile failure fatal. Without it, a
-machine with no compiler still gets a working package that falls back to pure pyte (with a warning).
+The compiled core is required: a build that cannot compile it fails, naming the cause, instead of shipping a
+platform-tagged wheel without its `.so`. `LITBRIDGE_NO_EXTENSIONS=1` asks for the pure-Python package on
+purpose (no compile at all; the terminal falls back to pyte, several times slower). The extension is built
+without debug info and, on Linux, with its static symbol table stripped (`LITBRIDGE_DEBUG_BUILD=1` keeps
+both, for profiling or gdb).
 """
 
 import glob
 import os
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-REQUIRE = os.environ.get("LITBRIDGE_REQUIRE_EXTENSIONS") == "1"
+NO_EXTENSIONS = os.environ.get("LITBRIDGE_NO_EXTENSIONS") == "1"
+DEBUG = os.environ.get("LITBRIDGE_DEBUG_BUILD") == "1"
+HOW_TO_SKIP = (
+    "Install a C compiler (and the Python headers), or set LITBRIDGE_NO_EXTENSIONS=1 to install the "
+    "pure-Python package (pyte fallback, several times slower)."
+)
 
 
-def extensions():
+def compile_args() -> tuple[list[str], list[str]]:
+    """(compile, link) flags: optimised; no debug info and a stripped symbol table unless DEBUG."""
+    if sys.platform == "win32":
+        return ["/O2"], []
+    compile_ = ["-O3"] + ([] if DEBUG else ["-g0"])  # -g0 comes after the interpreter's own -g, so it wins
+    link = [] if DEBUG or sys.platform != "linux" else ["-Wl,--strip-all"]  # PyInit_* stays in .dynsym
+    return compile_, link
+
+
+def extensions() -> list[Extension]:
+    if NO_EXTENSIONS:
+        print("litbridge: LITBRIDGE_NO_EXTENSIONS=1: building the pure-Python package", file=sys.stderr)
+        return []
     sources = sorted(glob.glob("src/litbridge/_core/*.pyx"))
     if not sources:
-        return []
-    try:
-        from Cython.Build import cythonize
-    except ImportError:
-        if REQUIRE:
-            raise
-        print("litbridge: Cython not available, building without extensions", file=sys.stderr)
-        return []
-    from setuptools import Extension
+        raise SystemExit("litbridge: no src/litbridge/_core/*.pyx to build (incomplete source tree?)")
+    from Cython.Build import cythonize  # a build requirement (pyproject.toml); missing means a broken env
 
+    compile_, link = compile_args()
     exts = []
     for src in sources:
         mod = src[len("src/") : -len(".pyx")].replace("/", ".").replace("\\", ".")
-        args = ["/O2"] if sys.platform == "win32" else ["-O3"]
-        exts.append(Extension(mod, [src], extra_compile_args=args))
+        exts.append(Extension(mod, [src], extra_compile_args=compile_, extra_link_args=link))
     return cythonize(
         exts,
         compiler_directives={
@@ -46,24 +59,16 @@ def extensions():
     )
 
 
-class OptionalBuildExt(build_ext):
-    """Fails hard under LITBRIDGE_REQUIRE_EXTENSIONS=1; otherwise warns and ships the pyte fallback."""
-
-    def run(self):
-        try:
-            super().run()
-        except Exception as exc:
-            if REQUIRE:
-                raise
-            print(f"litbridge: WARNING: could not build the Cython core ({exc}); using pyte", file=sys.stderr)
+class RequiredBuildExt(build_ext):
+    """Turns a compile failure into one clear error saying how to get the pure-Python package instead."""
 
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
         except Exception as exc:
-            if REQUIRE:
-                raise
-            print(f"litbridge: WARNING: could not build {ext.name} ({exc}); using pyte", file=sys.stderr)
+            raise SystemExit(
+                f"litbridge: could not build the compiled core {ext.name}: {exc}\n{HOW_TO_SKIP}"
+            ) from exc
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})
+setup(ext_modules=extensions(), cmdclass={"build_ext": RequiredBuildExt})

@@ -12,9 +12,7 @@ import json
 import os
 import sys
 import tracemalloc
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from inputs import COLS, LINES, chunks, mem_fill
 
 
@@ -30,13 +28,17 @@ def main() -> None:
     big = chunks(mem_fill(LINES + 10 + history))
 
     def make(parts: list[bytes]):
-        screen = mod.HistoryScreen(COLS, LINES, history=history) if kind == "history" else mod.Screen(COLS, LINES)
+        screen = (
+            mod.HistoryScreen(COLS, LINES, history=history) if kind == "history" else mod.Screen(COLS, LINES)
+        )
         stream = mod.ByteStream(screen)
         for c in parts:
             stream.feed(c)
         return screen, stream
 
-    warm = make(big if kind == "history" else small)  # module-level caches (Char interning, width tables) first
+    warm = make(
+        big if kind == "history" else small
+    )  # module-level caches (Char interning, width tables) first
     keep: list = [warm]
     lines_small = lines_big = 0
 
@@ -57,8 +59,11 @@ def main() -> None:
         lines_small = len(keep[-1][0].history.top)
         per_big = measure(big)
         lines_big = len(keep[-1][0].history.top)
-        out.update(per_big=per_big, history_lines=lines_big - lines_small,
-                   per_1000_lines=(per_big - per_small) / max(1, lines_big - lines_small) * 1000)
+        out.update(
+            per_big=per_big,
+            history_lines=lines_big - lines_small,
+            per_1000_lines=(per_big - per_small) / max(1, lines_big - lines_small) * 1000,
+        )
     print(json.dumps(out))
 
 

@@ -12,13 +12,13 @@ import bisect
 import json
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+import replay_cli  # type: ignore[import-not-found]
 
 from daemon_support import (  # type: ignore[import-not-found]
     CAPTURES,
@@ -42,9 +42,6 @@ SMOKE = os.environ.get("LITBRIDGE_BENCH_SMOKE", "") not in ("", "0")
 SCALE_N = (2,) if SMOKE else (1, 10, 50, 100)
 pytestmark = pytest.mark.timeout(1800)
 
-sys.path.insert(0, str(HERE.parent / "tests" / "fakes"))
-import replay_cli  # type: ignore[import-not-found]  # noqa: E402
-
 TICK_RE = re.compile(r"tick (\d+)\.(\d+) (\d+\.\d+)", re.M)
 TERMINAL = ("complete", "interrupted", "turn_error")
 
@@ -67,8 +64,16 @@ class Row:
 class DaemonResults:
     rows: list[Row] = field(default_factory=list)
 
-    def add(self, section: str, case: str, unit: str, value: float | None, limit: float | None = None,
-            note: str = "", higher_better: bool = False) -> None:
+    def add(
+        self,
+        section: str,
+        case: str,
+        unit: str,
+        value: float | None,
+        limit: float | None = None,
+        note: str = "",
+        higher_better: bool = False,
+    ) -> None:
         ok = None
         target = ""
         if limit is not None:
@@ -103,7 +108,9 @@ class _Reporter:
             stem = "daemon-smoke" if SMOKE else "daemon-latest"
             stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             (RESULTS_DIR / f"{stem}.md").write_text(f"Measured {stamp} (cpus: {os.cpu_count()})\n\n{table}\n")
-            (RESULTS_DIR / f"{stem}.json").write_text(json.dumps([r.__dict__ for r in RESULTS.rows], indent=1))
+            (RESULTS_DIR / f"{stem}.json").write_text(
+                json.dumps([r.__dict__ for r in RESULTS.rows], indent=1)
+            )
             terminalreporter.write_line(f"(also written to {RESULTS_DIR}/{stem}.md and .json)")
         except OSError as exc:
             terminalreporter.write_line(f"could not write results: {exc}")
@@ -126,7 +133,9 @@ def _ms(v: float | None) -> float | None:
 class TickProbe:
     """A generic-driver session answering each send with timestamped tick lines: write -> event latency."""
 
-    def __init__(self, d: DaemonProc, conn: Conn, name: str, ticks: int, interval: float, quiet: float) -> None:
+    def __init__(
+        self, d: DaemonProc, conn: Conn, name: str, ticks: int, interval: float, quiet: float
+    ) -> None:
         self.conn, self.name = conn, name
         self.create = d.tick_create(name, ticks, interval, quiet)
         self.replace_lat: list[float] = []
@@ -239,8 +248,13 @@ def since_last_write(d: DaemonProc, sessions: list[ReplaySession], kind: str) ->
     return out
 
 
-def run_replays(d: DaemonProc, conn: Conn, sessions: list[ReplaySession], probe: TickProbe | None = None,
-                timeout: float = 240.0) -> dict[str, Any]:
+def run_replays(
+    d: DaemonProc,
+    conn: Conn,
+    sessions: list[ReplaySession],
+    probe: TickProbe | None = None,
+    timeout: float = 240.0,
+) -> dict[str, Any]:
     """Create every session (pipelined), wait for all `ready`, then drive their recorded prompts (the next
     one on each `complete`) until every session has finished; a probe, if given, runs turns meanwhile.
     Returns timings and the daemon's CPU seconds over the turn window."""
@@ -313,7 +327,12 @@ def run_replays(d: DaemonProc, conn: Conn, sessions: list[ReplaySession], probe:
                     s.sent += 1
             elif kind == "exited":
                 s.failed = "exited"
-        cpu1, w1, rq1, me1 = cpu_seconds(d.pid), time.monotonic(), runq_wait_seconds(d.pid), time.process_time()
+        cpu1, w1, rq1, me1 = (
+            cpu_seconds(d.pid),
+            time.monotonic(),
+            runq_wait_seconds(d.pid),
+            time.process_time(),
+        )
         kids1 = children_cpu_seconds(d.pid)
     if probe is not None:  # let the probe's last turn end so it is not left half-measured
         try:
@@ -406,12 +425,24 @@ def test_complete_latency() -> None:
         note += f"; failed: {failed[:3]}"
     RESULTS.add("latency", "JSONL end_turn → complete, p50", "ms", _ms(pct(from_end, 50)), None, note)
     RESULTS.add("latency", "JSONL end_turn → complete, p99", "ms", _ms(pct(from_end, 99)), 20, note)
-    RESULTS.add("latency", "JSONL turn_duration → complete, p99", "ms", _ms(pct(from_dur, 99)), None,
-                "complete fires on turn_duration (same write burst as end_turn in the recordings)")
+    RESULTS.add(
+        "latency",
+        "JSONL turn_duration → complete, p99",
+        "ms",
+        _ms(pct(from_dur, 99)),
+        None,
+        "complete fires on turn_duration (same write burst as end_turn in the recordings)",
+    )
     for kind, lat in (("state", claude_state), ("replace", claude_replace)):
-        RESULTS.add("latency", f"claude: latest write → {kind}, p50", "ms", _ms(pct(lat, 50)), None,
-                    f"p99 {_fmt(_ms(pct(lat, 99)))} ms over {len(lat)} events; a lower bound: the driver settles "
-                    "screen states 150 ms and streams text every 100 ms by design")
+        RESULTS.add(
+            "latency",
+            f"claude: latest write → {kind}, p50",
+            "ms",
+            _ms(pct(lat, 50)),
+            None,
+            f"p99 {_fmt(_ms(pct(lat, 99)))} ms over {len(lat)} events; a lower bound: the driver settles "
+            "screen states 150 ms and streams text every 100 ms by design",
+        )
     assert from_end, f"no complete measured: {failed}"
 
 
@@ -428,27 +459,65 @@ def test_scale(n: int) -> None:
         comp, _ = complete_latencies(d, sessions)
     cpu_pct = 100 * out["cpu_s"] / out["window_s"]
     rss_mb = out["rss_peak_kb"] / 1024
-    note = (f"window {out['window_s']:.1f}s; daemon waited for a CPU {100 * out['runq_s'] / out['window_s']:.0f}% "
-            f"of it; client {100 * out['client_cpu_s'] / out['window_s']:.0f}% CPU; fake CLIs "
-            f"{100 * out['fakes_cpu_s'] / out['window_s']:.0f}% CPU; load avg {os.getloadavg()[0]:.1f}")
-    note += (f"; failed {len(out['failed'])}: {out['failed'][:2]}" if out["failed"] else "")
+    note = (
+        f"window {out['window_s']:.1f}s; daemon waited for a CPU {100 * out['runq_s'] / out['window_s']:.0f}% "
+        f"of it; client {100 * out['client_cpu_s'] / out['window_s']:.0f}% CPU; fake CLIs "
+        f"{100 * out['fakes_cpu_s'] / out['window_s']:.0f}% CPU; load avg {os.getloadavg()[0]:.1f}"
+    )
+    note += f"; failed {len(out['failed'])}: {out['failed'][:2]}" if out["failed"] else ""
     target = n == max(SCALE_N) and not SMOKE
     RESULTS.add(f"scale N={n}", "daemon CPU, % of one core", "%", cpu_pct, 50 if target else None, note)
-    RESULTS.add(f"scale N={n}", "daemon RSS peak", "MB", rss_mb, 150 if target else None,
-                f"idle daemon {rss0 / 1024:.1f} MB; {(out['rss_peak_kb'] - rss0) / 1024 / max(n, 1):.2f} MB/session")
+    RESULTS.add(
+        f"scale N={n}",
+        "daemon RSS peak",
+        "MB",
+        rss_mb,
+        150 if target else None,
+        f"idle daemon {rss0 / 1024:.1f} MB; {(out['rss_peak_kb'] - rss0) / 1024 / max(n, 1):.2f} MB/session",
+    )
     lat, lat_c = out["probe_during_turns"], out["probe_during_creates"]
-    RESULTS.add(f"scale N={n}", "probe PTY write → replace p50 (turns)", "ms", _ms(pct(lat, 50)), None,
-                f"p99 {_fmt(_ms(pct(lat, 99)))} ms, max {_fmt(_ms(max(lat, default=None)))} ms over {len(lat)} writes, "
-                "while the N sessions run their turns")
-    RESULTS.add(f"scale N={n}", "probe PTY write → replace p50 (creates)", "ms", _ms(pct(lat_c, 50)), None,
-                f"p99 {_fmt(_ms(pct(lat_c, 99)))} ms, max {_fmt(_ms(max(lat_c, default=None)))} ms over {len(lat_c)} "
-                "writes, while the N creates are handled")
-    RESULTS.add(f"scale N={n}", "end_turn → complete p50 / p99", "ms", _ms(pct(comp, 50)), None,
-                f"p99 {_fmt(_ms(pct(comp, 99)))} ms over {len(comp)} turns")
-    RESULTS.add(f"scale N={n}", "sessions spawned per second", "/s", n / out["spawn_s"], None,
-                f"{n} create(s) pipelined → list reply in {out['spawn_s'] * 1000:.0f} ms")
-    RESULTS.add(f"scale N={n}", "sessions ready per second", "/s", n / out["ready_s"], None,
-                f"all ready after {out['ready_s']:.2f}s (replayed Claude startup ≈1 s + driver settle)")
+    RESULTS.add(
+        f"scale N={n}",
+        "probe PTY write → replace p50 (turns)",
+        "ms",
+        _ms(pct(lat, 50)),
+        None,
+        f"p99 {_fmt(_ms(pct(lat, 99)))} ms, max {_fmt(_ms(max(lat, default=None)))} ms over {len(lat)} writes, "
+        "while the N sessions run their turns",
+    )
+    RESULTS.add(
+        f"scale N={n}",
+        "probe PTY write → replace p50 (creates)",
+        "ms",
+        _ms(pct(lat_c, 50)),
+        None,
+        f"p99 {_fmt(_ms(pct(lat_c, 99)))} ms, max {_fmt(_ms(max(lat_c, default=None)))} ms over {len(lat_c)} "
+        "writes, while the N creates are handled",
+    )
+    RESULTS.add(
+        f"scale N={n}",
+        "end_turn → complete p50 / p99",
+        "ms",
+        _ms(pct(comp, 50)),
+        None,
+        f"p99 {_fmt(_ms(pct(comp, 99)))} ms over {len(comp)} turns",
+    )
+    RESULTS.add(
+        f"scale N={n}",
+        "sessions spawned per second",
+        "/s",
+        n / out["spawn_s"],
+        None,
+        f"{n} create(s) pipelined → list reply in {out['spawn_s'] * 1000:.0f} ms",
+    )
+    RESULTS.add(
+        f"scale N={n}",
+        "sessions ready per second",
+        "/s",
+        n / out["ready_s"],
+        None,
+        f"all ready after {out['ready_s']:.2f}s (replayed Claude startup ≈1 s + driver settle)",
+    )
     assert len(out["failed"]) < n, f"every session failed: {out['failed'][:3]}"  # speed is never asserted
 
 

@@ -24,16 +24,19 @@ from typing import Any
 
 import orjson
 
+from fetch_fixtures import CAPTURES
+
 ROOT = Path(__file__).resolve().parent.parent
 REPLAY_CLI = ROOT / "tests" / "fakes" / "replay_cli.py"
-if str(ROOT / "tests") not in sys.path:  # the captures path is defined once, in tests/fetch_fixtures.py
-    sys.path.append(str(ROOT / "tests"))
-
-from fetch_fixtures import CAPTURES  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Recordings whose keys are plain typed prompts + Enter (no dialogs): the replay can be driven by `send`.
-REPLAYABLE = ("s08a_first_session", "s02_simple_qa", "s03_long_markdown_response", "s02b_simple_qa_classic_tui")
+REPLAYABLE = (
+    "s08a_first_session",
+    "s02_simple_qa",
+    "s03_long_markdown_response",
+    "s02b_simple_qa_classic_tui",
+)
 
 
 # ---------------------------------------------------------------------------------------------- /proc
@@ -150,8 +153,12 @@ class Conn:
         self.sock.sendall(orjson.dumps({"cmd": cmd, "id": rid, **fields}) + b"\n")
         return rid
 
-    def wait(self, pred: Callable[[dict[str, Any]], bool], timeout: float = 60.0,
-             sink: list[Received] | None = None) -> Received:
+    def wait(
+        self,
+        pred: Callable[[dict[str, Any]], bool],
+        timeout: float = 60.0,
+        sink: list[Received] | None = None,
+    ) -> Received:
         """Next event matching `pred`; every event read meanwhile is appended to `sink`."""
         deadline = time.monotonic() + timeout
         while True:
@@ -211,7 +218,14 @@ class DaemonProc:
         return {
             "session": name,
             "cli": str(self.bin / "claude"),
-            "args": ["--capture", str(CAPTURES / capture), "--speed", str(speed), "--log", str(self.logs / name)],
+            "args": [
+                "--capture",
+                str(CAPTURES / capture),
+                "--speed",
+                str(speed),
+                "--log",
+                str(self.logs / name),
+            ],
             "working_dir": str(cwd),
             "env": {"HOME": str(self.home)},
         }
@@ -256,8 +270,13 @@ def daemon(extra_env: dict[str, str] | None = None) -> Iterator[DaemonProc]:
     env.pop("CLAUDECODE", None)
     err = open(tmp / "daemon.log", "wb")
     wrap = os.environ.get("LITBRIDGE_BENCH_WRAP", "").split()
-    proc = subprocess.Popen([*wrap, py, "-m", "litbridge", "serve", "--socket", sock, "--log-level", "warning"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=str(tmp))
+    proc = subprocess.Popen(
+        [*wrap, py, "-m", "litbridge", "serve", "--socket", sock, "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=err,
+        cwd=str(tmp),
+    )
     d = DaemonProc(proc, sock, tmp, home, bindir, logs)
     try:
         deadline = time.monotonic() + 30

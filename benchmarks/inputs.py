@@ -10,17 +10,11 @@ import base64
 import json
 import os
 import random
-import sys
 from functools import cache
-from pathlib import Path
 
 from wcwidth import wcswidth
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT / "tests") not in sys.path:  # the fixture locations are defined once, in tests/fetch_fixtures.py
-    sys.path.append(str(ROOT / "tests"))
-
-from fetch_fixtures import CAPTURES, PYTE_DIR  # noqa: E402
+from fetch_fixtures import CAPTURES, PYTE_DIR
 
 PYTE_CAPTURED = PYTE_DIR / "tests" / "captured"
 
@@ -31,12 +25,14 @@ SMOKE_BYTES = 24_000
 SYNTH_BYTES = SMOKE_BYTES if SMOKE else 400_000
 
 GLYPHS = "●✻⎿╭─╮│╰╯▶✓✗…"
-WORDS = ("the quick brown fox jumps over lazy dog function return const await import from class def self "
-         "value error result stream screen buffer cursor render frame token session claude").split()
+WORDS = (
+    "the quick brown fox jumps over lazy dog function return const await import from class def self "
+    "value error result stream screen buffer cursor render frame token session claude"
+).split()
 
 
 def chunks(data: bytes, size: int = CHUNK) -> list[bytes]:
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def _cap(data: bytes) -> bytes:
@@ -61,13 +57,28 @@ def claude_recordings() -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for path in sorted(CAPTURES.glob("*/chunks.jsonl")):
         with path.open() as fh:
-            out[path.parent.name] = b"".join(base64.b64decode(json.loads(ln)["b64"]) for ln in fh if ln.strip())
+            out[path.parent.name] = b"".join(
+                base64.b64decode(json.loads(ln)["b64"]) for ln in fh if ln.strip()
+            )
     if not out:
         return {}
     out["claude_all"] = b"".join(out.values())
     if SMOKE:
         small = sorted(out, key=lambda k: len(out[k]))[:1]
         out = {k: _cap(out[k]) for k in [*small, "claude_all"]}
+    return out
+
+
+@cache
+def claude_recording_reads() -> dict[str, list[bytes]]:
+    """Each Claude recording as its real PTY reads (`chunks.jsonl` boundaries: what the daemon feeds)."""
+    out: dict[str, list[bytes]] = {}
+    for path in sorted(CAPTURES.glob("*/chunks.jsonl")):
+        with path.open() as fh:
+            out[path.parent.name] = [base64.b64decode(json.loads(ln)["b64"]) for ln in fh if ln.strip()]
+    if SMOKE and out:
+        small = sorted(out, key=lambda k: sum(map(len, out[k])))[:2]
+        out = {k: out[k] for k in small}
     return out
 
 
@@ -90,8 +101,11 @@ def _styled_row(rng: random.Random, width: int = COLS - 2) -> str:
         text = _fit(rng, budget)
         used += wcswidth(text)
         style = rng.choice(("1;", "2;", "", "3;", "7;"))
-        colour = (f"38;2;{rng.randrange(256)};{rng.randrange(256)};{rng.randrange(256)}" if rng.random() < 0.7
-                  else f"38;5;{rng.randrange(256)}")
+        colour = (
+            f"38;2;{rng.randrange(256)};{rng.randrange(256)};{rng.randrange(256)}"
+            if rng.random() < 0.7
+            else f"38;5;{rng.randrange(256)}"
+        )
         parts.append(f"\x1b[{style}{colour}m{text}\x1b[0m")
     return "".join(parts)
 
@@ -106,7 +120,9 @@ def full_redraw_frames(n: int, seed: int = 1) -> list[bytes]:
         rows.append(f"\x1b[38;5;174m{GLYPHS[i % 4]} Thinking… ({i} s · esc to interrupt)\x1b[0m")
         rows.append("\x1b[2m╭" + "─" * 196 + "╮\x1b[0m")
         rows.append("\x1b[2m│\x1b[0m > " + _fit(rng, 150) + "\x1b[2m│\x1b[0m")
-        frames.append(("\x1b[?2026h" + (erase if i else "\x1b[H\x1b[2J") + "\r\n".join(rows) + "\x1b[?2026l").encode())
+        frames.append(
+            ("\x1b[?2026h" + (erase if i else "\x1b[H\x1b[2J") + "\r\n".join(rows) + "\x1b[?2026l").encode()
+        )
     return frames
 
 
@@ -144,8 +160,10 @@ def scroll_heavy(size: int = SYNTH_BYTES, seed: int = 3) -> bytes:
             s = f"\x1b7\x1b[{top};{bottom}r" + "".join(body) + "\x1b[r\x1b8"
         else:  # insert/delete lines and a reverse-video status line
             y = rng.randint(1, LINES - 10)
-            s = (f"\x1b[{y};1H\x1b[{rng.randint(1, 5)}L{_fit(rng, 120)}\x1b[{y + 3};1H\x1b[{rng.randint(1, 5)}M"
-                 f"\x1b[{LINES};1H\x1b[7m{_fit(rng, 199)}\x1b[0m\x1b[{LINES - 1};1H")
+            s = (
+                f"\x1b[{y};1H\x1b[{rng.randint(1, 5)}L{_fit(rng, 120)}\x1b[{y + 3};1H\x1b[{rng.randint(1, 5)}M"
+                f"\x1b[{LINES};1H\x1b[7m{_fit(rng, 199)}\x1b[0m\x1b[{LINES - 1};1H"
+            )
         total += len(s.encode())
         out.append(s)
     return "".join(out).encode()

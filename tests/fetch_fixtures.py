@@ -2,7 +2,13 @@
 
 - pyte 0.8.2's sdist (its own test suite and captured streams) -> .cache/pyte-0.8.2/
 - the real Claude Code 2.1.328 native binary from npm        -> .cache/claude-code/
+- the real Codex CLI 0.169.0 native binary from npm            -> .cache/codex/
+- the real Gemini CLI 0.61.0 (Node) from npm                -> .cache/gemini/
+- Debian's chromium, zsh and fish (browser and shell-mark tests) -> /usr/bin (apt-get: as root, or through
+  passwordless `sudo -n` as on GitHub's runners)
 Each step is best effort: a failure is reported and the tests that need it skip with the reason.
+The Claude, Codex and Gemini recordings are not fetched: trimmed copies live in the repository
+(tests/fixtures/captures/).
 """
 
 from __future__ import annotations
@@ -19,17 +25,44 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("LITBRIDGE_TEST_CACHE", ROOT / ".cache"))
 PYTE_DIR = CACHE / "pyte-0.8.2"
-# The real Claude Code recordings (read-only, beside the project); the one definition every test and benchmark uses.
-CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT.parent / "shared" / "captures"))
+# The real Claude Code recordings the tests and benchmarks read (a trimmed copy kept in the repository, see its
+# README); the one definition every test and benchmark uses. $LITBRIDGE_CAPTURES points elsewhere (the full set).
+CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "claude"))
 CLAUDE_DIR = CACHE / "claude-code"
 CLAUDE_VERSION = "2.1.328"
+GEMINI_DIR = CACHE / "gemini"
+GEMINI_VERSION = "0.61.0"
+CODEX_DIR = CACHE / "codex"
+CODEX_VERSION = "0.169.0"
+# The real Codex CLI recordings the tests replay, like CAPTURES for Claude: a trimmed copy kept in the repository
+# (see its README); $LITBRIDGE_CODEX_CAPTURES points elsewhere (e.g. the full set).
+CODEX_CAPTURES = Path(
+    os.environ.get("LITBRIDGE_CODEX_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "codex")
+)
+# The real Gemini CLI recordings the tests replay, likewise: a copy kept in the repository (see its README);
+# $LITBRIDGE_GEMINI_CAPTURES points elsewhere (e.g. the full set).
+GEMINI_CAPTURES = Path(
+    os.environ.get("LITBRIDGE_GEMINI_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "gemini")
+)
 
 
 def fetch_pyte() -> bool:
     if (PYTE_DIR / "tests").is_dir():
         return True
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q", "-d", tmp, "pyte==0.8.2"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "-q",
+            "-d",
+            tmp,
+            "pyte==0.8.2",
+        ]
         if subprocess.run(cmd).returncode != 0:
             print("fetch_fixtures: could not download the pyte 0.8.2 sdist", file=sys.stderr)
             return False
@@ -39,6 +72,18 @@ def fetch_pyte() -> bool:
         PYTE_DIR.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(PYTE_DIR, ignore_errors=True)
         shutil.move(os.path.join(tmp, "pyte-0.8.2"), PYTE_DIR)
+    return True
+
+
+def npm_install(prefix: Path, package: str, what: str, *, scripts: bool = False) -> bool:
+    """`npm install <package>` into `prefix` (its install scripts only if `scripts`); False, said, on failure."""
+    prefix.mkdir(parents=True, exist_ok=True)
+    cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), package]
+    if not scripts:
+        cmd.insert(2, "--ignore-scripts")
+    if subprocess.run(cmd).returncode != 0:
+        print(f"fetch_fixtures: could not install {what} from npm", file=sys.stderr)
+        return False
     return True
 
 
@@ -52,20 +97,169 @@ def fetch_claude() -> bool:
     if sys.platform != "linux" or shutil.which("npm") is None:
         print("fetch_fixtures: npm not available; real Claude Code tests will skip", file=sys.stderr)
         return False
-    CLAUDE_DIR.mkdir(parents=True, exist_ok=True)
-    cmd = ["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix", str(CLAUDE_DIR),
-           f"@anthropic-ai/claude-code@{CLAUDE_VERSION}"]
-    if subprocess.run(cmd).returncode != 0 or not claude_binary().exists():
-        print("fetch_fixtures: could not install Claude Code from npm", file=sys.stderr)
+    if not npm_install(CLAUDE_DIR, f"@anthropic-ai/claude-code@{CLAUDE_VERSION}", "Claude Code"):
+        return False
+    if not claude_binary().exists():
+        print("fetch_fixtures: npm installed Claude Code without its linux-x64 binary", file=sys.stderr)
         return False
     claude_binary().chmod(0o755)
+    return True
+
+
+def chromium_binary() -> str | None:
+    """The system Chromium the browser tests drive ($LITBRIDGE_CHROMIUM overrides), or None."""
+    override = os.environ.get("LITBRIDGE_CHROMIUM")
+    if override:
+        return override if os.access(override, os.X_OK) else None
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+SYSTEM_PACKAGES = {
+    "chromium": "the web view's browser tests",
+    "zsh": "the zsh shell-mark test",
+    "fish": "the fish shell-mark test",
+}
+"""Debian packages some tests drive, each with what skips without it."""
+
+
+def _system_binary(package: str) -> str | None:
+    return chromium_binary() if package == "chromium" else shutil.which(package)
+
+
+def apt_get_prefix() -> list[str] | None:
+    """How to run apt-get with root rights: directly as root, through `sudo -n` where sudo needs no password
+    (GitHub's runners: a non-root user with passwordless sudo), or None (not Debian-like, or no way to root)."""
+    if sys.platform != "linux" or shutil.which("apt-get") is None:
+        return None
+    if os.geteuid() == 0:
+        return []
+    if shutil.which("sudo") is not None and subprocess.run(["sudo", "-n", "true"]).returncode == 0:
+        return ["sudo", "-n"]
+    return None
+
+
+def fetch_system_packages() -> dict[str, bool]:
+    """apt-get install what is missing of SYSTEM_PACKAGES on a Debian-like system, as root or through
+    passwordless sudo (system packages land in /usr/bin, not the cache); otherwise say which tests will skip."""
+    missing = [p for p in SYSTEM_PACKAGES if _system_binary(p) is None]
+    prefix = apt_get_prefix() if missing else None
+    if prefix is not None:
+        # through `env`, because sudo drops the caller's environment
+        apt_get = [*prefix, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
+        install = [*apt_get, "install", "-y", "-q"]
+        if subprocess.run([*install, *missing]).returncode != 0:
+            # stale package lists: update once, then retry one package at a time (a name this distribution
+            # lacks, e.g. Ubuntu's snap-only chromium, must not keep the others out)
+            subprocess.run([*apt_get, "update", "-q"])
+            for package in missing:
+                subprocess.run([*install, package])
+    found = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
+    for p, ok in found.items():
+        if not ok:
+            print(
+                f"fetch_fixtures: no {p} (apt-get needs root or passwordless sudo on Debian); "
+                f"{SYSTEM_PACKAGES[p]} will skip",
+                file=sys.stderr,
+            )
+    return found
+
+
+def codex_binary() -> Path:
+    """The native musl binary the platform package carries (no Node launcher in between)."""
+    return (
+        CODEX_DIR
+        / "node_modules"
+        / "@openai"
+        / "codex-linux-x64"
+        / "vendor"
+        / "x86_64-unknown-linux-musl"
+        / "bin"
+        / "codex"
+    )
+
+
+def _codex_platform() -> str | None:
+    """Why this machine cannot run the fetched Codex binary (linux-x64 only), or None."""
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        return f"the Codex {CODEX_VERSION} fixture is the linux-x64 binary"
+    return None
+
+
+def codex_unavailable() -> str | None:
+    """Why the real Codex CLI tests cannot run here, or None when the binary is installed."""
+    if _codex_platform():
+        return _codex_platform()
+    if not codex_binary().exists():
+        return f"Codex CLI {CODEX_VERSION} not fetched (run tests/fetch_fixtures.py; needs npm)"
+    return None
+
+
+def fetch_codex() -> bool:
+    """`@openai/codex@0.169.0` (launcher + the linux-x64 platform package); the postinstall is not needed."""
+    if codex_binary().exists():
+        return True
+    if _codex_platform():
+        print(f"fetch_fixtures: {_codex_platform()}; real Codex tests will skip", file=sys.stderr)
+        return False
+    if shutil.which("npm") is None:
+        print("fetch_fixtures: npm not available; real Codex tests will skip", file=sys.stderr)
+        return False
+    if not npm_install(CODEX_DIR, f"@openai/codex@{CODEX_VERSION}", "Codex CLI"):
+        return False
+    if not codex_binary().exists():
+        print("fetch_fixtures: npm installed Codex CLI without its linux-x64 binary", file=sys.stderr)
+        return False
+    codex_binary().chmod(0o755)
+    return True
+
+
+def gemini_script() -> Path:
+    """The Gemini CLI entry point (`bundle/gemini.js`, run with node)."""
+    return GEMINI_DIR / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+
+
+def gemini_launcher() -> Path:
+    """The `gemini` launcher npm links in `node_modules/.bin` (a `cli` path whose basename picks the Gemini
+    driver; its folder is what goes on a daemon's PATH)."""
+    return GEMINI_DIR / "node_modules" / ".bin" / "gemini"
+
+
+def gemini_missing() -> str | None:
+    """Why the real Gemini CLI tests cannot run (None when they can)."""
+    if shutil.which("node") is None:
+        return "node is not on PATH (the Gemini CLI is a Node program)"
+    if not gemini_script().exists():
+        return f"Gemini CLI {GEMINI_VERSION} not installed in {GEMINI_DIR}: run tests/fetch_fixtures.py"
+    return None
+
+
+def fetch_gemini() -> bool:
+    if gemini_script().exists():
+        return True
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        print("fetch_fixtures: node/npm not available; real Gemini CLI tests will skip", file=sys.stderr)
+        return False
+    # install scripts run: the optional native deps (node-pty) are what the recordings were made with
+    if not npm_install(GEMINI_DIR, f"@google/gemini-cli@{GEMINI_VERSION}", "the Gemini CLI", scripts=True):
+        return False
+    if not gemini_script().exists():
+        print("fetch_fixtures: npm installed the Gemini CLI without bundle/gemini.js", file=sys.stderr)
+        return False
     return True
 
 
 def main() -> int:
     ok_pyte = fetch_pyte()
     ok_claude = fetch_claude()
-    print(f"fetch_fixtures: pyte sdist {'ok' if ok_pyte else 'MISSING'}, claude {'ok' if ok_claude else 'MISSING'}")
+    ok_codex = fetch_codex()
+    ok_gemini = fetch_gemini()
+    system = fetch_system_packages()
+    found = {"pyte sdist": ok_pyte, "claude": ok_claude, "codex": ok_codex, "gemini": ok_gemini, **system}
+    print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))
     return 0  # never fail the run here: dependent tests skip with a reason
 
 

@@ -7,12 +7,16 @@ import litbridge
 
 
 def test_version_matches_cli():
-    out = subprocess.run([sys.executable, "-m", "litbridge", "--version"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "litbridge", "--version"], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == f"litbridge {litbridge.__version__}"
 
 
 def test_help_lists_usage():
-    out = subprocess.run([sys.executable, "-m", "litbridge", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "litbridge", "--help"], capture_output=True, text=True, check=True
+    )
     assert "usage: litbridge" in out.stdout
 
 

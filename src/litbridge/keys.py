@@ -62,8 +62,8 @@ for _i, _c in enumerate("abcdefghijklmnopqrstuvwxyz"):
     _NAMED[f"c-{_c}"] = chr(_i + 1)
 
 KEY_NAMES: tuple[str, ...] = (
-    "Enter Esc Escape Tab BTab Space BSpace Up Down Left Right Home End PageUp PageDown Delete".split()
-    + [f"C-{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
+    *"Enter Esc Escape Tab BTab Space BSpace Up Down Left Right Home End PageUp PageDown Delete".split(),
+    *(f"C-{c}" for c in "abcdefghijklmnopqrstuvwxyz"),
 )
 """The documented names (the protocol's list); aliases in `_NAMED` are accepted too."""
 

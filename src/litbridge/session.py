@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from litbridge import pty as ptymod
-from litbridge.drivers import get_driver
+from litbridge.drivers import get_driver, osc7501
 from litbridge.drivers.base import Driver, DriverError
 from litbridge.keys import encode_keys
 from litbridge.protocol import events as ev
-from litbridge.protocol.spec import DEFAULT_CLI
+from litbridge.protocol.spec import DEFAULT_CLI, TURN_ERROR_KINDS
 from litbridge.term import Terminal
 
 log = logging.getLogger(__name__)
@@ -33,8 +33,12 @@ Emit = Callable[[dict[str, Any]], None]
 
 _turn_ids = itertools.count(1)
 _question_ids = itertools.count(1)
-_TURN_KINDS = ("api_error", "cli_exited", "timeout")
-INTERRUPT_FALLBACK = 10.0  # seconds: end an interrupted turn ourselves if the driver never does
+_TURN_KINDS = TURN_ERROR_KINDS
+INTERRUPT_FALLBACK = 10.0  # seconds: end an interrupted turn ourselves if the driver never does (any source)
+HOLD_NOTICE = (
+    2.0  # a send held this long with no turn running is reported (`dialog_blocked`, with the reason)
+)
+HOLD_LIMIT = 120.0  # ... and ended with `turn_error{timeout}` if it is still held this long
 SYNC_FRAME_FALLBACK = 0.25  # seconds: evaluate anyway if a synchronized frame never ends
 SEEN_IDS_MAX = 4096
 
@@ -66,6 +70,10 @@ class Turn:
     re: Any = None
     last_text: str = ""
     interrupt_re: Any = None
+    interrupt_noted: bool = False  # the interrupt fallback is armed for this turn
+    held: bool = (
+        False  # `startup_hold` or `dialog_blocked` was said for it: its dispatch says `dialog_released`
+    )
 
 
 @dataclass
@@ -113,7 +121,10 @@ class Session:
         loop: asyncio.AbstractEventLoop | None = None,
         on_dead: Callable[[Session], None] | None = None,
         kill_grace: float = 2.0,
+        child_factory: Callable[[list[str], dict[str, str], str, str], Any] | None = None,
     ) -> None:
+        """`child_factory(argv, env, cwd, transport)` replaces the real spawn (replay's recorded child); the
+        program is then not looked up on PATH."""
         self.key = key
         self.name: str = options.get("session", key)
         self.channel_id: str | None = options.get("channel_id")
@@ -124,6 +135,7 @@ class Session:
         self.log: logging.LoggerAdapter[logging.Logger] = _KeyLog(log, {"session": key})
         self._on_dead = on_dead
         self.kill_grace = kill_grace
+        self._child_factory = child_factory
         self.state = "starting"
         self.turn: Turn | None = None
         self.queue: deque[Turn] = deque()
@@ -145,6 +157,8 @@ class Session:
         self._eval_pending = False
         self._sync_timer: asyncio.TimerHandle | None = None
         self._pump_pending = False
+        self._hold_timer: asyncio.TimerHandle | None = None
+        self._held: tuple[Turn, float] | None = None  # the queue head reported held, and since when
         self._dispatching = False
         self._last_thinking: str | None = None
         self._stderr_tail = bytearray()
@@ -154,9 +168,10 @@ class Session:
         self.child: ptymod.ChildProcess | None = None
         self._spawning: asyncio.Future[ptymod.ChildProcess] | None = None  # spawn_async's fork in a worker
         self._early_writes: list[bytes] = []  # written while _spawning, flushed to the child when attached
+        self.program_status: dict[str, str] | None = None  # the last OSC 7501 report, read
         self._real_terminal = Terminal(
-            200,
-            50,
+            ptymod.COLUMNS,
+            ptymod.LINES,
             on_reply=self._on_reply,
             on_status=self._on_status,
             on_frame_end=self._schedule_eval,
@@ -171,7 +186,7 @@ class Session:
         Raises SessionCommandError(cli_not_found | spawn_failed | bad_field)."""
         argv, env, cwd, transport = self._prepare_spawn()
         try:
-            child = ptymod.spawn(argv, env, cwd, transport)
+            child = (self._child_factory or ptymod.spawn)(argv, env, cwd, transport)
         except ptymod.SpawnError as exc:
             raise SessionCommandError("spawn_failed", str(exc)) from exc
         self._attach_child(child, argv[0], cwd)
@@ -205,14 +220,14 @@ class Session:
         except DriverError as exc:
             raise SessionCommandError(exc.code, exc.message) from exc
         self.transport = spec.transport
-        env = ptymod.child_env(spec.env, self.options.get("env") or {})
+        env = ptymod.child_env(spec.env, self.options.get("env") or {}, remove=spec.env_remove)
         if not spec.argv:
             raise SessionCommandError("spawn_failed", "driver produced an empty argv")
         try:
             ptymod.check_exec_args(spec.argv, env, spec.cwd or self.options.get("working_dir"))
         except ValueError as exc:
             raise SessionCommandError("bad_field", str(exc)) from exc
-        exe = ptymod.resolve(spec.argv[0], env)
+        exe = ptymod.resolve(spec.argv[0], env) if self._child_factory is None else spec.argv[0]
         if exe is None:
             raise SessionCommandError("cli_not_found", f"CLI not found: {spec.argv[0]}")
         cwd = spec.cwd or self.options.get("working_dir") or os.path.expanduser("~")
@@ -251,7 +266,9 @@ class Session:
             return
         except Exception as exc:
             self.log.exception("driver startup failed")
-            self._startup_failed(ev.error(f"startup failed: {exc}", "internal", re, self.key, self.channel_id))
+            self._startup_failed(
+                ev.error(f"startup failed: {exc}", "internal", re, self.key, self.channel_id)
+            )
             return
         if self.dead:
             return
@@ -330,7 +347,12 @@ class Session:
         if self.child is not None and self.transport == "pty":
             self.child.write(data)
 
-    def _on_status(self, fields: dict[str, Any]) -> None:
+    def _on_status(self, payload: str) -> None:
+        """An OSC 7501 payload from the terminal, read once (`drivers/osc7501`) and handed to the driver."""
+        fields = osc7501.parse(payload)
+        if fields is None:
+            return
+        self.program_status = fields
         try:
             self.driver.on_status(fields)
         except Exception:
@@ -379,12 +401,14 @@ class Session:
                 if rows:
                     self.driver.on_screen(rows)
         self.log.info("pid %s exited with %s%s", self.pid, code, " (killed)" if self.killing else "")
-        for t in list(self._timers):
-            t.cancel()
+        for handle in list(self._timers):
+            handle.cancel()
         self._timers.clear()
         if self._sync_timer is not None:
             self._sync_timer.cancel()
-        startup_pending = self._startup_task is not None and not self._startup_task.done() and not self.started
+        startup_pending = (
+            self._startup_task is not None and not self._startup_task.done() and not self.started
+        )
         for task in list(self._tasks):
             task.cancel()
         try:
@@ -394,16 +418,26 @@ class Session:
         why = "session was killed" if self.killing else f"CLI exited (code {code})"
         if startup_pending:  # the create never got its `ready`: answer it with an error
             self._emit(
-                ev.error(f"{why} during startup: {self.stderr_tail()[-500:]}", "spawn_failed", self._create_re, self.key, self.channel_id)
+                ev.error(
+                    f"{why} during startup: {self.stderr_tail()[-500:]}",
+                    "spawn_failed",
+                    self._create_re,
+                    self.key,
+                    self.channel_id,
+                )
             )
+        self.set_state("dead")  # state first, then the turns it ends (as for every terminal event)
         if self.turn is not None:
             self._end_turn(ev.turn_error(self.key, self.channel_id, self.turn.id, why, "cli_exited"))
         while self.queue:
             t = self.queue.popleft()
-            self._emit(ev.turn_error(self.key, self.channel_id, t.id, f"{why} before the message was sent", "cli_exited"))
+            self._emit(
+                ev.turn_error(
+                    self.key, self.channel_id, t.id, f"{why} before the message was sent", "cli_exited"
+                )
+            )
         for q in list(self.questions.values()):
             self.close_question(q.id, "orphaned")
-        self.set_state("dead")
         if not self.killing:
             self._emit(ev.exited(self.key, self.channel_id, code, self.stderr_tail()))
         for cb in list(self._output_listeners):
@@ -424,7 +458,8 @@ class Session:
     def _check_alive(self) -> None:
         if self.dead:
             raise SessionCommandError(
-                "session_not_found", f"session {self.key!r} is dead (exit code {self.exit_code}); create it again"
+                "session_not_found",
+                f"session {self.key!r} is dead (exit code {self.exit_code}); create it again",
             )
 
     def send(self, content: str, msg_id: Any = None, re: Any = None) -> None:
@@ -432,7 +467,9 @@ class Session:
         if msg_id is not None:
             seen = self._seen_ids.get(msg_id)
             if seen is not None:
-                self._emit(ev.accepted(self.key, self.channel_id, seen.id, seen in self.queue, re, duplicate=True))
+                self._emit(
+                    ev.accepted(self.key, self.channel_id, seen.id, seen in self.queue, re, duplicate=True)
+                )
                 return
         validate = getattr(self.driver, "validate_send", None)
         if validate is not None:
@@ -448,7 +485,11 @@ class Session:
         immediate = self.ready and self.turn is None and not self.queue and self._can_accept()
         self._emit(ev.accepted(self.key, self.channel_id, turn.id, not immediate, re))
         if not self.started:
+            turn.held = True
             self._emit(ev.startup_hold(self.key, self.channel_id))
+        elif self.state == "dialog" and self.turn is None:
+            turn.held = True  # a send hit a modal: held until it is answered (reference D.8a)
+            self._emit(ev.generic("dialog_blocked", self.key, self.channel_id, dialog=self._hold_reason()))
         self.queue.append(turn)
         if immediate:
             self._pump()
@@ -480,26 +521,36 @@ class Session:
         self._emit(ev.keystroke_sent(self.key, self.channel_id, keys, re))
 
     async def answer(
-        self, question_id: str | None, digit: str | None, option: str | None, text: str | None, re: Any = None
+        self,
+        question_id: str | None,
+        digit: str | int | None,
+        option: str | None,
+        text: str | None,
+        re: Any = None,
     ) -> None:
         self._check_alive()
         if question_id is not None and question_id not in self.questions:
             raise SessionCommandError("no_question", f"no open question {question_id!r} on this session")
-        if digit is not None and not (len(digit) == 1 and digit.isdigit()):
+        if isinstance(digit, int) and not isinstance(digit, bool):
+            digit = str(digit)  # `options[].digit` is a string; an integer one is the same answer
+        if digit is not None and not (isinstance(digit, str) and len(digit) == 1 and digit.isdigit()):
             raise SessionCommandError("bad_field", f"invalid answer digit: {digit!r}")
         if question_id is None and digit is None and option is None and text is None:
             raise SessionCommandError("bad_field", "answer needs question_id, digit, option or text")
         # Without an id the driver picks; we only know which one when a single question is open.
         target = question_id or (next(iter(self.questions)) if len(self.questions) == 1 else None)
         try:
-            await self.driver.answer(question_id, digit=digit, option=option, text=text)
+            picked = await self.driver.answer(question_id, digit=digit, option=option, text=text)
         except DriverError as exc:
             raise SessionCommandError(exc.code, exc.message) from exc
+        if isinstance(picked, dict):  # the driver says which question and option it answered
+            target = picked.get("question_id") or target
+            digit = picked.get("digit") if picked.get("digit") is not None else digit
         if target is not None and target in self.questions:
             # The CLI may finish the turn before the driver sees the dialog go: the turn's end then closes the
             # question as answered, not orphaned.
             self.questions[target].answered = True
-        self._emit(ev.answer_sent(self.key, self.channel_id, digit, question_id, re))
+        self._emit(ev.answer_sent(self.key, self.channel_id, digit, target, re))
 
     def interrupt(self, re: Any = None) -> None:
         self._check_alive()
@@ -508,11 +559,61 @@ class Session:
             raise SessionCommandError("no_turn", "no turn is running on this session")
         turn.interrupt_re = re
         self.driver.interrupt()
-        if self.turn is turn:
+        self.interrupt_noted()
+
+    def interrupt_noted(self) -> None:
+        """DriverHost: an interrupt from any source is under way; arm the fallback once per turn."""
+        turn = self.turn
+        if turn is not None and not turn.interrupt_noted:
+            turn.interrupt_noted = True
             self.call_later(INTERRUPT_FALLBACK, lambda: self._interrupt_fallback(turn))
+
+    def _hold_check(self, head: Turn) -> None:
+        """The queue's head is still held with no turn running: say why (`dialog_blocked`), and after
+        HOLD_LIMIT end it with `turn_error{timeout}` (the next queued send gets its own chance)."""
+        self._hold_timer = None
+        if self.dead or self.turn is not None or not self.queue or self.queue[0] is not head:
+            return
+        if self._can_accept():
+            self._schedule_pump()
+            return
+        now = self.loop.time()
+        if self._held is None or self._held[0] is not head:
+            self._held = (head, now)
+            if not head.held:
+                head.held = True
+                self._emit(
+                    ev.generic("dialog_blocked", self.key, self.channel_id, dialog=self._hold_reason())
+                )
+        held_for = now - self._held[1] + HOLD_NOTICE
+        if held_for < HOLD_LIMIT:
+            self._hold_timer = self.call_later(
+                min(5.0, HOLD_LIMIT - held_for), lambda: self._hold_check(head)
+            )
+            return
+        self.queue.popleft()
+        self._held = None
+        self._emit(
+            ev.turn_error(
+                self.key,
+                self.channel_id,
+                head.id,
+                f"not sent: the CLI's input did not become live within {HOLD_LIMIT:.0f}s ({self._hold_reason()})",
+                "timeout",
+            )
+        )
+        self._schedule_pump()
+
+    def _hold_reason(self) -> str:
+        try:
+            return str(self.driver.hold_reason() or "the CLI's input is not live")
+        except Exception:
+            self.log.exception("driver.hold_reason")
+            return "the CLI's input is not live"
 
     def _interrupt_fallback(self, turn: Turn) -> None:
         if self.turn is turn:
+            self.log.warning("interrupt not honoured within %.0fs: ending the turn", INTERRUPT_FALLBACK)
             self.turn_interrupted(turn.last_text)
 
     def write_raw(self, data: bytes) -> None:
@@ -521,6 +622,10 @@ class Session:
         if self.dead or (self.child is None and self._spawning is None):
             return
         if self.transport == "pty":
+            try:
+                self.driver.on_user_input(data)
+            except Exception:
+                self.log.exception("driver.on_user_input")
             self.write(data)
         else:
             try:
@@ -555,6 +660,7 @@ class Session:
             "turn_id": self.turn.id if self.turn else None,
             "queued": len(self.queue),
             "alive": not self.dead,
+            "working_dir": self.options.get("working_dir"),
         }
         for k, v in info.items():
             item.setdefault(k, v)
@@ -571,7 +677,7 @@ class Session:
             "observing": self.turn is not None,
             "cursor": {"x": x, "y": y, "hidden": hidden},
             "modes": term.modes,
-            "osc_state": term.program_status,
+            "osc_state": self.program_status,
             "driver": self.driver.name,
             "cli_version": info.pop("cli_version", None),
             "transcript_path": info.pop("transcript_path", None),
@@ -599,13 +705,23 @@ class Session:
             self.loop.call_soon(self._pump)
 
     def _pump(self) -> None:
-        """Dispatch the next queued send if no turn runs and the driver says input is live."""
+        """Dispatch the next queued send if no turn runs and the driver says input is live; a send held with
+        no turn running is watched (`_hold_check`): never held silently, never held forever."""
         self._pump_pending = False
         if self.dead or self.turn is not None or not self.queue or not self.started or self._dispatching:
             return
         if not self._can_accept():
+            if self._hold_timer is None:
+                head = self.queue[0]
+                self._hold_timer = self.call_later(HOLD_NOTICE, lambda: self._hold_check(head))
             return
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        self._held = None
         turn = self.queue.popleft()
+        if turn.held:
+            self._emit(ev.generic("dialog_released", self.key, self.channel_id))
         self.turn = turn
         self._last_thinking = None
         self.set_state("thinking")
@@ -683,6 +799,8 @@ class Session:
         if state != self.state:
             old, self.state = self.state, state
             self._emit(ev.state(self.key, self.channel_id, old, state))
+            if old == "dialog" and state != "dead":
+                self._emit(ev.generic("dialog_cleared", self.key, self.channel_id))
 
     @property
     def turn_id(self) -> str | None:
@@ -706,20 +824,35 @@ class Session:
     def tool_result(self, tool_use_id: str, content: str, is_error: bool = False) -> None:
         self._emit(ev.tool_result(self.key, self.channel_id, tool_use_id, content, is_error, self.turn_id))
 
-    def turn_complete(self, content: str, usage: dict[str, int] | None = None, source: str = "screen") -> None:
+    def turn_complete(
+        self,
+        content: str,
+        usage: dict[str, int] | None = None,
+        source: str = "screen",
+        exit_code: int | None = None,
+    ) -> None:
         if self.turn is not None:
-            self._end_turn(ev.complete(self.key, self.channel_id, content, self.turn.id, usage, source))
+            self._end_turn(
+                ev.complete(self.key, self.channel_id, content, self.turn.id, usage, source, exit_code)
+            )
 
     def turn_interrupted(self, content: str = "") -> None:
         if self.turn is not None:
-            self._end_turn(ev.interrupted(self.key, self.channel_id, self.turn.id, content, self.turn.interrupt_re))
+            self._end_turn(
+                ev.interrupted(self.key, self.channel_id, self.turn.id, content, self.turn.interrupt_re)
+            )
 
-    def turn_error(self, message: str, kind: str = "api_error") -> None:
+    def turn_error(self, message: str, kind: str = "api_error", detail: str | None = None) -> None:
         if self.turn is not None:
-            self._end_turn(ev.turn_error(self.key, self.channel_id, self.turn.id, message, kind))
+            self._end_turn(ev.turn_error(self.key, self.channel_id, self.turn.id, message, kind, detail))
 
     def open_question(
-        self, kind: str, text: str, options: list[dict[str, Any]], detail: Any = None, source: str | None = None
+        self,
+        kind: str,
+        text: str,
+        options: list[dict[str, Any]],
+        detail: Any = None,
+        source: str | None = None,
     ) -> str:
         qid = f"q{next(_question_ids)}"
         self.questions[qid] = Question(qid, self.turn_id, kind, text, list(options))

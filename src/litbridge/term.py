@@ -4,7 +4,7 @@
 `litbridge.pyte`) behind the small surface the session and drivers need. It knows nothing about CLIs.
 
 Contract (stable; the compiled implementation must keep it):
-  Terminal(columns=200, lines=50, *, on_reply, on_status, on_title, on_frame_end, kitty_reply=False)
+  Terminal(columns=GRID[0], lines=GRID[1], *, on_reply, on_status, on_title, on_frame_end, kitty_reply=False)
   feed(data: bytes)              feed raw PTY output; replies go to on_reply(bytes) in order
   display -> list[str]           every row, padded to `columns` (pyte semantics)
   line(y) -> str                 one row
@@ -14,19 +14,28 @@ Contract (stable; the compiled implementation must keep it):
   cursor -> (x, y, hidden)       title -> str
   modes -> dict[str, bool]       bracketed_paste, sync, alternate, mouse, focus, cursor_hidden
   in_sync_frame -> bool          inside ?2026h ... ?2026l
-  program_status -> dict | None  last OSC 7501 report (fields decoded)
+  program_status -> str | None   raw payload of the last OSC 7501 report (on_status(payload) for each;
+                                 `litbridge.drivers.osc7501` reads it); the `?` probe is answered
   snapshot() -> dict             {"rows": [...], "cursor": [x, y], ...} for dump
   ansi_repaint() -> bytes        clear + home + every row with attributes + cursor (attach initial paint)
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pyte as _pyte
 
+from litbridge.protocol.spec import GRID
+
+if TYPE_CHECKING:
+    from litbridge._core import screen as _core_screen
+
+_OSC7501_RE = re.compile(rb"\x1b\]7501;([^\x07\x1b]*)(?:\x07|\x1b\\)")
 ReplyCallback = Callable[[bytes], None]
-StatusCallback = Callable[[dict], None]
+StatusCallback = Callable[[str], None]
 TitleCallback = Callable[[str], None]
 FrameCallback = Callable[[], None]
 
@@ -52,7 +61,7 @@ class _ScreenReaders:
     """What both implementations read the same way off a pyte-shaped `self.screen` (private modes are stored
     `mode << 5`, as pyte does). Subclasses say whether the alternate screen and sync output exist."""
 
-    screen: _pyte.Screen
+    screen: _pyte.Screen | _core_screen.Screen
 
     @property
     def display(self) -> list[str]:
@@ -87,14 +96,15 @@ class _ScreenReaders:
 
 
 class PyteTerminal(_ScreenReaders):
-    """Fallback `Terminal` over real pyte: no alternate screen, no OSC 7501, no wrap flags."""
+    """Fallback `Terminal` over real pyte: no alternate screen, no wrap flags; OSC 7501 cut from the bytes."""
 
     implementation = "pyte"
+    screen: _PyteScreen
 
     def __init__(
         self,
-        columns: int = 200,
-        lines: int = 50,
+        columns: int = GRID[0],
+        lines: int = GRID[1],
         *,
         on_reply: ReplyCallback | None = None,
         on_status: StatusCallback | None = None,
@@ -113,10 +123,36 @@ class PyteTerminal(_ScreenReaders):
         self.screen = _PyteScreen(columns, lines, self)
         self.stream = _pyte.ByteStream(self.screen)
         self._last = [""] * lines
-        self.program_status: dict | None = None
+        self.program_status: str | None = None
+        self._osc_carry = b""
 
     def feed(self, data: bytes) -> None:
         self.stream.feed(data)
+        if self._osc_carry or b"\x1b]7501;" in data or b"\x1b" in data[-8:]:
+            self._scan_osc7501(data)
+
+    def _scan_osc7501(self, data: bytes) -> None:
+        """pyte drops OSC 7501: cut its payloads from the bytes (a sequence may span feeds), as the core does."""
+        buf = self._osc_carry + data
+        end = 0
+        for m in _OSC7501_RE.finditer(buf):
+            end = m.end()
+            payload = m.group(1).decode("utf-8", "replace")
+            if payload == "?":
+                if self.on_reply is not None:
+                    self.on_reply(b"\x1b]7501;?\x07")
+                continue
+            self.program_status = payload
+            if self.on_status is not None:
+                self.on_status(payload)
+        rest = buf[end:]
+        start = rest.rfind(b"\x1b")
+        tail = rest[start:] if start >= 0 else b""
+        head = tail[2:7]
+        unfinished = tail == b"\x1b" or (
+            tail.startswith(b"\x1b]") and (b"7501;".startswith(head) or head == b"7501;") and len(tail) < 4096
+        )
+        self._osc_carry = tail if unfinished else b""
 
     def line(self, y: int) -> str:
         return self.screen.display[y]
@@ -155,11 +191,12 @@ class NativeTerminal(_ScreenReaders):
     """`Terminal` over the compiled core: alternate screen, replies, OSC 7501, wrap flags, cached rows."""
 
     implementation = "native"
+    screen: _core_screen.Screen
 
     def __init__(
         self,
-        columns: int = 200,
-        lines: int = 50,
+        columns: int = GRID[0],
+        lines: int = GRID[1],
         *,
         on_reply: ReplyCallback | None = None,
         on_status: StatusCallback | None = None,
@@ -169,9 +206,12 @@ class NativeTerminal(_ScreenReaders):
     ) -> None:
         from litbridge._core import native as _native
 
+        assert _native is not None, "compiled core unavailable (not built, or LITBRIDGE_NO_EXTENSIONS=1)"
         self.columns, self.lines = columns, lines
         self.screen = _native.Screen(columns, lines)
         self._parser = _native.Parser(self.screen)
+        # the C method itself: no Python frame per pty read (it takes all that the `feed` method it shadows does)
+        self.feed = self._parser.feed  # type: ignore[method-assign]
         self.screen.kitty_reply = kitty_reply
         self.on_reply, self.on_status, self.on_title, self.on_frame_end = (
             on_reply,
@@ -213,14 +253,14 @@ class NativeTerminal(_ScreenReaders):
         return self.screen.logical_lines()
 
     @property
-    def program_status(self) -> dict | None:
+    def program_status(self) -> str | None:
         return self.screen.program_status
 
     def _alternate(self) -> bool:
         return bool(self.screen.alternate)
 
     def _sync(self) -> bool:
-        return 2026 << 5 in self.screen.mode
+        return self.screen.in_sync_frame
 
     @property
     def in_sync_frame(self) -> bool:

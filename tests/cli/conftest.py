@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "client"))
-
 from _daemon import Daemon, running_daemon
 
 

@@ -9,13 +9,18 @@ import time
 
 import pytest
 from _daemon import Daemon
+from lbd_helpers import check_event
 
 BASH = ["--cli", "bash", "--arg=--norc", "--arg=--noprofile", "--env", "PS1=$ "]
 NO_DAEMON = "no litbridge daemon at"
 
 
 def _events(stdout: str) -> list[dict]:
-    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    """The events a `--json` command printed, each checked against `litbridge schema`."""
+    events = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    for ev in events:
+        check_event(ev)
+    return events
 
 
 @pytest.mark.parametrize(
@@ -255,13 +260,20 @@ def test_serve_and_clients_share_litbridge_socket(tmp_path) -> None:
     log = tmp_path / "serve.log"
     with open(log, "ab") as logf:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "litbridge", "serve"], stdout=logf, stderr=subprocess.STDOUT, env=env,
+            [sys.executable, "-m", "litbridge", "serve"],
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            env=env,
             start_new_session=True,
         )
     try:
         _wait_listening(sock, proc, log)
         out = subprocess.run(
-            [sys.executable, "-m", "litbridge", "list", "--json"], capture_output=True, text=True, timeout=60, env=env
+            [sys.executable, "-m", "litbridge", "list", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
         )
         assert out.returncode == 0, out.stderr
         assert _events(out.stdout)[-1]["event"] == "sessions"

@@ -4,19 +4,13 @@ permission question inline, `list`, `kill` — all as subprocesses, the way a us
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _daemon import Daemon
-
-FAKES = Path(__file__).resolve().parents[1] / "fakes"
-if str(FAKES) not in sys.path:
-    sys.path.insert(0, str(FAKES))
-
-from claude_env import binary_status, make_home, offline_env  # noqa: E402
-from mock_anthropic import MockAnthropic  # noqa: E402
+from claude_env import binary_status, make_home, offline_env
+from mock_anthropic import MockAnthropic
 
 pytestmark = pytest.mark.real_claude
 

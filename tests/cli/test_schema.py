@@ -191,3 +191,44 @@ def test_live_daemon_events_satisfy_the_schema(daemon: Daemon) -> None:
         errors = [e.message for e in validator.iter_errors(ev)]
         assert not errors, (ev, errors)
         assert validator.evolve(schema=lbschema.event_schema(ev["event"])).is_valid(ev), ev
+
+
+# What each driver really does with `create.model`, and the two texts that describe it.
+MODEL_FLAGS = {
+    "claude": ["--model", "m-x"],
+    "gemini": ["--model", "m-x"],
+    "rift": ["--model", "m-x"],
+    "codex": ["-m", "m-x"],
+}
+
+
+@pytest.mark.parametrize("cli", [*MODEL_FLAGS, "cat"])
+def test_create_model_is_described_as_each_driver_passes_it(
+    cli: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from litbridge.cli import _subparser, build_parser
+    from litbridge.session import Session
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # launch() makes per-session homes (gemini)
+    loop = asyncio.new_event_loop()
+    try:
+        options = {"session": "m", "cli": cli, "model": "m-x", "working_dir": str(tmp_path), "args": []}
+        session = Session("m", {**options, "env": {"HOME": str(tmp_path)}}, lambda ev: None, loop=loop)
+        argv = session.driver.launch().argv
+    finally:
+        loop.close()
+    spec_doc = COMMANDS["create"].fields["model"].doc
+    create = _subparser(build_parser(), "create")
+    help_text = " ".join(create.format_help().split())
+    if cli in MODEL_FLAGS:
+        flag = MODEL_FLAGS[cli][0]
+        at = argv.index(flag)
+        assert argv[at : at + 2] == MODEL_FLAGS[cli], argv
+        assert re.search(rf"`{flag} <model>` for [a-z, ]*\b{cli}\b", spec_doc), spec_doc
+        assert re.search(rf"[a-z, ]*\b{cli}\b[a-z, ]* gets? {flag} M", help_text), help_text
+    else:  # the generic driver: a label only
+        assert "m-x" not in argv, argv
+        assert "generic driver passes nothing" in spec_doc, spec_doc
+        assert "any other program gets nothing" in help_text, help_text

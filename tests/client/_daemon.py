@@ -19,11 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
-_DAEMON_HELPERS = str(Path(__file__).resolve().parents[1] / "daemon")
-if _DAEMON_HELPERS not in sys.path:
-    sys.path.append(_DAEMON_HELPERS)
 
-from lbd_helpers import DaemonProc, wait_listening  # noqa: E402  (the one wait-until-listening loop)
+from lbd_helpers import DaemonProc, check_event, wait_listening  # noqa: E402  (one wait loop, one schema check)
 
 
 @dataclass
@@ -81,11 +78,38 @@ def running_daemon(port: int | None = None) -> Iterator[Daemon]:
         "PS1": "$ ",
     }
     daemon = Daemon(sock, home, spawn(sock, env, log, port), log, env)
+    violations: list[str] = []
     try:
-        yield daemon
+        with _checked_client_events(violations):
+            yield daemon
     finally:
         stop(daemon.proc)  # the current one: a test may have restarted the daemon
         shutil.rmtree(base, ignore_errors=True)
+    assert not violations, "events that violate `litbridge schema`:\n" + "\n".join(violations[:10])
+
+
+@contextmanager
+def _checked_client_events(violations: list[str]) -> Iterator[None]:
+    """Every event the in-process client library decodes is checked against `litbridge schema` (collected,
+    reported when the daemon fixture ends: raising inside the client's read loop would look like a lost line)."""
+    from litbridge.client import client as client_mod
+
+    original = client_mod.decode
+
+    def decode(line: bytes) -> object:
+        ev = original(line)
+        if isinstance(ev, dict) and "event" in ev:
+            try:
+                check_event(ev)
+            except AssertionError as exc:
+                violations.append(str(exc))
+        return ev
+
+    client_mod.decode = decode  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        client_mod.decode = original
 
 
 def spawn(sock: str, env: dict[str, str], log: Path, port: int | None = None) -> subprocess.Popen[bytes]:

@@ -83,12 +83,16 @@ async def test_result_and_iteration_concurrently(daemon: Daemon) -> None:
         assert result["content"].splitlines() == ["a", "b"]
 
 
-async def test_queued_sends_keep_order(daemon: Daemon) -> None:
+async def test_queued_sends_keep_order(daemon: Daemon, tmp_path) -> None:
+    gate = tmp_path / "gate"
     async with Client.connect(socket=daemon.socket) as c:
-        await _create(c, "queue", {**BASH, "quiescence": 2.0})  # the first turn lasts >= 2 s
-        first = await c.send("queue", "echo first")
+        await _create(c, "queue", BASH)
+        # the first turn runs until the test opens the gate (bash's prompt mark ends a turn at once, so
+        # `echo first` alone could complete before the second send arrives on a loaded box)
+        first = await c.send("queue", f"while [ ! -e {gate} ]; do sleep 0.05; done; echo first")
         second = await c.send("queue", "echo second")
         assert second.queued is True
+        gate.touch()
         r1 = await first.result(timeout=60)
         r2 = await second.result(timeout=60)
         assert r1["turn_id"] != r2["turn_id"]
@@ -228,7 +232,9 @@ async def test_closed_client_fails_pending_work(daemon: Daemon) -> None:
         await c.ping()
 
 
-async def test_litbridge_socket_is_the_default_address(daemon: Daemon, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_litbridge_socket_is_the_default_address(
+    daemon: Daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Like `serve` and the CLI, `Client.connect()` without socket= uses $LITBRIDGE_SOCKET when it is set."""
     from litbridge.client import default_socket_path
 

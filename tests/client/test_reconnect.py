@@ -136,7 +136,9 @@ async def test_daemon_restart_resets_seq_numbering(tmp_path: Path) -> None:
             ready = await c.create("after-restart", "bash", timeout=60, **BASH)
             assert ready["event"] == "ready"
             assert c.last_seq is not None and c.last_seq < high
-            assert c.server_info["daemon_id"] != first_id  # told apart by daemon_id, not by guessing from seqs
+            assert (
+                c.server_info["daemon_id"] != first_id
+            )  # told apart by daemon_id, not by guessing from seqs
             t2 = await c.send("after-restart", "echo y")
             assert (await t2.result(timeout=60))["content"] == "y"
 

@@ -27,7 +27,9 @@ def tmpdir_short() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def daemon(tmpdir_short: str) -> Iterator[DaemonProc]:
     # nesting vars in the daemon's own env must not reach the children
-    d = start_daemon(os.path.join(tmpdir_short, "d.sock"), env={"CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli"})
+    d = start_daemon(
+        os.path.join(tmpdir_short, "d.sock"), env={"CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli"}
+    )
     yield d
     code = d.stop()
     assert code == 0, d.log()
@@ -48,5 +50,3 @@ def bash_create() -> Callable[[str], dict[str, Any]]:
         }
 
     return make
-
-

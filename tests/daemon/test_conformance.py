@@ -20,12 +20,50 @@ pytestmark = pytest.mark.asyncio(loop_scope="function")
 
 TERMINAL = ("complete", "interrupted", "turn_error")
 
-V1_COMMANDS = {"create", "send", "input", "keystroke", "answer", "interrupt", "list", "dump", "kill", "ping", "hello"}
+V1_COMMANDS = {
+    "create",
+    "send",
+    "input",
+    "keystroke",
+    "answer",
+    "interrupt",
+    "list",
+    "dump",
+    "kill",
+    "ping",
+    "hello",
+}
 V1_EVENTS = {
-    "monitor_ready", "ready", "state", "accepted", "replace", "thinking", "tool_use", "tool_result", "complete",
-    "interrupted", "turn_error", "question", "question_closed", "dialog_blocked", "dialog_cleared",
-    "dialog_released", "unknown_dialog", "reaped_idle", "dialog_dismissed", "startup_hold", "input_sent",
-    "keystroke_sent", "answer_sent", "killed", "exited", "error", "pong", "sessions", "dump", "capabilities",
+    "monitor_ready",
+    "ready",
+    "state",
+    "accepted",
+    "replace",
+    "thinking",
+    "tool_use",
+    "tool_result",
+    "complete",
+    "interrupted",
+    "turn_error",
+    "question",
+    "question_closed",
+    "dialog_blocked",
+    "dialog_cleared",
+    "dialog_released",
+    "unknown_dialog",
+    "reaped_idle",
+    "dialog_dismissed",
+    "startup_hold",
+    "input_sent",
+    "keystroke_sent",
+    "answer_sent",
+    "killed",
+    "exited",
+    "error",
+    "pong",
+    "sessions",
+    "dump",
+    "capabilities",
 }
 
 
@@ -40,6 +78,23 @@ async def create(c: Conn, cmd: dict[str, Any]) -> dict[str, Any]:
     ev = await c.request(cmd, "ready")
     assert ev["event"] == "ready", ev
     return ev
+
+
+async def wait_prompt(c: Conn, key: str) -> None:
+    """Until bash's prompt is drawn and the session idle. `ready` comes at the first prompt mark (or when a
+    slow start settles) and says state "starting"; until the prompt is on screen (its `B` mark read) a send
+    is queued, so a test that needs a send to run at once waits for this first."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + WAIT
+    while True:
+        dump = await c.request({"cmd": "dump", "session": key}, "dump")
+        rows = dump["capture"].split("\n")
+        y = dump["cursor"]["y"]
+        if dump["state"] == "idle" and dump["queued"] == 0 and y < len(rows) and rows[y].strip() == "$":
+            await asyncio.sleep(0.2)  # the `B` mark follows the prompt text within the same write
+            return
+        assert loop.time() < end, f"no idle prompt: {dump}"
+        await asyncio.sleep(0.05)
 
 
 def terminal_counts(events: list[dict[str, Any]]) -> Counter[str]:
@@ -104,7 +159,12 @@ async def test_bad_json_unknown_command_blank_lines(daemon: Any) -> None:
     assert "session" not in err
     await c.send({"cmd": "nope", "id": "x1"})
     err = await c.wait(lambda e: True)
-    assert err == {"event": "error", "message": "unknown command: nope", "code": "unknown_command", "re": "x1"}
+    assert err == {
+        "event": "error",
+        "message": "unknown command: nope",
+        "code": "unknown_command",
+        "re": "x1",
+    }
     await c.send(b"[1]\n")
     assert (await c.wait(lambda e: True))["code"] == "unknown_command"
     await c.send(b"\n   \n\r\n")
@@ -154,7 +214,9 @@ async def test_unknown_session_and_bad_fields(daemon: Any) -> None:
         assert err["event"] == "error" and err["code"] == "bad_field", (cmd, err)
     err = await c.request({"cmd": "create", "session": "nf", "cli": "no-such-cli-xyz"})
     assert err["code"] == "cli_not_found"
-    err = await c.request({"cmd": "create", "session": "nf", "cli": "bash", "working_dir": "/nonexistent/dir"})
+    err = await c.request(
+        {"cmd": "create", "session": "nf", "cli": "bash", "working_dir": "/nonexistent/dir"}
+    )
     assert err["code"] == "spawn_failed"
     lst = await c.request({"cmd": "list"}, "sessions")
     assert "nf" not in [s["name"] for s in lst["sessions"]]
@@ -166,6 +228,7 @@ async def test_bash_send_replace_complete(daemon: Any, bash_create: Any) -> None
     c, _ = await connect(daemon)
     ready = await create(c, bash_create("bash1"))
     assert ready["state"] == "starting" and ready["resumed"] is False and ready["model"] is None
+    await wait_prompt(c, "bash1")
     acc = await c.request({"cmd": "send", "session": "bash1", "content": "echo hi"}, "accepted")
     turn = acc["turn_id"]
     assert acc["queued"] is False
@@ -186,6 +249,7 @@ async def test_bash_send_replace_complete(daemon: Any, bash_create: Any) -> None
 async def test_fifo_queue_and_dedupe(daemon: Any, bash_create: Any) -> None:
     c, _ = await connect(daemon)
     await create(c, bash_create("fifo"))
+    await wait_prompt(c, "fifo")
     await c.send({"cmd": "send", "session": "fifo", "content": "sleep 0.2; echo first", "id": "m1"})
     await c.send({"cmd": "send", "session": "fifo", "content": "echo second", "id": "m2"})
     await c.send({"cmd": "send", "session": "fifo", "content": "echo third", "id": "m3"})
@@ -248,7 +312,7 @@ async def test_keystroke_bytes_reach_pty_and_bad_key_types_nothing(daemon: Any, 
         if log.read_text() != before:
             break
         await asyncio.sleep(0.05)
-    assert log.read_text()[len(before):].strip() == b"z".hex(), "nothing of the bad keystroke was typed"
+    assert log.read_text()[len(before) :].strip() == b"z".hex(), "nothing of the bad keystroke was typed"
     await c.request({"cmd": "kill", "session": "keys"}, "killed")
     await c.close()
 
@@ -256,11 +320,26 @@ async def test_keystroke_bytes_reach_pty_and_bad_key_types_nothing(daemon: Any, 
 async def test_input_env_size(daemon: Any) -> None:
     c, _ = await connect(daemon)
     await create(c, fake_create("env", env={"CLAUDE_CODE_MINE": "kept"}))
-    for line in ("env CLAUDECODE", "env CLAUDE_CODE_ENTRYPOINT", "env CLAUDE_CODE_MINE", "env TERM", "env COLORTERM", "size"):
+    for line in (
+        "env CLAUDECODE",
+        "env CLAUDE_CODE_ENTRYPOINT",
+        "env CLAUDE_CODE_MINE",
+        "env TERM",
+        "env COLORTERM",
+        "size",
+    ):
         ack = await c.request({"cmd": "input", "session": "env", "content": line}, "input_sent")
         assert ack["event"] == "input_sent"
-    want = ["CLAUDECODE unset", "CLAUDE_CODE_ENTRYPOINT unset", "CLAUDE_CODE_MINE=kept", "TERM=xterm-256color",
-            "COLORTERM=truecolor", "50x200"]
+    want = [
+        # only the Claude driver strips Claude's nesting variables (its launch spec's env_remove); a generic
+        # program inherits the daemon's env as it is
+        "CLAUDECODE=1",
+        "CLAUDE_CODE_ENTRYPOINT=cli",
+        "CLAUDE_CODE_MINE=kept",
+        "TERM=xterm-256color",
+        "COLORTERM=truecolor",
+        "50x200",
+    ]
     for _ in range(100):
         dump = await c.request({"cmd": "dump", "session": "env"}, "dump")
         if all(w in dump["capture"] for w in want):
@@ -372,6 +451,13 @@ async def test_answer_without_question(daemon: Any) -> None:
     assert err["code"] == "no_question"
     err = await c.request({"cmd": "answer", "session": "ans", "digit": "x"})
     assert err["code"] == "bad_field"
+    # digit as a JSON integer is accepted on the wire too (it reaches the session: no question open) ...
+    err = await c.request({"cmd": "answer", "session": "ans", "digit": 1})
+    assert err["code"] == "no_question", err
+    # ... but still exactly one digit
+    for bad in (12, -1, True, 1.5):
+        err = await c.request({"cmd": "answer", "session": "ans", "digit": bad})
+        assert err["code"] == "bad_field", (bad, err)
     await c.request({"cmd": "kill", "session": "ans"}, "killed")
     await c.close()
 
@@ -389,7 +475,9 @@ async def test_two_clients_both_receive(daemon: Any, bash_create: Any) -> None:
     pong = await b.request({"cmd": "ping"}, "pong")
     assert pong["event"] == "pong"
     await a.drain_for(0.2)
-    assert not any(e["event"] == "pong" and e.get("re") == pong["re"] for e in a.events), "replies are private"
+    assert not any(e["event"] == "pong" and e.get("re") == pong["re"] for e in a.events), (
+        "replies are private"
+    )
     await a.request({"cmd": "kill", "session": "two"}, "killed")
     await a.close()
     await b.close()
@@ -407,10 +495,16 @@ async def test_reconnect_since_seq_loses_and_duplicates_nothing(daemon: Any, bas
     produced = [e for e in keeper.events if e.get("session") == "rc" and e.get("seq", 0) > last]
     a2, ready = await connect(daemon)
     assert ready["buffered"] == 0
-    assert ready["last_seq"] == produced[-1]["seq"] and "seq" not in ready  # high-water mark, not an event seq
+    assert (
+        ready["last_seq"] == produced[-1]["seq"] and "seq" not in ready
+    )  # high-water mark, not an event seq
     caps = await a2.request({"cmd": "hello", "since_seq": last, "subscribe": ["rc"]}, "capabilities")
     assert caps["event"] == "capabilities" and caps["protocol_version"] == 1 and caps["subscribed"] == ["rc"]
-    assert caps["daemon_id"] == ready["daemon_id"] and caps["last_seq"] == ready["last_seq"] and "seq" not in caps
+    assert (
+        caps["daemon_id"] == ready["daemon_id"]
+        and caps["last_seq"] == ready["last_seq"]
+        and "seq" not in caps
+    )
     await a2.drain_for(0.5)
     got = [e for e in a2.events if e.get("session") == "rc"]
     assert [e["seq"] for e in got] == [e["seq"] for e in produced] and caps["replayed"] == len(produced)
@@ -423,15 +517,20 @@ async def test_reconnect_since_seq_loses_and_duplicates_nothing(daemon: Any, bas
     await keeper.close()
 
 
-async def test_buffering_while_no_client(daemon: Any, bash_create: Any) -> None:
+async def test_buffering_while_no_client(daemon: Any, bash_create: Any, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
     c, _ = await connect(daemon)
     await create(c, bash_create("buf", quiescence=2.0))
-    # the output comes 1 s after the client left: the daemon has long noticed the disconnect
-    await c.send({"cmd": "send", "session": "buf", "content": "sleep 1; echo later", "id": "b1"})
+    # the output comes only when the test opens the gate, 1 s after the client left (not 1 s after the
+    # send: a loaded box may take that long to get the close to the daemon): it has long noticed by then
+    command = f'while [ ! -e {gate} ]; do sleep 0.05; done; echo lat""er'  # its echo is not "later"
+    await c.send({"cmd": "send", "session": "buf", "content": command, "id": "b1"})
     await c.wait("accepted")
     await c.close()
     r, w = await attach(daemon, b"buf")  # a raw viewer is not a control client
-    await read_until(r, b"later\r\n")
+    await asyncio.sleep(1)
+    gate.touch()  # after the viewer's paint: it sees the output itself arrive
+    assert b"later\r\n" in await read_until(r, b"later\r\n")
     w.close()
     for _ in range(400):  # the attach listing (not a control client either) shows when the turn is over
         r, _ = await attach(daemon, b'{"list":true}')

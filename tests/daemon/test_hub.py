@@ -63,8 +63,12 @@ async def test_buffer_flush_then_live_and_ring_bound() -> None:
     w = FakeWriter()
     c = Client(hub, w, "t")  # type: ignore[arg-type]
     c.start()
+    c.hold()  # as the daemon does for every new connection
     assert hub.attach(c, greet) == 10, "only the newest `buffer` events are kept"
     hub.publish(ev("s", n=99))
+    await settle()
+    assert w.events() == [{"event": "monitor_ready", "buffered": 10}], "held until the first command"
+    c.release()
     await settle()
     got = w.events()
     assert got[0] == {"event": "monitor_ready", "buffered": 10}
@@ -158,3 +162,115 @@ async def test_replay_goes_before_queued_live_events() -> None:
     w.gate.set()
     await settle()
     assert [e["seq"] for e in w.events()[1:]] == [3, 4, 5, 6, 7]
+
+
+@pytest.mark.asyncio
+async def test_buffered_events_wait_for_a_late_hello_so_replay_stays_in_seq_order() -> None:
+    """A new client's events (buffered while nobody listened, and live ones) are held until its first
+    command: a hello{since_seq} that comes after them still gets the older events first."""
+    hub = Hub()
+    gone = Client(hub, FakeWriter(), "gone")  # type: ignore[arg-type]
+    gone.start()
+    hub.attach(gone, greet)
+    for i in range(4):
+        hub.publish(ev("s", n=i))  # seq 1..4, delivered to `gone`
+    gone.close()
+    for i in range(3):
+        hub.publish(ev("s", n=i))  # seq 5..7: buffered, nobody listens
+    w = FakeWriter()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    c.hold()
+    assert hub.attach(c, greet) == 3
+    for _ in range(20):
+        await asyncio.sleep(0.005)  # 100 ms: the client is slow to send its hello
+    hub.publish(ev("s", n=8))  # seq 8, live
+    assert hub.replay(c, 1) == 3  # seq 2..4 (5..7 are already queued for it)
+    c.release()
+    await settle()
+    assert [e["seq"] for e in w.events()[1:]] == [2, 3, 4, 5, 6, 7, 8]
+
+
+@pytest.mark.asyncio
+async def test_replay_gap_names_what_left_the_ring() -> None:
+    hub = Hub(buffer=5)
+    keeper = Client(hub, FakeWriter(), "k")  # type: ignore[arg-type]
+    keeper.start()
+    hub.attach(keeper, greet)
+    for i in range(12):
+        hub.publish(ev("s", n=i))  # ring keeps 8..12
+    c = Client(hub, FakeWriter(), "c")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    assert hub.gap(2, c) == (3, 7)
+    assert hub.gap(7, c) is None
+    assert hub.gap(12, c) is None
+
+
+@pytest.mark.asyncio
+async def test_superseded_replaces_leave_the_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stuck client's queue holds each session's newest replace, not one (blanked) entry per event."""
+    monkeypatch.setattr(hubmod, "COALESCE_AT", 5)
+    hub = Hub()
+    w = FakeWriter()
+    w.gate.clear()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    await settle()
+    for i in range(20000):
+        hub.publish(ev(f"s{i % 3}", "replace", text="y" * 100))
+    assert not c.closed
+    assert len(c._queue) < 200, len(c._queue)
+    assert c._bytes < 200 * 150
+
+
+@pytest.mark.asyncio
+async def test_queued_bytes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hubmod, "MAX_QUEUE_BYTES", 100_000)
+    hub = Hub()
+    w = FakeWriter()
+    w.gate.clear()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    await settle()
+    for _ in range(30):  # 30 entries: far below the entry limit
+        hub.publish(ev("s", "tool_result", content="z" * 10_000))
+    assert c.closed and c not in hub.clients
+    err = orjson.loads(bytes(w.data).splitlines()[-1])
+    assert err["code"] == "slow_consumer" and "bytes" in err["message"]
+
+
+@pytest.mark.asyncio
+async def test_a_client_that_reads_nothing_for_too_long_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hubmod, "STALL_AFTER", 0.2)
+    hub = Hub()
+    w = FakeWriter()
+    w.gate.clear()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    await settle()
+    hub.publish(ev("s", "replace", text="a"))
+    await asyncio.sleep(0.3)
+    assert not c.closed, "no event came while it was stuck: nothing to judge"
+    hub.publish(ev("s", "replace", text="b"))
+    assert c.closed
+    assert "nothing read" in orjson.loads(bytes(w.data).splitlines()[-1])["message"]
+
+
+@pytest.mark.asyncio
+async def test_replies_reach_an_unsubscribed_asker() -> None:
+    hub = Hub()
+    w = FakeWriter()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    c.subscribed = {"a"}
+    c.expect_reply("b", 7)
+    hub.publish(ev("b", "input_sent", re=7))
+    hub.publish(ev("b", "state"))  # not a reply: filtered as before
+    hub.publish(ev("b", "input_sent", re=8))  # someone else's reply
+    await settle()
+    assert [(e["event"], e.get("re")) for e in w.events()[1:]] == [("input_sent", 7)]

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
-from lbd_helpers import WAIT, Conn, fake_create, start_daemon
+from lbd_helpers import WAIT, Conn, check_event, fake_create, start_daemon
 
 
 def short_dir() -> str:
@@ -55,7 +55,9 @@ def test_second_daemon_exits_3_and_stale_socket_reclaimed() -> None:
     try:
         second = subprocess.run(
             [sys.executable, "-m", "litbridge", "serve", "--socket", sock],
-            capture_output=True, text=True, timeout=WAIT,
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
         )
         assert second.returncode == 3
         assert "refusing to steal" in second.stderr
@@ -104,7 +106,9 @@ def test_default_socket_path_layout(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     assert paths.default_socket_path() == str(tmp_path / "litbridge" / "litbridge.sock")
     monkeypatch.delenv("XDG_RUNTIME_DIR")
-    assert paths.default_socket_path() == os.path.join(tempfile.gettempdir(), f"litbridge-{os.getuid()}", "litbridge.sock")
+    assert paths.default_socket_path() == os.path.join(
+        tempfile.gettempdir(), f"litbridge-{os.getuid()}", "litbridge.sock"
+    )
 
 
 @pytest.mark.asyncio
@@ -158,6 +162,8 @@ async def test_tcp_token_handshake() -> None:
         assert caps["event"] == "capabilities" and caps["re"] == 1
         pong = orjson.loads(await asyncio.wait_for(r.readline(), WAIT))
         assert pong == {"event": "pong", "re": 2}
+        for e in (first, caps, pong):
+            check_event(e)
         w.close()
         # attach over TCP needs the token in the selector
         r, w = await asyncio.open_connection("127.0.0.1", port + 1)
@@ -187,7 +193,10 @@ async def test_slow_consumer_does_not_block_others() -> None:
         await fast.request(fake_create("flood", channel_id=chan), "ready")
         n = 3000
         batch = b"".join(
-            orjson.dumps({"cmd": "keystroke", "session": "flood", "channel_id": chan, "keys": [], "id": f"k{i}"}) + b"\n"
+            orjson.dumps(
+                {"cmd": "keystroke", "session": "flood", "channel_id": chan, "keys": [], "id": f"k{i}"}
+            )
+            + b"\n"
             for i in range(n)
         )
         fast.writer.write(batch)
@@ -206,6 +215,8 @@ async def test_slow_consumer_does_not_block_others() -> None:
                 break
             data += chunk
         lines = [orjson.loads(x) for x in data.splitlines() if x.strip()]
+        for e in lines:
+            check_event(e)
         assert lines[0]["event"] == "monitor_ready"
         assert lines[-1]["event"] == "error" and lines[-1]["code"] == "slow_consumer"
         assert len(lines) < n
@@ -226,10 +237,18 @@ async def test_client_mistakes_never_kill_the_daemon(tmp_path: Path) -> None:
         c = await Conn.open(sock)
         await c.wait("monitor_ready")
         garbage: list[Any] = [
-            b"\xff\xfe\xfd\n", b"null\n", b"42\n", b'"str"\n', b'{"cmd":null}\n', b'{"cmd":["create"]}\n',
-            b'{"cmd":"create","session":{"a":1}}\n', b'{"cmd":"hello","subscribe":5}\n',
-            b'{"cmd":"send","session":"x","channel_id":7}\n', b'{"cmd":"kill","session":"x","store_resume":"yes"}\n',
-            b'{"cmd":"ping","id":true}\n', b'{"cmd":"ping","id":{"x":1}}\n',
+            b"\xff\xfe\xfd\n",
+            b"null\n",
+            b"42\n",
+            b'"str"\n',
+            b'{"cmd":null}\n',
+            b'{"cmd":["create"]}\n',
+            b'{"cmd":"create","session":{"a":1}}\n',
+            b'{"cmd":"hello","subscribe":5}\n',
+            b'{"cmd":"send","session":"x","channel_id":7}\n',
+            b'{"cmd":"kill","session":"x","store_resume":"yes"}\n',
+            b'{"cmd":"ping","id":true}\n',
+            b'{"cmd":"ping","id":{"x":1}}\n',
         ]
         for g in garbage:
             await c.send(g)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from litbridge import drivers
+from litbridge import session as session_mod
 from litbridge.drivers.base import Driver, DriverError, LaunchSpec
 from litbridge.session import Session, SessionCommandError
 
@@ -55,8 +56,13 @@ class Scripted(Driver):
         assert changed_rows
         self.screens.append(changed_rows)
 
-    async def answer(self, question_id: str | None, digit: str | None = None, option: str | None = None,
-                     text: str | None = None) -> None:
+    async def answer(
+        self,
+        question_id: str | None,
+        digit: str | None = None,
+        option: str | None = None,
+        text: str | None = None,
+    ) -> None:
         if not self.host.open_questions():
             raise DriverError("no_question", "nothing to answer")
         qid = question_id or self.host.open_questions()[-1]
@@ -149,12 +155,19 @@ async def test_replace_dedup_and_only_within_a_turn() -> None:
         s.turn_thinking("spin")
         s.tool_use("tu1", "Bash", {"command": "ls"})
         s.tool_result("tu1", "y" * 6000, False)
-        s.turn_complete("ab", {"input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 0, "cache_creation_tokens": 0}, "transcript")
+        s.turn_complete(
+            "ab",
+            {"input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 0, "cache_creation_tokens": 0},
+            "transcript",
+        )
         assert [e["text"] for e in rec.of("replace")] == ["a", "ab"]
         assert len(rec.of("thinking")) == 1
         assert rec.of("tool_use")[0]["turn_id"] == rec.of("complete")[0]["turn_id"]
         assert len(rec.of("tool_result")[0]["content"]) == 5001
-        assert rec.of("complete")[0]["usage"]["output_tokens"] == 2 and rec.of("complete")[0]["source"] == "transcript"
+        assert (
+            rec.of("complete")[0]["usage"]["output_tokens"] == 2
+            and rec.of("complete")[0]["source"] == "transcript"
+        )
     finally:
         await s.kill()
 
@@ -169,7 +182,9 @@ async def test_questions_unique_orphaned_and_answered() -> None:
         assert startup_q != other_q, "question ids are unique per daemon"
         s.send("go")
         await until(lambda: d.submitted)
-        q = s.open_question("permission", "Allow?", [{"digit": "1", "label": "Yes", "selected": True}], source="cli-dialog")
+        q = s.open_question(
+            "permission", "Allow?", [{"digit": "1", "label": "Yes", "selected": True}], source="cli-dialog"
+        )
         assert len({startup_q, other_q, q}) == 3
         with pytest.raises(SessionCommandError) as info:
             await s.answer("q-nope", None, None, None)
@@ -178,7 +193,11 @@ async def test_questions_unique_orphaned_and_answered() -> None:
         assert d.answers == [(q, "1", None, None)]
         sent = rec.of("answer_sent")[0]
         assert sent["question_id"] == q and sent["digit"] == "1" and sent["re"] == "a1"
-        assert rec.of("question_closed")[-1] == {**rec.of("question_closed")[-1], "question_id": q, "reason": "answered"}
+        assert rec.of("question_closed")[-1] == {
+            **rec.of("question_closed")[-1],
+            "question_id": q,
+            "reason": "answered",
+        }
         q2 = s.open_question("choice", "Another?", [])
         s.turn_complete("ok")
         closed = {e["question_id"]: e["reason"] for e in rec.of("question_closed")}
@@ -397,11 +416,42 @@ async def test_kill_during_spawn_async_reaps_the_child() -> None:
 
 @pytest.mark.asyncio
 async def test_spawn_async_failure_is_a_session_error() -> None:
-    s = Session("sf", {"session": "sf", "cli": "scripted-test", "working_dir": "/nonexistent-dir-xyz"}, lambda e: None)
+    s = Session(
+        "sf", {"session": "sf", "cli": "scripted-test", "working_dir": "/nonexistent-dir-xyz"}, lambda e: None
+    )
     with pytest.raises(SessionCommandError) as info:
         await s.spawn_async()
     assert info.value.code == "spawn_failed" and "working_dir" in info.value.message
     assert s.child is None and s._spawning is None
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("via", ["command", "noted"])
+async def test_an_interrupt_the_cli_never_honours_ends_at_the_fallback(
+    monkeypatch: pytest.MonkeyPatch, via: str
+) -> None:
+    """The `interrupt` command, or an interrupt a driver reports (`interrupt_noted`: keys typed through attach,
+    the CLI's own cancel), ends the turn `interrupted` after INTERRUPT_FALLBACK even though the driver never
+    does, and the queue moves on."""
+    monkeypatch.setattr(session_mod, "INTERRUPT_FALLBACK", 0.3)
+    s, d, rec = await started(f"intr-{via}")
+    try:
+        s.send("first")
+        s.send("second")
+        await until(lambda: d.submitted == ["first"])
+        tid = s.turn_id
+        if via == "command":
+            s.interrupt()
+        s.interrupt_noted()
+        s.interrupt_noted()
+        await asyncio.sleep(0.15)
+        assert s.turn_id == tid and not rec.of("interrupted")  # before the fallback: still open
+        await until(lambda: rec.of("interrupted"))
+        await until(lambda: d.submitted == ["first", "second"])
+        await asyncio.sleep(0.4)  # the fallback belongs to its turn: the next one is not ended by it
+        assert [e["turn_id"] for e in rec.of("interrupted")] == [tid]
+    finally:
+        await s.kill()
 
 
 @pytest.mark.asyncio
@@ -445,8 +495,13 @@ async def test_client_chosen_key_cannot_forge_log_lines(caplog: pytest.LogCaptur
 class LateCloser(Scripted):
     """Delivers answers but leaves closing the question to a later screen (like a dialog still fading)."""
 
-    async def answer(self, question_id: str | None, digit: str | None = None, option: str | None = None,
-                     text: str | None = None) -> None:
+    async def answer(
+        self,
+        question_id: str | None,
+        digit: str | None = None,
+        option: str | None = None,
+        text: str | None = None,
+    ) -> None:
         self.answers.append((question_id, digit, option, text))
 
 

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import pytest
+from lbd_helpers import check_event  # tests/daemon: on pyproject's pythonpath
 
 from litbridge.drivers import get_driver
 from litbridge.drivers.generic import GenericDriver
@@ -22,6 +23,7 @@ class Recorder:
         self._cond = asyncio.Condition()
 
     def __call__(self, ev: dict[str, Any]) -> None:
+        check_event(ev)  # every event obeys `litbridge schema`
         self.events.append(ev)
         asyncio.get_running_loop().create_task(self._notify())
 
@@ -43,12 +45,35 @@ class Recorder:
         return found
 
 
-def make(cli: str, args: list[str], rec: Recorder, **extra: Any) -> Session:
+def make(cli: str, args: list[str], rec: Recorder, one_byte_reads: bool = False, **extra: Any) -> Session:
     opts = {"session": cli, "cli": cli, "args": args, "working_dir": "/tmp", "quiescence": 0.5, **extra}
     s = Session(cli, opts, rec)
+    if one_byte_reads:
+        _one_byte_reads(s)
     s.spawn()
     s.start(re="c1")
     return s
+
+
+def _one_byte_reads(s: Session) -> None:
+    """The child's output reaches the session one byte per read, each followed by a screen evaluation: a PTY
+    read may end anywhere (a loaded box splits a REPL's echo), here deterministically so."""
+    loop = asyncio.get_running_loop()
+    whole = s._on_output
+    pending = bytearray()
+
+    def drain() -> None:
+        whole(bytes(pending[:1]))  # schedules the screen evaluation before the next byte
+        del pending[:1]
+        if pending:
+            loop.call_soon(drain)
+
+    def piecewise(data: bytes) -> None:
+        if not pending:
+            loop.call_soon(drain)
+        pending.extend(data)
+
+    s._on_output = piecewise  # type: ignore[method-assign]
 
 
 def test_unknown_cli_uses_generic() -> None:
@@ -109,7 +134,14 @@ async def test_python_repl_turn_and_interrupt() -> None:
         s.send("print('after')")
         done = await rec.wait("complete", content="after")
         assert done["turn_id"] != turn
-        assert sum(1 for e in rec.events if e.get("turn_id") == turn and e["event"] in ("complete", "interrupted")) == 1
+        assert (
+            sum(
+                1
+                for e in rec.events
+                if e.get("turn_id") == turn and e["event"] in ("complete", "interrupted")
+            )
+            == 1
+        )
     finally:
         await s.kill()
 
@@ -124,5 +156,124 @@ async def test_ready_when_program_prints_nothing() -> None:
         s.send("hello")
         done = await rec.wait("complete")
         assert done["content"] == "hello", "cat echoes the line once it is entered"
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_bash_turn_ends_when_the_prompt_returns_not_at_a_pause() -> None:
+    """Shell integration (OSC 133): a pause inside a command does not end the turn; `complete` carries all of
+    its output and the exit status, and the next send works."""
+    rec = Recorder()
+    s = make("bash", ["--norc", "--noprofile"], rec, env={"PS1": "$ ", "HISTFILE": "/dev/null"})
+    try:
+        await rec.wait("ready")
+        assert s.info()["shell_integration"] == "bash"
+        s.send("echo a; sleep 2; echo b")  # quiescence is 0.5 s here: a silence-based end would split it
+        done = await rec.wait("complete")
+        assert (done["content"], done["exit_code"], done["source"]) == ("a\nb", 0, "screen")
+        s.send("ls /nonexistent-dir-xyz")  # may be queued until the prompt is drawn again
+        second = [e for e in rec.events if e["event"] == "accepted"][-1]["turn_id"]
+        done2 = await rec.wait("complete", turn_id=second)
+        assert done2["exit_code"] == 2 and "nonexistent-dir-xyz" in done2["content"]
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_bash_multi_line_send_is_one_turn() -> None:
+    """A multi-line send goes in as one bracketed paste: the turn ends after the last line's command (not the
+    first), its output holds every line's, and `exit_code` is the last command's."""
+    rec = Recorder()
+    s = make("bash", ["--norc", "--noprofile"], rec, env={"PS1": "$ ", "HISTFILE": "/dev/null"})
+    try:
+        await rec.wait("ready")
+        s.send("echo a\nsleep 1\necho b\n(exit 4)")
+        done = await rec.wait("complete")
+        assert (done["content"], done["exit_code"], done["source"]) == ("a\nb", 4, "screen")
+        s.send("echo next")
+        second = [e for e in rec.events if e["event"] == "accepted"][-1]["turn_id"]
+        done2 = await rec.wait("complete", turn_id=second)
+        assert (done2["content"], done2["exit_code"]) == ("next", 0)
+        ends = [e for e in rec.events if e["event"] in ("complete", "interrupted", "turn_error")]
+        assert len(ends) == 2, ends
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_bash_with_the_users_bashrc_keeps_it_and_the_marks(tmp_path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text('LB_USER_RC=loaded\nPROMPT_COMMAND="true"\nPS1="% "\n')
+    rec = Recorder()
+    s = make("bash", [], rec, env={"HOME": str(home), "HISTFILE": "/dev/null"})
+    try:
+        await rec.wait("ready")
+        s.send("echo $LB_USER_RC; (exit 3)")
+        done = await rec.wait("complete")
+        assert (done["content"], done["exit_code"]) == ("loaded", 3)
+        assert not (home / ".bashrc").read_text().count("133"), "the user's dotfiles are not touched"
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_unknown_programs_fall_back_to_quiescence_long_enough_for_a_pause() -> None:
+    """dash has no hooks: the turn ends on silence, and the default window does not split a 2 s pause."""
+    from litbridge.drivers.generic import QUIESCENCE
+
+    rec = Recorder()
+    s = make("dash", [], rec, env={"PS1": "$ "}, quiescence=QUIESCENCE)
+    try:
+        await rec.wait("ready", timeout=30)
+        assert s.info()["shell_integration"] is None
+        s.send("echo a; sleep 2; echo b")
+        done = await rec.wait("complete", timeout=30)
+        assert (done["content"], done["source"]) == ("a\nb", "quiescence")
+        assert "exit_code" not in done
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+async def test_zsh_and_fish_marks_where_installed(shell: str, tmp_path) -> None:
+    import shutil
+
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed")
+    rec = Recorder()
+    s = make(shell, [], rec, env={"HOME": str(tmp_path)})
+    try:
+        await rec.wait("ready", timeout=30)
+        s.send("echo a; sleep 1; echo b")
+        done = await rec.wait("complete", timeout=30)
+        assert (done["content"], done["source"], done["exit_code"]) == ("a\nb", "screen", 0)
+        s.send("echo c\nsleep 1\necho d")  # multi-line: one paste, one turn
+        second = [e for e in rec.events if e["event"] == "accepted"][-1]["turn_id"]
+        done2 = await rec.wait("complete", timeout=30, turn_id=second)
+        assert (done2["content"], done2["exit_code"]) == ("c\nd", 0)
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_python_repl_streams_the_output_not_the_echoed_input() -> None:
+    """Python has no command-start mark: the tty's echo of the typed line comes first, in pieces. Nothing of it
+    is streamed as the answer; every `replace` of the turn is a part of the real output."""
+    rec = Recorder()
+    s = make("python3", ["-q", "-i"], rec, one_byte_reads=True)
+    try:
+        await rec.wait("ready")
+        typed = 'import time; time.sleep(1.5); print("done")'
+        s.send(typed)
+        turn = [e for e in rec.events if e["event"] == "accepted"][-1]["turn_id"]
+        done = await rec.wait("complete", turn_id=turn)
+        assert done["content"] == "done"
+        for e in rec.events:
+            if e["event"] == "replace" and e.get("turn_id") == turn:
+                assert e["text"] and "done".startswith(e["text"]), e
+                assert "import" not in e["text"] and "sleep" not in e["text"], e
     finally:
         await s.kill()

@@ -35,18 +35,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_TESTS = Path(__file__).resolve().parents[1]
-if str(_TESTS) not in sys.path:
-    sys.path.insert(0, str(_TESTS))
-
-from fetch_fixtures import CLAUDE_VERSION, fetch_claude  # noqa: E402
-from fetch_fixtures import claude_binary as _fixture_binary  # noqa: E402
+from fetch_fixtures import CLAUDE_VERSION, fetch_claude
+from fetch_fixtures import claude_binary as _fixture_binary
 
 # Fake key in the shape of a real one; the API-key dialog and customApiKeyResponses use its last 20 chars.
 FAKE_API_KEY = "sk-ant-api03-mockkey-abcdefghijklmnopqrstuvwxyzABCDEFGH-AA"

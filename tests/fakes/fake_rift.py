@@ -33,10 +33,22 @@ import threading
 import time
 
 VERSION = "2.9.0"
-COMMANDS = ["hello", "prompt", "answer", "edit_decision", "cancel", "undo", "list_sessions",
-            "list_models", "set_model", "set_approval"]
-UNKNOWN_CMD = ("unknown cmd (expected prompt/answer/edit_decision/cancel/undo/list_sessions/list_models/"
-               "set_model/set_approval)")
+COMMANDS = [
+    "hello",
+    "prompt",
+    "answer",
+    "edit_decision",
+    "cancel",
+    "undo",
+    "list_sessions",
+    "list_models",
+    "set_model",
+    "set_approval",
+]
+UNKNOWN_CMD = (
+    "unknown cmd (expected prompt/answer/edit_decision/cancel/undo/list_sessions/list_models/"
+    "set_model/set_approval)"
+)
 BUSY = "turn in progress — cancel it or wait for done"
 BASH_CHOICES_FORCED = ["allow once", "deny"]
 SPEED = float(os.environ.get("FAKE_RIFT_SPEED", "1"))
@@ -103,7 +115,11 @@ class Rift:
             path = os.path.abspath(args.resume)
             self._load(path)
         elif args.cont:
-            files = [os.path.join(self.sessions_dir, f) for f in os.listdir(self.sessions_dir) if f.endswith(".json")]
+            files = [
+                os.path.join(self.sessions_dir, f)
+                for f in os.listdir(self.sessions_dir)
+                if f.endswith(".json")
+            ]
             files = [f for f in files if os.path.getsize(f) > 0]
             if files:
                 path = max(files, key=os.path.getmtime)
@@ -145,8 +161,11 @@ class Rift:
 
     def save(self) -> None:
         data = {"model": self.model, "saved_at": int(time.time()), "cwd": self.cwd, "messages": self.messages}
-        tmp = self.session_path[: -len(".json")] + ".json.tmp" if self.session_path.endswith(".json") \
+        tmp = (
+            self.session_path[: -len(".json")] + ".json.tmp"
+            if self.session_path.endswith(".json")
             else self.session_path + ".tmp"
+        )
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2)
         os.replace(tmp, self.session_path)
@@ -174,12 +193,23 @@ class Rift:
                     data = json.load(f)
             except (OSError, ValueError):
                 continue
-            users = [m for m in data.get("messages", []) if m.get("role") == "user"
-                     and not str(m.get("content", "")).startswith("[system]")]
+            users = [
+                m
+                for m in data.get("messages", [])
+                if m.get("role") == "user" and not str(m.get("content", "")).startswith("[system]")
+            ]
             title = users[0]["content"].splitlines()[0][:100] if users else "(empty session)"
-            items.append({"path": path, "title": title, "saved_at": int(data.get("saved_at", 0)),
-                          "cwd": data.get("cwd", ""), "model": data.get("model", ""), "turns": len(users),
-                          "_mtime": os.path.getmtime(path)})
+            items.append(
+                {
+                    "path": path,
+                    "title": title,
+                    "saved_at": int(data.get("saved_at", 0)),
+                    "cwd": data.get("cwd", ""),
+                    "model": data.get("model", ""),
+                    "turns": len(users),
+                    "_mtime": os.path.getmtime(path),
+                }
+            )
         items.sort(key=lambda i: i.pop("_mtime"), reverse=True)
         return items[:200]
 
@@ -191,13 +221,23 @@ class Rift:
         if os.environ.get("FAKE_RIFT_HANG") == "1":  # a preflight that never returns
             threading.Event().wait()
         if os.environ.get("FAKE_RIFT_FAIL") == "1":
-            diag(f"Error: cannot reach Ollama at http://127.0.0.1:11434 or model '{self.model}' missing: "
-                 "error sending request: connection refused")
+            diag(
+                f"Error: cannot reach Ollama at http://127.0.0.1:11434 or model '{self.model}' missing: "
+                "error sending request: connection refused"
+            )
             sys.exit(1)
-        self.emit("ready", model=self.model, session=self.session_path, cwd=self.cwd, version=VERSION,
-                  protocol_version=1, num_ctx=self.num_ctx, approve=self.approve,
-                  skills=[{"name": "explain", "description": "Explain the code under discussion"}],
-                  commands=COMMANDS)
+        self.emit(
+            "ready",
+            model=self.model,
+            session=self.session_path,
+            cwd=self.cwd,
+            version=VERSION,
+            protocol_version=1,
+            num_ctx=self.num_ctx,
+            approve=self.approve,
+            skills=[{"name": "explain", "description": "Explain the code under discussion"}],
+            commands=COMMANDS,
+        )
         self.emit("context", used=self.used_tokens(), limit=self.num_ctx)
         if self.messages:
             self.emit("history", messages=self.history())
@@ -238,13 +278,19 @@ class Rift:
             return
         name, self.plugin = self.plugin, ""
         if not self.approve:
-            self.emit("info", text=f"plugin '{name}' skipped: approval is off, untrusted manifests are not loaded")
+            self.emit(
+                "info", text=f"plugin '{name}' skipped: approval is off, untrusted manifests are not loaded"
+            )
             return
 
         def wait() -> None:
-            answer = self.ask(f"Project plugin '{name}' declares 1 tool(s) — {name}_run. "
-                              "Trust this manifest on this machine?", ["trust", "skip"], [f"{name}_run: ./run.sh"],
-                              cancellable=False)
+            answer = self.ask(
+                f"Project plugin '{name}' declares 1 tool(s) — {name}_run. "
+                "Trust this manifest on this machine?",
+                ["trust", "skip"],
+                [f"{name}_run: ./run.sh"],
+                cancellable=False,
+            )
             if answer.strip().lower() in ("trust", "yes", "y"):
                 self.emit("info", text=f"plugin '{name}' trusted: 1 tool(s) registered")
             else:
@@ -276,8 +322,11 @@ class Rift:
 
     def cmd_edit_decision(self, cmd: dict) -> None:
         content = cmd.get("content")
-        self.resolve(cmd.get("id"), "review",
-                     {"apply": cmd.get("apply") is True, "content": content if isinstance(content, str) else None})
+        self.resolve(
+            cmd.get("id"),
+            "review",
+            {"apply": cmd.get("apply") is True, "content": content if isinstance(content, str) else None},
+        )
 
     def resolve(self, rid: object, kind: str, reply: object) -> None:
         if not isinstance(rid, int) or isinstance(rid, bool):
@@ -313,7 +362,10 @@ class Rift:
     def cmd_list_models(self, cmd: dict) -> None:
         def probe() -> None:
             sleep(random.uniform(0.1, 2.5))
-            self.emit("models", models=MODELS if self.model in MODELS else [*MODELS, self.model], current=self.model)
+            self.emit(
+                "models", models=MODELS if self.model in MODELS else [*MODELS, self.model], current=self.model
+            )
+
         threading.Thread(target=probe, daemon=True).start()
 
     def cmd_set_model(self, cmd: dict) -> None:
@@ -375,7 +427,10 @@ class Rift:
                     f.write(old)
         paths = "\n".join("  " + p for p in self.undo_snapshot)
         self.undo_snapshot = {}
-        self.emit("info", text=f"restored to pre-turn state:\n{paths}\n(note: changes made via bash are not tracked)")
+        self.emit(
+            "info",
+            text=f"restored to pre-turn state:\n{paths}\n(note: changes made via bash are not tracked)",
+        )
 
     def check(self) -> None:
         if self.cancel.is_set():
@@ -387,7 +442,7 @@ class Rift:
         pieces, i = [], 0
         while i < len(words):
             n = random.randint(1, 3)
-            chunk = " ".join(words[i:i + n])
+            chunk = " ".join(words[i : i + n])
             if i > 0 and random.random() < 0.08:
                 pieces += [" ", chunk]  # a whitespace-only delta, still part of the text
             else:
@@ -437,7 +492,9 @@ class Rift:
             sleep(0.2)  # prefill
             self.check()
             if "[think]" in text:
-                stats["output_tokens"] += self.stream("thinking", "Let me think about what the user wants here.")
+                stats["output_tokens"] += self.stream(
+                    "thinking", "Let me think about what the user wants here."
+                )
             if "[error]" in text:
                 stats["output_tokens"] += self.stream("content", "Starting")
                 error = "error: model server returned 500 Internal Server Error: fake failure"
@@ -456,8 +513,11 @@ class Rift:
                     self.emit("content", text=" " + piece_text)
                     stats["output_tokens"] += 1
             elif calls:  # one LLM response with every call, run one at a time, then a closing iteration
-                lead = {"bash": "Running the command.", "write": "Writing the file.",
-                        "ask": "I need to ask you something."}[calls[0][0]]
+                lead = {
+                    "bash": "Running the command.",
+                    "write": "Writing the file.",
+                    "ask": "I need to ask you something.",
+                }[calls[0][0]]
                 stats["output_tokens"] += self.stream("content", lead)
                 reply_parts.append(lead)
                 cancelled = False
@@ -483,7 +543,11 @@ class Rift:
             else:
                 if "[recall]" in text:
                     first = [m["content"] for m in self.messages[:-1] if m.get("role") == "user"]
-                    final = f"Your first message was: {first[0]}" if first else "This session has no earlier messages."
+                    final = (
+                        f"Your first message was: {first[0]}"
+                        if first
+                        else "This session has no earlier messages."
+                    )
                 else:
                     final = "You said: " + text
                 stats["output_tokens"] += self.stream("content", final)
@@ -497,8 +561,14 @@ class Rift:
             stats_out = self.stats(stats, started)
         elif error:
             self.emit("warning", text=error)
-            stats_out = {"iterations": 0, "prompt_tokens": 0, "billed_prompt_tokens": 0, "output_tokens": 0,
-                         "duration_ms": 0, "tokens_per_sec": 0.0}
+            stats_out = {
+                "iterations": 0,
+                "prompt_tokens": 0,
+                "billed_prompt_tokens": 0,
+                "output_tokens": 0,
+                "duration_ms": 0,
+                "tokens_per_sec": 0.0,
+            }
         else:
             stats_out = self.stats(stats, started)
         with self.state_lock:
@@ -512,7 +582,9 @@ class Rift:
         self.emit("done", stats=stats_out)
         if self.closed:
             return
-        time.sleep(float(os.environ.get("FAKE_RIFT_SAVE_DELAY", "0")))  # the save/compaction window after done
+        time.sleep(
+            float(os.environ.get("FAKE_RIFT_SAVE_DELAY", "0"))
+        )  # the save/compaction window after done
         try:
             self.save()
         except OSError as e:
@@ -528,8 +600,14 @@ class Rift:
         ms = int((time.monotonic() - started) * 1000)
         prompt = self.used_tokens()
         out = stats["output_tokens"]
-        return {"iterations": stats["iterations"], "prompt_tokens": prompt, "billed_prompt_tokens": prompt // 2,
-                "output_tokens": out, "duration_ms": ms, "tokens_per_sec": round(out / max(ms / 1000, 0.001), 1)}
+        return {
+            "iterations": stats["iterations"],
+            "prompt_tokens": prompt,
+            "billed_prompt_tokens": prompt // 2,
+            "output_tokens": out,
+            "duration_ms": ms,
+            "tokens_per_sec": round(out / max(ms / 1000, 0.001), 1),
+        }
 
     # ---------- tools ----------
     last_tool_summary = ""
@@ -555,7 +633,9 @@ class Rift:
 
     def run_tool(self, kind: str, arg: str) -> None:
         name, args = self.tool_call(kind, arg)
-        self.messages.append({"role": "assistant", "content": "", "tool_calls": [{"name": name, "arguments": args}]})
+        self.messages.append(
+            {"role": "assistant", "content": "", "tool_calls": [{"name": name, "arguments": args}]}
+        )
         self.emit("tool_start", name=name, args=json.dumps(args))
         try:
             getattr(self, "tool_" + kind)(args)
@@ -574,11 +654,22 @@ class Rift:
             elif answer == choices[2]:
                 self.allow_all_bash = True
             elif answer != choices[0]:
-                self.tool_result("bash", False, "ERROR: the user DENIED this bash action. Do not retry it; "
-                                 "ask the user what to do instead.")
+                self.tool_result(
+                    "bash",
+                    False,
+                    "ERROR: the user DENIED this bash action. Do not retry it; "
+                    "ask the user what to do instead.",
+                )
                 return
-        proc = subprocess.Popen(cmd, shell=True, cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=False)
+        proc = subprocess.Popen(
+            cmd,
+            shell=True,
+            cwd=self.cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=False,
+        )
         deadline = time.monotonic() + 60
         while proc.poll() is None:
             if self.cancel.is_set() or time.monotonic() > deadline:
@@ -589,8 +680,11 @@ class Rift:
                 return
             time.sleep(0.01)
         out = proc.stdout.read().decode("utf-8", "replace") if proc.stdout else ""
-        self.tool_result("bash", proc.returncode == 0, out if proc.returncode == 0
-                         else f"ERROR: exit code {proc.returncode}\n{out}")
+        self.tool_result(
+            "bash",
+            proc.returncode == 0,
+            out if proc.returncode == 0 else f"ERROR: exit code {proc.returncode}\n{out}",
+        )
 
     def tool_write(self, args: dict) -> None:
         path = os.path.join(self.cwd, args["path"])
@@ -603,33 +697,57 @@ class Rift:
         diff = ["@@ line 1 @@", *("-" + line for line in old_lines), *("+" + line for line in new_lines)]
         if self.approve and self.edit_review:
             entry = self.register("review")
-            self.emit("edit_review", id=entry["id"], tool="write", path=path, old=old or "", new=new,
-                      segments=[{"same": False, "old": old_lines, "new": new_lines}])
+            self.emit(
+                "edit_review",
+                id=entry["id"],
+                tool="write",
+                path=path,
+                old=old or "",
+                new=new,
+                segments=[{"same": False, "old": old_lines, "new": new_lines}],
+            )
             reply = self.wait(entry, True)
             if not isinstance(reply, dict) or not reply["apply"]:
-                self.tool_result("write", False, "ERROR: the user DENIED this write action. Do not retry it; "
-                                 "ask the user what to do instead.")
+                self.tool_result(
+                    "write",
+                    False,
+                    "ERROR: the user DENIED this write action. Do not retry it; "
+                    "ask the user what to do instead.",
+                )
                 return
             if reply["content"] is not None:
                 new = reply["content"]
                 new_lines = new.splitlines()
         elif self.approve and not self.allow_writes:
-            choices = ["allow", "always allow write this session",
-                       f"always allow 'Edit({os.path.dirname(args['path']) or '.'}/**)'", "deny"]
+            choices = [
+                "allow",
+                "always allow write this session",
+                f"always allow 'Edit({os.path.dirname(args['path']) or '.'}/**)'",
+                "deny",
+            ]
             answer = self.ask(f"Allow write: {args['path']} ({len(new_lines)} lines)", choices, diff)
             if answer == choices[1]:
                 self.allow_writes = True
             elif answer not in (choices[0], choices[2]):
-                self.tool_result("write", False, "ERROR: the user DENIED this write action. Do not retry it; "
-                                 "ask the user what to do instead.")
+                self.tool_result(
+                    "write",
+                    False,
+                    "ERROR: the user DENIED this write action. Do not retry it; "
+                    "ask the user what to do instead.",
+                )
                 return
         self.undo_snapshot.setdefault(path, old)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(new)
         self.tool_result("write", True, f"wrote {len(new_lines)} lines to {args['path']}")
-        self.emit("edit_diff", path=path, added=len(new_lines), removed=len(old_lines),
-                  diff=["@@ line 1 @@", *("-" + x for x in old_lines), *("+" + x for x in new_lines)])
+        self.emit(
+            "edit_diff",
+            path=path,
+            added=len(new_lines),
+            removed=len(old_lines),
+            diff=["@@ line 1 @@", *("-" + x for x in old_lines), *("+" + x for x in new_lines)],
+        )
 
     def tool_ask(self, args: dict) -> None:
         answer = self.ask(args["question"], args["choices"], [])

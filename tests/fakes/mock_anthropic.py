@@ -3,6 +3,8 @@
 Owns: the HTTP server (thread-based, in-process or as a script), the response script (one entry per agent-loop
 request: text / thinking / tool_use blocks, HTTP errors, SSE errors, dropped connections, pacing) and the request log.
 Does not own: anything Claude-Code specific beyond the request shapes it sends (see tests/fakes/claude_env.py).
+The server, script bookkeeping, request log and chunked-SSE plumbing are shared with the other mocks
+(tests/fakes/mock_http.py); this module keeps the API's routes and wire format.
 
 Script entries (dicts; a JSON list or JSON-lines file when run as a script)::
 
@@ -23,20 +25,16 @@ so), so a test never hangs on a missing entry.
 
 from __future__ import annotations
 
-import argparse
 import copy
-import gzip
-import itertools
 import json
 import sys
-import threading
-import time
 import uuid
-import zlib
 from collections.abc import Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
+
+from mock_http import ClientGone, MockHandler, MockServer, load_script, run_main
+
+__all__ = ["ClientGone", "MockAnthropic", "load_script"]
 
 DEFAULT_TEXT = "(mock: no scripted response left)"
 ERROR_TYPES = {
@@ -54,10 +52,6 @@ ERROR_MESSAGES = {
     529: "Overloaded",
     429: "Number of request tokens has exceeded your per-minute rate limit",
 }
-
-
-class ClientGone(Exception):
-    """The HTTP client closed the connection (e.g. Claude Code was interrupted)."""
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -108,8 +102,10 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-class MockAnthropic:
+class MockAnthropic(MockServer):
     """The mock server. Use as a context manager (in-process, background thread) or `serve_forever()`."""
+
+    name = "mock-anthropic"
 
     def __init__(
         self,
@@ -119,182 +115,18 @@ class MockAnthropic:
         default_text: str = DEFAULT_TEXT,
         model: str = "claude-opus-5-5",
     ) -> None:
-        self._lock = threading.Lock()
-        self._script: list[dict[str, Any]] = [dict(e) for e in script]
-        self._served_times = 0  # how often the head entry was served (for "times")
-        self.default_text = default_text
         self.model = model
-        self.requests: list[dict[str, Any]] = []  # every HTTP request, in arrival order
-        self.events: list[dict[str, Any]] = []  # everything sent back (SSE event names, errors, client_gone)
-        self._rid = itertools.count(1)
-        self._new_request = threading.Condition(self._lock)
-        self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle ---------------------------------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> MockAnthropic:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"mock-anthropic-{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def serve_forever(self) -> None:
-        try:
-            self._httpd.serve_forever(poll_interval=0.05)
-        finally:
-            self._httpd.server_close()
-
-    def __enter__(self) -> MockAnthropic:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # -- script ------------------------------------------------------------------------------------------------
-    def push(self, *entries: dict[str, Any]) -> None:
-        """Append response entries to the script (served to agent-loop requests in order)."""
-        with self._lock:
-            self._script.extend(dict(e) for e in entries)
-
-    def set_script(self, entries: Iterable[dict[str, Any]]) -> None:
-        """Replace the remaining script (also clears a persistent entry)."""
-        with self._lock:
-            self._script = [dict(e) for e in entries]
-            self._served_times = 0
-
-    @property
-    def remaining(self) -> int:
-        with self._lock:
-            return len(self._script)
-
-    def _next_entry(self, main: bool) -> tuple[dict[str, Any], bool]:
-        """Pick the entry for a request; returns (entry, from_script)."""
-        with self._lock:
-            if not main or not self._script:
-                return {"label": "default", "text": self.default_text}, False
-            head = self._script[0]
-            self._served_times += 1
-            if head.get("persistent"):
-                return head, True
-            if self._served_times >= int(head.get("times", 1)):
-                self._script.pop(0)
-                self._served_times = 0
-            return head, True
-
-    # -- log ---------------------------------------------------------------------------------------------------
-    def main_requests(self) -> list[dict[str, Any]]:
-        """Agent-loop requests (those carrying tools) - what the scripted entries answer."""
-        with self._lock:
-            return [r for r in self.requests if r["main"]]
-
-    def wait_for_requests(
-        self, n: int, timeout: float = 60.0, main_only: bool = True
-    ) -> list[dict[str, Any]]:
-        """Block until at least n (agent-loop) requests arrived; raises TimeoutError with the log summary."""
-        deadline = time.monotonic() + timeout
-        with self._new_request:
-            while True:
-                got = [r for r in self.requests if r["main"] or not main_only]
-                if len(got) >= n:
-                    return got
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(
-                        f"mock saw {len(got)} requests, wanted {n}: "
-                        f"{[(r['path'], r['label']) for r in self.requests]}"
-                    )
-                self._new_request.wait(left)
-
-    def _log_event(self, rid: int, event: str, **fields: Any) -> None:
-        with self._lock:
-            self.events.append({"t": time.time(), "rid": rid, "event": event, **fields})
-
-    def _log_request(self, entry: dict[str, Any]) -> None:
-        with self._new_request:
-            self.requests.append(entry)
-            self._new_request.notify_all()
+        super().__init__(script, port=port, default_text=default_text, handler=_Handler)
 
 
-def _make_handler(mock: MockAnthropic) -> type[BaseHTTPRequestHandler]:
-    class Handler(_Handler):
-        pass
-
-    Handler.mock = mock
-    return Handler
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(MockHandler):
     mock: MockAnthropic
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet: the request log is the record
-        pass
-
-    # -- plumbing ----------------------------------------------------------------------------------------------
-    def _read_body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        enc = (self.headers.get("Content-Encoding") or "").lower()
-        if enc == "gzip":
-            raw = gzip.decompress(raw)
-        elif enc == "deflate":
-            raw = zlib.decompress(raw)
-        if not raw:
-            return None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw.decode("utf-8", "replace")
-
-    def _send_json(self, status: int, obj: Any, extra: dict[str, str] | None = None) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("request-id", f"req_mock_{uuid.uuid4().hex[:20]}")
-        for k, v in (extra or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
-
-    def _write_chunk(self, data: bytes) -> None:
-        if self.mock._stopping.is_set():
-            raise ClientGone("mock stopping")
-        try:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
-        except OSError as exc:
-            raise ClientGone(str(exc)) from exc
+    request_id_header = "request-id"
+    secret_headers = ("x-api-key", "authorization")
 
     def _sse(self, rid: int, label: str, name: str, payload: dict[str, Any], **log: Any) -> None:
-        self._write_chunk(f"event: {name}\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n".encode())
+        self._sse_event(name, payload)
         self.mock._log_event(rid, name, label=label, **log)
-
-    def _sleep(self, seconds: float) -> None:
-        if seconds > 0 and self.mock._stopping.wait(seconds):
-            raise ClientGone("mock stopping")
 
     # -- routes ------------------------------------------------------------------------------------------------
     def do_GET(self) -> None:
@@ -345,27 +177,12 @@ class _Handler(BaseHTTPRequestHandler):
         entry, from_script = self.mock._next_entry(main)
         label = str(entry.get("label") or ("scripted" if from_script else "default"))
         self.mock._log_request(self._record(rid, body, main=main, label=label, scripted=from_script))
-        try:
-            self._answer(rid, body, entry, label)
-        except ClientGone as exc:
-            self.mock._log_event(rid, "client_gone", label=label, err=str(exc))
-            self.close_connection = True
+        self._answering(rid, label, self._answer, rid, body, entry, label)
 
     def _record(
         self, rid: int, body: Any, *, main: bool, label: str, scripted: bool = False
     ) -> dict[str, Any]:
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("x-api-key", "authorization")}
-        rec: dict[str, Any] = {
-            "t": time.time(),
-            "rid": rid,
-            "method": self.command,
-            "path": self.path,
-            "headers": headers,
-            "main": main,
-            "label": label,
-            "scripted": scripted,
-            "body": body,
-        }
+        rec = self._base_record(rid, body, main=main, label=label, scripted=scripted)
         if isinstance(body, dict):
             rec["stream"] = bool(body.get("stream"))
             rec["model"] = body.get("model")
@@ -376,9 +193,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, rid: int, body: dict[str, Any], entry: dict[str, Any], label: str) -> None:
         self._sleep(float(entry.get("first_delay", 0)))
         if entry.get("drop"):
-            self.mock._log_event(rid, "dropped", label=label)
-            self.close_connection = True
-            self.connection.close()
+            self._drop(rid, label)
             return
         status = int(entry.get("status", 200))
         if status != 200:
@@ -417,14 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self.mock._log_event(rid, "message", label=label, stop_reason=stop_reason)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("request-id", f"req_mock_{uuid.uuid4().hex[:20]}")
-        for k, v in (entry.get("headers") or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
+        self._start_stream("text/event-stream; charset=utf-8", entry.get("headers"))
         delay = float(entry.get("delay", 0.01))
         chunk = max(1, int(entry.get("chunk", 24)))
         self._sse(
@@ -536,33 +344,8 @@ def _blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
     return blocks
 
 
-def load_script(path: str | Path) -> list[dict[str, Any]]:
-    """A JSON list, or JSON lines (one entry per line)."""
-    text = Path(path).read_text()
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        return list(json.loads(stripped))
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = a free one, printed)")
-    ap.add_argument("--script", help="JSON list or JSON-lines file of response entries")
-    ap.add_argument("--log", help="append every request (JSON lines) to this file at exit")
-    args = ap.parse_args(argv)
-    mock = MockAnthropic(load_script(args.script) if args.script else [], port=args.port)
-    print(f"mock_anthropic listening on {mock.url}", flush=True)
-    try:
-        mock.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if args.log:
-            with open(args.log, "a") as fh:
-                for r in mock.requests:
-                    fh.write(json.dumps(r) + "\n")
-    return 0
+    return run_main(MockAnthropic, __doc__ or "", "mock_anthropic", argv, log_opt=True)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ def _slug(cwd: str) -> str:
     return "".join(c if c.isascii() and c.isalnum() else "-" for c in cwd)
 
 
-def load_timeline(capture: Path) -> tuple[list[tuple[float, str, bytes, str]], list[dict[str, Any]], str | None]:
+def load_timeline(
+    capture: Path,
+) -> tuple[list[tuple[float, str, bytes, str]], list[dict[str, Any]], str | None]:
     """(events sorted by recorded time: (t, "out"|"jsonl:<file>", bytes, tag), prompt gates, first session id)."""
     events: list[tuple[float, str, bytes, str]] = []
     for raw in (capture / "chunks.jsonl").read_bytes().splitlines():
@@ -55,8 +57,11 @@ def load_timeline(capture: Path) -> tuple[list[tuple[float, str, bytes, str]], l
             lines = files.get(name, [])
             if i < len(lines):
                 s = w.get("summary") or {}
-                tag = "end_turn" if s.get("stop_reason") == "end_turn" else (
-                    "turn_duration" if s.get("subtype") == "turn_duration" else "")
+                tag = (
+                    "end_turn"
+                    if s.get("stop_reason") == "end_turn"
+                    else ("turn_duration" if s.get("subtype") == "turn_duration" else "")
+                )
                 events.append((float(w["t"]), "jsonl:" + name, lines[i], tag))
             offsets[name] = i + 1
     events.sort(key=lambda e: e[0])  # stable: recorded order kept for equal times
@@ -159,8 +164,12 @@ class Player:
         self.stdin_buf = b""
 
 
-def replay(args: argparse.Namespace, player: Player, events: list[tuple[float, str, bytes, str]],
-           gates: list[dict[str, Any]]) -> None:
+def replay(
+    args: argparse.Namespace,
+    player: Player,
+    events: list[tuple[float, str, bytes, str]],
+    gates: list[dict[str, Any]],
+) -> None:
     speed = args.speed
     base = time.monotonic()  # wall time of recorded t=0 (recorded times are divided by speed)
     i = 0
@@ -191,7 +200,7 @@ def _emit(player: Player, kind: str, data: bytes, t: float, tag: str) -> None:
     if kind == "out":
         player.out(data, t, tag)
     else:
-        player.jsonl(kind[len("jsonl:"):], data, t, tag)
+        player.jsonl(kind[len("jsonl:") :], data, t, tag)
 
 
 def ticks(args: argparse.Namespace, player: Player) -> None:
@@ -218,7 +227,9 @@ def ticks(args: argparse.Namespace, player: Player) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--capture", default=os.environ.get("REPLAY_CAPTURE"), help="capture folder (chunks.jsonl)")
+    p.add_argument(
+        "--capture", default=os.environ.get("REPLAY_CAPTURE"), help="capture folder (chunks.jsonl)"
+    )
     p.add_argument("--speed", type=float, default=float(os.environ.get("REPLAY_SPEED", "1.0")))
     p.add_argument("--log", default=os.environ.get("REPLAY_LOG"), help="append one JSON line per write")
     p.add_argument("--no-transcript", action="store_true", help="do not write the JSONL transcript")

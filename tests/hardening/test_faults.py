@@ -92,24 +92,37 @@ def never_ready_claude(tmp_short: str) -> str:
     """A `claude` executable (shell wrapper) that paints a busy line forever and ignores SIGTERM/SIGHUP."""
     path = Path(tmp_short) / "bin" / "claude"
     path.parent.mkdir()
-    path.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKES / "fake_hardening.py"} never-ready --ignore-term "$@"\n')
+    path.write_text(
+        f'#!/bin/sh\nexec {sys.executable} {FAKES / "fake_hardening.py"} never-ready --ignore-term "$@"\n'
+    )
     path.chmod(0o755)
     return str(path)
 
 
 @ASYNC
-async def test_cli_never_ready_create_times_out_and_is_reaped(tmp_short: str, never_ready_claude: str) -> None:
+async def test_cli_never_ready_create_times_out_and_is_reaped(
+    tmp_short: str, never_ready_claude: str
+) -> None:
     """The Claude driver's startup timeout (STARTUP_TIMEOUT, 60 s, not configurable: lowered to 3 s through
     serve_patched.py) ends the create with an error, and the CLI must be reaped, not left running."""
-    d = spawn_daemon(os.path.join(tmp_short, "nr.sock"),
-                     launcher=[sys.executable, str(HERE / "serve_patched.py"), "3"])
+    d = spawn_daemon(
+        os.path.join(tmp_short, "nr.sock"), launcher=[sys.executable, str(HERE / "serve_patched.py"), "3"]
+    )
     pid = None
     try:
         c = await connect(d.socket)
         home = Path(tmp_short) / "home"
         home.mkdir()
-        await c.send({"cmd": "create", "session": "f-never", "cli": never_ready_claude, "working_dir": str(home),
-                      "env": {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")}, "id": "nr"})
+        await c.send(
+            {
+                "cmd": "create",
+                "session": "f-never",
+                "cli": never_ready_claude,
+                "working_dir": str(home),
+                "env": {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
+                "id": "nr",
+            }
+        )
         assert await wait_until(lambda: any(e.get("event") == "ready" for e in c.events), 0.5) is False
         pid = await session_pid(c, "f-never")
         err = await c.wait(lambda e: e.get("re") == "nr", timeout=60.0)
@@ -130,25 +143,31 @@ async def test_cli_never_ready_create_times_out_and_is_reaped(tmp_short: str, ne
 # ------------------------------------------------------------------------------------------ reconnect since_seq
 
 
-def _check_exactly_once_in_order(first: list[dict[str, Any]], second: list[dict[str, Any]],
-                                 reference: list[dict[str, Any]]) -> None:
+def _check_exactly_once_in_order(
+    first: list[dict[str, Any]], second: list[dict[str, Any]], reference: list[dict[str, Any]]
+) -> None:
     """`first` (before the drop) + `second` (after the reconnect) against what an always-connected observer got.
 
     Every event arrives exactly once and in seq order, except that the replay may skip a `replace` superseded by a
     newer `replace` of the same session (replace carries the full text so far: nothing is lost)."""
     s1 = [e["seq"] for e in first]
     s2 = [e["seq"] for e in second]
-    assert s2 == sorted(s2) and len(set(s2)) == len(s2), f"reconnected stream out of order or duplicated: {s2}"
+    assert s2 == sorted(s2) and len(set(s2)) == len(s2), (
+        f"reconnected stream out of order or duplicated: {s2}"
+    )
     assert not set(s1) & set(s2), f"delivered twice: {sorted(set(s1) & set(s2))}"
     upto = min(reference[-1]["seq"], s2[-1])
     got = [e for e in first + second if e["seq"] <= upto]
     ref = [e for e in reference if s1[0] <= e["seq"] <= upto]
-    assert [e["seq"] for e in got if e["event"] != "replace"] == [e["seq"] for e in ref if e["event"] != "replace"], (
-        "events lost or reordered across the reconnect")
+    assert [e["seq"] for e in got if e["event"] != "replace"] == [
+        e["seq"] for e in ref if e["event"] != "replace"
+    ], "events lost or reordered across the reconnect"
     _check_only_superseded_replaces_missing(got, {e["seq"]: e for e in ref})
 
 
-def _check_only_superseded_replaces_missing(got: list[dict[str, Any]], ref: dict[int, dict[str, Any]]) -> None:
+def _check_only_superseded_replaces_missing(
+    got: list[dict[str, Any]], ref: dict[int, dict[str, Any]]
+) -> None:
     have = {e["seq"] for e in got}
     replaces = [e["seq"] for e in got if e["event"] == "replace"]
     for seq, e in ref.items():
@@ -192,13 +211,17 @@ async def test_reconnect_since_seq_with_other_client_connected(daemon: Any) -> N
     assert b.events[0]["event"] == "monitor_ready"
     _check_exactly_once_in_order(first, session_events(b.events, key), session_events(obs.events, key))
     # the gap held non-replace events too (keystroke_sent): the replay went ahead of the live stream (bugs.md#5)
-    assert any(e["event"] == "keystroke_sent" for e in session_events(b.events, key)), "the gap was not replayed"
+    assert any(e["event"] == "keystroke_sent" for e in session_events(b.events, key)), (
+        "the gap was not replayed"
+    )
     await b.request({"cmd": "kill", "session": key}, "killed")
     await b.close()
     await obs.close()
 
 
-async def _late_hello(path: str, key: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+async def _late_hello(
+    path: str, key: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """A drops mid-turn; B reads a live `replace` first, then sends hello{since_seq}. -> (A's, B's, observer's)."""
     obs = await connect(path)
     first, turn = await _drop_mid_turn(path, key, obs)
@@ -254,8 +277,10 @@ async def test_reconnect_since_seq_when_nobody_was_connected(tmp_short: str) -> 
 
 @ASYNC
 async def test_slow_consumer_is_cut_off_and_others_are_unaffected(tmp_short: str) -> None:
-    d = spawn_daemon(os.path.join(tmp_short, "sc.sock"),
-                     env={"LITBRIDGE_CLIENT_QUEUE": "300", "LITBRIDGE_CLIENT_COALESCE": "50"})
+    d = spawn_daemon(
+        os.path.join(tmp_short, "sc.sock"),
+        env={"LITBRIDGE_CLIENT_QUEUE": "300", "LITBRIDGE_CLIENT_COALESCE": "50"},
+    )
     try:
         slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -264,7 +289,8 @@ async def test_slow_consumer_is_cut_off_and_others_are_unaffected(tmp_short: str
         await p.request(L.fake_create("f-slow"), "ready")
         n = 8000  # ~85 B each: well past the kernel buffers + transport high-water + the 300-entry queue
         batch = b"".join(
-            orjson.dumps({"cmd": "keystroke", "session": "f-slow", "keys": [], "id": i}) + b"\n" for i in range(n)
+            orjson.dumps({"cmd": "keystroke", "session": "f-slow", "keys": [], "id": i}) + b"\n"
+            for i in range(n)
         )
         pings = 0
         send_task = asyncio.create_task(p.send(batch))
@@ -317,7 +343,9 @@ def test_transcript_corrupt_and_partial_lines(tmp_path: Path) -> None:
     path.write_bytes(b"")
     t = TranscriptTailer(tmp_path, "s1", from_start=True)
     with path.open("ab") as f:
-        f.write(_line(1) + b'{"type": "assist\n' + b"\x00\xff garbage\n" + b"[1,2]\n" + _line(2) + b'{"n": 3, "ty')
+        f.write(
+            _line(1) + b'{"type": "assist\n' + b"\x00\xff garbage\n" + b"[1,2]\n" + _line(2) + b'{"n": 3, "ty'
+        )
     assert _ns(t.poll()) == [1, 2]
     assert t.corrupt_lines == 3
     with path.open("ab") as f:
@@ -388,8 +416,16 @@ async def test_claude_config_dir_unwritable_is_an_error_not_a_crash(daemon: Any,
     fake_claude.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKES / 'fake_hardening.py'} never-ready\n")
     fake_claude.chmod(0o755)
     c = await connect(daemon.socket)
-    err = await c.request({"cmd": "create", "session": "f-cfg", "cli": str(fake_claude), "preapprove": True,
-                           "working_dir": tmp_short, "env": {"CLAUDE_CONFIG_DIR": str(blocker / "cfg")}})
+    err = await c.request(
+        {
+            "cmd": "create",
+            "session": "f-cfg",
+            "cli": str(fake_claude),
+            "preapprove": True,
+            "working_dir": tmp_short,
+            "env": {"CLAUDE_CONFIG_DIR": str(blocker / "cfg")},
+        }
+    )
     assert err["event"] == "error" and err["code"], err
     lst = await c.request({"cmd": "list"}, "sessions")
     assert not [s for s in lst["sessions"] if s["name"] == "f-cfg" and s.get("alive")], lst
@@ -462,8 +498,17 @@ async def test_cli_flooding_output_does_not_starve_the_daemon(daemon: Any) -> No
     """A CLI writing ~20 MB as fast as it can: pings stay answered, dump and kill work, the group is reaped."""
     c = await connect(daemon.socket)
     key = "f-flood"
-    await c.send({"cmd": "create", "session": key, "cli": sys.executable, "id": "fl", "quiescence": 0.2,
-                  "args": [str(FAKES / "fake_hardening.py"), "flood", "200000"], "working_dir": "/tmp"})
+    await c.send(
+        {
+            "cmd": "create",
+            "session": key,
+            "cli": sys.executable,
+            "id": "fl",
+            "quiescence": 0.2,
+            "args": [str(FAKES / "fake_hardening.py"), "flood", "200000"],
+            "working_dir": "/tmp",
+        }
+    )
     ctl = await connect(daemon.socket)
     pid = None
     for _ in range(20):
@@ -507,7 +552,9 @@ async def test_fd_exhaustion_is_survived_and_recovered(tmp_short: str) -> None:
         assert len(os.listdir(f"/proc/{d.proc.pid}/fd")) >= 60, "the flood did not exhaust the daemon's fds"
         assert (await ctl.request({"cmd": "ping"}, "pong"))["event"] == "pong"
         r = await ctl.request(L.fake_create("fd-during"), timeout=30.0)
-        assert r["event"] == "ready" or (r["event"] == "error" and r["code"] in ("spawn_failed", "internal")), r
+        assert r["event"] == "ready" or (
+            r["event"] == "error" and r["code"] in ("spawn_failed", "internal")
+        ), r
         for s in socks:
             s.close()
         socks.clear()
@@ -553,8 +600,18 @@ async def test_hostile_cli_output_does_not_break_the_session(daemon: Any, tmp_sh
     script = "import os,sys,time; os.write(1, open(sys.argv[1], 'rb').read()); time.sleep(60)"
     c = await connect(daemon.socket)
     key = "f-hostile"
-    r = await c.request({"cmd": "create", "session": key, "cli": sys.executable, "args": ["-c", script, str(payload)],
-                         "working_dir": "/tmp", "quiescence": 0.3}, "ready", timeout=30.0)
+    r = await c.request(
+        {
+            "cmd": "create",
+            "session": key,
+            "cli": sys.executable,
+            "args": ["-c", script, str(payload)],
+            "working_dir": "/tmp",
+            "quiescence": 0.3,
+        },
+        "ready",
+        timeout=30.0,
+    )
     assert r["event"] == "ready", r
 
     async def rendered() -> bool:

@@ -35,8 +35,12 @@ async def cycle(c: Conn, key: str) -> None:
     ready = await c.request(L.fake_create(key, "--silent-start", quiescence=0.1), "ready")
     assert ready["event"] == "ready", ready
     acc = await c.request({"cmd": "send", "session": key, "content": f"echo-{key}"}, "accepted")
-    done = await c.wait(lambda e: e.get("turn_id") == acc["turn_id"] and e.get("event") in
-                        ("complete", "interrupted", "turn_error"), timeout=30.0)
+    done = await c.wait(
+        lambda e: (
+            e.get("turn_id") == acc["turn_id"] and e.get("event") in ("complete", "interrupted", "turn_error")
+        ),
+        timeout=30.0,
+    )
     assert done["event"] == "complete" and key in done["content"], done
     killed = await c.request({"cmd": "kill", "session": key}, "killed")
     assert killed["event"] == "killed", killed
@@ -79,7 +83,9 @@ async def check_no_leak(tmp_short: str, cycles: int, plateau: bool = False) -> d
         assert await wait_until(lambda: usage(pid)["children"] == 0)
         base = usage(pid)
         half: dict[str, int] | None = None
-        if plateau:  # RSS legitimately grows until the 5000-event replay ring is full (~600 cycles): then flat
+        if (
+            plateau
+        ):  # RSS legitimately grows until the 5000-event replay ring is full (~600 cycles): then flat
             await run_cycles(d.socket, "fill", cycles // 2)
             half = usage(pid)
             await run_cycles(d.socket, "leak", cycles - cycles // 2)
@@ -94,7 +100,9 @@ async def check_no_leak(tmp_short: str, cycles: int, plateau: bool = False) -> d
         # RSS: allocator noise only (~ a few MiB), not per-cycle growth (a 200x50 screen alone is > 100 KiB)
         assert after["rss_kib"] - base["rss_kib"] < 8 * 1024 + cycles * 16, (base, after)
         if half is not None:
-            assert after["rss_kib"] - half["rss_kib"] < 3 * 1024, f"RSS still growing after the ring filled: {half} -> {after}"
+            assert after["rss_kib"] - half["rss_kib"] < 3 * 1024, (
+                f"RSS still growing after the ring filled: {half} -> {after}"
+            )
         c = await connect(d.socket)
         lst = await c.request({"cmd": "list"}, "sessions")
         assert lst["sessions"] == [], "killed sessions must leave the list"

@@ -109,7 +109,7 @@ class TypedLog:
                 self.seen = len(data)
                 return out
             await asyncio.sleep(0.05)
-        raise AssertionError(f"marker never reached the PTY; log: {self.read()[self.seen:]!r}")
+        raise AssertionError(f"marker never reached the PTY; log: {self.read()[self.seen :]!r}")
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,9 @@ def logged(daemon: Any, module_tmp_short: str) -> TypedLog:
 
     async def make() -> None:
         c = await connect(daemon.socket)
-        r = await c.request(L.fake_create(LOGGED, "--silent-start", env={"FAKE_TUI_LOG": str(log_path)}), "ready")
+        r = await c.request(
+            L.fake_create(LOGGED, "--silent-start", env={"FAKE_TUI_LOG": str(log_path)}), "ready"
+        )
         assert r["event"] == "ready", r
         await c.close()
 
@@ -229,7 +231,9 @@ async def test_semantically_rejected_commands_type_nothing(daemon: Any, logged: 
         assert err["event"] == "error" and err["code"] == code, (msg, err)
     assert await logged.delta_until_marker(c) == b""
     # the log is live (this check can fail): a valid keystroke arrives byte-exact
-    ok = await c.request({"cmd": "keystroke", "session": LOGGED, "keys": ["q", "Up", "C-a"]}, "keystroke_sent")
+    ok = await c.request(
+        {"cmd": "keystroke", "session": LOGGED, "keys": ["q", "Up", "C-a"]}, "keystroke_sent"
+    )
     assert ok["event"] == "keystroke_sent"
     assert await logged.delta_until_marker(c) == b"q\x1b[A\x01"
     await c.close()
@@ -273,7 +277,9 @@ async def test_garbage_lines_each_get_one_error(daemon: Any, logged: TypedLog) -
         events = await replies_until_sync(c, "garbage-sync")
         errors = [e for e in events if e["event"] == "error"]
         assert len(errors) == len(GARBAGE), [e.get("code") for e in errors]
-        assert all(e["code"] in ("bad_json", "unknown_command", "bad_field", "session_not_found") for e in errors)
+        assert all(
+            e["code"] in ("bad_json", "unknown_command", "bad_field", "session_not_found") for e in errors
+        )
         assert all(isinstance(e["message"], str) and e["message"] for e in errors)
         assert await logged.delta_until_marker(c) == b""
         await c.close()
@@ -292,10 +298,18 @@ async def test_huge_lines_are_too_large_and_the_connection_stays(daemon: Any, lo
     await c.close()
 
 
-JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
-                      st.text(max_size=20))
-JSON = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                       max_size=4), max_leaves=12)
+JSON_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
+)
+JSON = st.recursive(
+    JSON_LEAF,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
 SAFE_CMDS = sorted(set(COMMANDS) - {"create"})  # a random create might really start a program
 
 
@@ -312,11 +326,20 @@ def random_commands(draw: Any) -> dict[str, Any]:
     return msg
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(batch=st.lists(random_commands(), min_size=1, max_size=40), raw=st.lists(st.binary(max_size=200), max_size=5))
-def test_random_commands_and_bytes_each_get_exactly_one_reply(daemon: Any, batch: list[dict[str, Any]],
-                                                              raw: list[bytes]) -> None:
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    batch=st.lists(random_commands(), min_size=1, max_size=40),
+    raw=st.lists(st.binary(max_size=200), max_size=5),
+)
+def test_random_commands_and_bytes_each_get_exactly_one_reply(
+    daemon: Any, batch: list[dict[str, Any]], raw: list[bytes]
+) -> None:
     raw = [r.replace(b"\n", b" ") for r in raw if r.replace(b"\n", b" ").strip()]
 
     async def run() -> None:
@@ -360,7 +383,11 @@ async def test_thousands_of_commands_per_second(daemon: Any) -> None:
                     lines.append(orjson.dumps({"cmd": ("ping", "list", "hello")[kind], "id": i}) + b"\n")
             await c.send(b"".join(lines))
             events = await replies_until_sync(c, f"flood-sync-{k}")
-            res = [e.get("re") for e in events if e["event"] in ("pong", "sessions", "capabilities") and isinstance(e.get("re"), int)]
+            res = [
+                e.get("re")
+                for e in events
+                if e["event"] in ("pong", "sessions", "capabilities") and isinstance(e.get("re"), int)
+            ]
             assert res == [i for i in range(2000) if i % 4 != 3]
             assert sum(1 for e in events if e["event"] == "error" and e["code"] == "bad_json") == 500
             await c.close()
@@ -415,8 +442,18 @@ async def test_clients_vanishing_mid_line(daemon: Any, logged: TypedLog) -> None
 @ASYNC
 async def test_attach_socket_garbage_selectors(daemon: Any, logged: TypedLog) -> None:
     """Garbage, huge and half selectors on the attach socket: refused or ignored, the daemon serves on."""
-    selectors = [b"\xff\xfe\n", b"{\n", b'{"session": 5}\n', b'{"session": "nope"}\n', b"x" * 100000 + b"\n",
-                 b'{"list": "yes"}\n', b"[]\n", b"\n", b'{"session":"' + LOGGED.encode() + b'"', b""]
+    selectors = [
+        b"\xff\xfe\n",
+        b"{\n",
+        b'{"session": 5}\n',
+        b'{"session": "nope"}\n',
+        b"x" * 100000 + b"\n",
+        b'{"list": "yes"}\n',
+        b"[]\n",
+        b"\n",
+        b'{"session":"' + LOGGED.encode() + b'"',
+        b"",
+    ]
     async with Pinger(daemon.socket):
         for sel in selectors:
             r, w = await asyncio.open_unix_connection(daemon.socket + ".attach")

@@ -52,11 +52,41 @@ def atoms(data: bytes) -> list[bytes]:
 
 VOCAB: list[bytes] = [
     *sorted({a for v in INPUTS.values() for a in atoms(v) if a.startswith(b"\x1b")}),
-    b"\x1b[?1049h", b"\x1b[?1049l", b"\x1b[?47h", b"\x1b[?47l", b"\x1b[?1047h", b"\x1b[?1047l",
-    b"\x1b[?2026h", b"\x1b[?2026l", b"\x1b[5;20r", b"\x1b[r", b"\x1b[3L", b"\x1b[2M", b"\x1b[4P", b"\x1b[3@",
-    b"\x1b[>4;2m", b"\x1b[4:3m", b"\x1b[58;2;1;2;3m", b"\x1bPq#0\x1b\\", b"\x1b_Ga=1\x1b\\",
-    b"\x1b]7501;state=busy\x07", b"\x1b]0;title\x07", b"\x1b7", b"\x1b8", b"\x1bM", b"\x1bD", b"\x1bE", b"\x1bc",
-    "中".encode(), "e\u0301".encode(), "👍🏽".encode(), "👩\u200d💻".encode(), b"\t", b"\x08", b"\r\n", b"\x1b[200G",
+    b"\x1b[?1049h",
+    b"\x1b[?1049l",
+    b"\x1b[?47h",
+    b"\x1b[?47l",
+    b"\x1b[?1047h",
+    b"\x1b[?1047l",
+    b"\x1b[?2026h",
+    b"\x1b[?2026l",
+    b"\x1b[5;20r",
+    b"\x1b[r",
+    b"\x1b[3L",
+    b"\x1b[2M",
+    b"\x1b[4P",
+    b"\x1b[3@",
+    b"\x1b[>4;2m",
+    b"\x1b[4:3m",
+    b"\x1b[58;2;1;2;3m",
+    b"\x1bPq#0\x1b\\",
+    b"\x1b_Ga=1\x1b\\",
+    b"\x1b]7501;state=busy\x07",
+    b"\x1b]0;title\x07",
+    b"\x1b7",
+    b"\x1b8",
+    b"\x1bM",
+    b"\x1bD",
+    b"\x1bE",
+    b"\x1bc",
+    "中".encode(),
+    "e\u0301".encode(),
+    "👍🏽".encode(),
+    "👩\u200d💻".encode(),
+    b"\t",
+    b"\x08",
+    b"\r\n",
+    b"\x1b[200G",
 ]
 
 # Undocumented divergences found by this fuzzer, each filed in /work/notes/bugs.md and pinned by a strict xfail
@@ -84,8 +114,12 @@ def mutated_streams(draw: Any) -> tuple[str, bytes]:
     window = atoms(raw[start : start + draw(st.integers(1, 4096))])
     ops = draw(
         st.lists(
-            st.tuples(st.sampled_from("idcm"), st.integers(0, 1 << 16), st.integers(0, len(VOCAB) - 1),
-                      st.integers(1, 24)),
+            st.tuples(
+                st.sampled_from("idcm"),
+                st.integers(0, 1 << 16),
+                st.integers(0, len(VOCAB) - 1),
+                st.integers(1, 24),
+            ),
             max_size=12,
         )
     )
@@ -123,7 +157,9 @@ def check_against_oracle(name: str, data: bytes, seed: int) -> None:
         stream.feed(data)
         assert len(screen.display) == DIFF.LINES
         return
-    assert problem is None, f"undocumented divergence (mutated {name}, seed {seed}):\n{problem}\ninput={data!r}"
+    assert problem is None, (
+        f"undocumented divergence (mutated {name}, seed {seed}):\n{problem}\ninput={data!r}"
+    )
 
 
 FUZZ = settings(
@@ -156,10 +192,23 @@ def _divergence(data: bytes, oracle_cls: type = ORACLE) -> str | None:
     return DIFF.first_divergence(_subject, data, "repro", 0, oracle_cls=oracle_cls)
 
 
-@pytest.mark.parametrize("data", [b"\x1b[\x1b[2JX", b"ab\x1b[1M", b"\r\nab\x1b[H\x1b[L", b"x\x1b[3;1Hy\x1b[2;1H\x1b[2M",
-                                  b"ab\x1b]0;t\x1b(Bxy\x07z", b"\x1b[2Gab\x1b]\x1b(B8;", b"ab\x1b\x1b[2Jx",
-                                  b"\x1b\x1b#8", b"ab\x1b]0;\x1b\x1b[2J\x07x", b"ab\x1b[\n\x1b[2Jx", b"ab\x1b[\r\x1b[1mx",
-                                  b"ab\x1b[1\x08;\t\x1b[38;5;1mx"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x1b[\x1b[2JX",
+        b"ab\x1b[1M",
+        b"\r\nab\x1b[H\x1b[L",
+        b"x\x1b[3;1Hy\x1b[2;1H\x1b[2M",
+        b"ab\x1b]0;t\x1b(Bxy\x07z",
+        b"\x1b[2Gab\x1b]\x1b(B8;",
+        b"ab\x1b\x1b[2Jx",
+        b"\x1b\x1b#8",
+        b"ab\x1b]0;\x1b\x1b[2J\x07x",
+        b"ab\x1b[\n\x1b[2Jx",
+        b"ab\x1b[\r\x1b[1mx",
+        b"ab\x1b[1\x08;\t\x1b[38;5;1mx",
+    ],
+)
 def test_fixed_findings_stay_fixed(data: bytes) -> None:
     """Earlier findings of this fuzzer, now resolved: ESC in a CSI (D8), DL over untouched rows (D7), ESC inside an
     OSC (the core keeps it in the payload like pyte, 8138015), ESC ESC (D12), a C0 control inside a CSI that ESC
@@ -175,6 +224,7 @@ def test_non_ascii_inside_csi_ends_it() -> None:
 
 def test_fuzz_can_fail() -> None:
     """The comparison used by the fuzz flags a real difference (plain pyte as the subject)."""
+
     def plain() -> tuple[Any, Any]:
         screen = pyte.Screen(DIFF.COLS, DIFF.LINES)
         return screen, pyte.ByteStream(screen)
@@ -185,9 +235,50 @@ def test_fuzz_can_fail() -> None:
 # -------------------------------------------------------------------------------- raw bytes into the Terminal
 
 VT_BYTES = st.sampled_from(
-    [b"\x1b", b"[", b"]", b"P", b"\\", b"\x07", b"?", b";", b":", b">", b"0", b"1", b"9", b"99999", b"m", b"H",
-     b"J", b"K", b"r", b"h", b"l", b"L", b"M", b"@", b"S", b"T", b"7501", b"2026", b"1049", b"\r", b"\n", b"\x08",
-     b"\t", b"\x9b", b"\xc2\x9b", b"\xe4\xb8", b"\xad", b"\xff", b"a", b" ", "中".encode(), "\u0301".encode()]
+    [
+        b"\x1b",
+        b"[",
+        b"]",
+        b"P",
+        b"\\",
+        b"\x07",
+        b"?",
+        b";",
+        b":",
+        b">",
+        b"0",
+        b"1",
+        b"9",
+        b"99999",
+        b"m",
+        b"H",
+        b"J",
+        b"K",
+        b"r",
+        b"h",
+        b"l",
+        b"L",
+        b"M",
+        b"@",
+        b"S",
+        b"T",
+        b"7501",
+        b"2026",
+        b"1049",
+        b"\r",
+        b"\n",
+        b"\x08",
+        b"\t",
+        b"\x9b",
+        b"\xc2\x9b",
+        b"\xe4\xb8",
+        b"\xad",
+        b"\xff",
+        b"a",
+        b" ",
+        "中".encode(),
+        "\u0301".encode(),
+    ]
 )
 CHUNKED_BYTES = st.lists(
     st.one_of(st.binary(max_size=512), st.lists(VT_BYTES, max_size=64).map(b"".join)), max_size=12
@@ -201,8 +292,11 @@ def _cells(row: str) -> int:
     n, first, last = 0, "", ""
     for ch in row:
         w = wcwidth(ch)
-        joins = w <= 0 or (w == 2 and bool(first) and (
-            last == "\u200d" or (0x1F3FB <= ord(ch) <= 0x1F3FF and wcwidth(first) == 2)))
+        joins = w <= 0 or (
+            w == 2
+            and bool(first)
+            and (last == "\u200d" or (0x1F3FB <= ord(ch) <= 0x1F3FF and wcwidth(first) == 2))
+        )
         if not joins:
             n += w
             first = ch
@@ -292,6 +386,10 @@ def test_no_memory_growth_over_repeated_feeds() -> None:
         tracemalloc.stop()
     rss1 = _rss_kib()
     corpus_kib = sum(map(len, INPUTS.values())) // 1024
-    assert after - base < 256 * 1024, f"traced memory grew by {(after - base) // 1024} KiB over 6 corpus rounds"
+    assert after - base < 256 * 1024, (
+        f"traced memory grew by {(after - base) // 1024} KiB over 6 corpus rounds"
+    )
     # 6 rounds feed ~6 x corpus twice; a leak of even 1 byte per 8 fed would exceed this
-    assert rss1 - rss0 < max(8192, corpus_kib * 12 // 8), f"RSS grew {rss1 - rss0} KiB (corpus {corpus_kib} KiB)"
+    assert rss1 - rss0 < max(8192, corpus_kib * 12 // 8), (
+        f"RSS grew {rss1 - rss0} KiB (corpus {corpus_kib} KiB)"
+    )

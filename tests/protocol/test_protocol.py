@@ -20,13 +20,41 @@ from litbridge.protocol import (
     validate_command,
 )
 
-V1_COMMANDS = ["create", "send", "input", "keystroke", "answer", "interrupt", "list", "dump", "kill", "ping", "hello"]
+V1_COMMANDS = [
+    "create",
+    "send",
+    "input",
+    "keystroke",
+    "answer",
+    "interrupt",
+    "list",
+    "dump",
+    "kill",
+    "ping",
+    "hello",
+]
 
 
 def test_v1_sets_only_grow() -> None:
     assert set(V1_COMMANDS) <= set(COMMANDS)
-    for name in ("ready", "state", "accepted", "replace", "complete", "interrupted", "turn_error", "question",
-                 "question_closed", "exited", "killed", "error", "capabilities", "dump", "sessions", "pong"):
+    for name in (
+        "ready",
+        "state",
+        "accepted",
+        "replace",
+        "complete",
+        "interrupted",
+        "turn_error",
+        "question",
+        "question_closed",
+        "exited",
+        "killed",
+        "error",
+        "capabilities",
+        "dump",
+        "sessions",
+        "pong",
+    ):
         assert name in EVENTS
 
 
@@ -130,10 +158,27 @@ def test_builders() -> None:
     assert events.pong() == {"event": "pong"}
     assert events.pong(re=3) == {"event": "pong", "re": 3}
     ev = events.ready("s:c", "c", model=None, re="x")
-    assert ev == {"event": "ready", "session": "s:c", "channel_id": "c", "state": "starting", "model": None,
-                  "resumed": False, "re": "x"}
-    assert events.ready_reused("s", None, model="m") == {"event": "ready", "session": "s", "reused": True, "model": "m"}
-    assert events.state("s", None, "idle", "thinking") == {"event": "state", "session": "s", "from": "idle", "to": "thinking"}
+    assert ev == {
+        "event": "ready",
+        "session": "s:c",
+        "channel_id": "c",
+        "state": "starting",
+        "model": None,
+        "resumed": False,
+        "re": "x",
+    }
+    assert events.ready_reused("s", None, model="m") == {
+        "event": "ready",
+        "session": "s",
+        "reused": True,
+        "model": "m",
+    }
+    assert events.state("s", None, "idle", "thinking") == {
+        "event": "state",
+        "session": "s",
+        "from": "idle",
+        "to": "thinking",
+    }
     tr = events.tool_result("s", None, "t", "x" * 6000, False, "t1")
     assert len(tr["content"]) == 5001 and tr["content"].endswith("…")
     assert "usage" not in events.complete("s", None, "hi", "t1", None, "screen")

@@ -23,14 +23,24 @@ def alive(pid: int) -> bool:
 
 
 def test_child_env_rules() -> None:
-    base = {"PATH": "/bin", "CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli", "CLAUDE_CONFIG_DIR": "/c", "TERM": "dumb"}
-    env = child_env({"TERM": "screen"}, {"CLAUDE_CODE_X": "mine", "COLORTERM": "no"}, base=base)
+    base = {
+        "PATH": "/bin",
+        "CLAUDECODE": "1",
+        "CLAUDE_CODE_ENTRYPOINT": "cli",
+        "CLAUDE_CONFIG_DIR": "/c",
+        "TERM": "dumb",
+    }
+    remove = ("CLAUDECODE", "CLAUDE_CODE_*")  # what the Claude driver's launch spec asks for
+    env = child_env(
+        {"TERM": "screen"}, {"CLAUDE_CODE_X": "mine", "COLORTERM": "no"}, base=base, remove=remove
+    )
     assert "CLAUDECODE" not in env and "CLAUDE_CODE_ENTRYPOINT" not in env
     assert env["CLAUDE_CONFIG_DIR"] == "/c", "only the nesting vars are stripped"
     assert env["CLAUDE_CODE_X"] == "mine", "explicitly passed vars are kept"
     assert env["TERM"] == "screen" and env["COLORTERM"] == "no", "driver then caller env win over defaults"
     env = child_env(base=base)
     assert env["TERM"] == "xterm-256color" and env["COLORTERM"] == "truecolor"
+    assert env["CLAUDECODE"] == "1", "no driver asked: nothing CLI-specific is stripped in pty/"
 
 
 def test_resolve() -> None:
@@ -61,7 +71,9 @@ async def test_pty_size_term_and_exit_code() -> None:
 
 @pytest.mark.asyncio
 async def test_output_drained_before_exit_report() -> None:
-    code, out, _ = await run_child(["sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done"])
+    code, out, _ = await run_child(
+        ["sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done"]
+    )
     assert code == 0 and b"line1999" in out
 
 
@@ -73,7 +85,9 @@ async def test_signal_exit_code() -> None:
 
 @pytest.mark.asyncio
 async def test_pipes_transport() -> None:
-    code, out, err = await run_child(["sh", "-c", "echo out; echo err >&2; [ -t 0 ] || echo notty; exit 2"], "pipes")
+    code, out, err = await run_child(
+        ["sh", "-c", "echo out; echo err >&2; [ -t 0 ] || echo notty; exit 2"], "pipes"
+    )
     assert code == 2 and out == b"out\nnotty\n" and err == b"err\n"
 
 
@@ -161,7 +175,12 @@ async def test_pipes_close_stdin_after_queued_writes() -> None:
 
 @pytest.mark.parametrize(
     ("argv", "env"),
-    [(["/bin/cat", "a\0b"], {}), (["/bin/cat"], {"A": "x\0y"}), (["/bin/cat"], {"A=B": "1"}), (["/bin/cat"], {"": "1"})],
+    [
+        (["/bin/cat", "a\0b"], {}),
+        (["/bin/cat"], {"A": "x\0y"}),
+        (["/bin/cat"], {"A=B": "1"}),
+        (["/bin/cat"], {"": "1"}),
+    ],
 )
 def test_unexecutable_args_refused_before_fork(argv: list[str], env: dict[str, str]) -> None:
     with pytest.raises(SpawnError):

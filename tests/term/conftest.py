@@ -48,12 +48,23 @@ def claude_recordings() -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for path in sorted(CAPTURES.glob("*/chunks.jsonl")):
         with path.open() as fh:
-            out[path.parent.name] = b"".join(base64.b64decode(json.loads(line)["b64"]) for line in fh if line.strip())
+            out[path.parent.name] = b"".join(
+                base64.b64decode(json.loads(line)["b64"]) for line in fh if line.strip()
+            )
     return out
 
 
 _WIDE = "日本語のテキスト中文文本한국어텍스트🎉🚀✅👍"
-_CLUSTERS = ("👍🏽", "👨\u200d👩\u200d👧", "❤\ufe0f", "e\u0301", "a\u0308", "中\u0301", "\u200b", "🏳\ufe0f\u200d🌈")
+_CLUSTERS = (
+    "👍🏽",
+    "👨\u200d👩\u200d👧",
+    "❤\ufe0f",
+    "e\u0301",
+    "a\u0308",
+    "中\u0301",
+    "\u200b",
+    "🏳\ufe0f\u200d🌈",
+)
 
 
 def _synth_unicode(size: int = 40_000, seed: int = 11) -> bytes:
@@ -64,9 +75,15 @@ def _synth_unicode(size: int = 40_000, seed: int = 11) -> bytes:
         parts = []
         for _ in range(rng.randint(5, 120)):
             r = rng.random()
-            parts.append(rng.choice(_CLUSTERS) if r < 0.1 else rng.choice(_WIDE) if r < 0.45 else
-                         f"\x1b[{rng.choice((1, 2, 3, 4, 7, 31, 92, 0))}m" if r < 0.5 else
-                         "".join(rng.choice("abcdefgh ") for _ in range(rng.randint(1, 12))))
+            parts.append(
+                rng.choice(_CLUSTERS)
+                if r < 0.1
+                else rng.choice(_WIDE)
+                if r < 0.45
+                else f"\x1b[{rng.choice((1, 2, 3, 4, 7, 31, 92, 0))}m"
+                if r < 0.5
+                else "".join(rng.choice("abcdefgh ") for _ in range(rng.randint(1, 12)))
+            )
         line = "".join(parts) + "\x1b[0m\r\n"
         out.append(line)
         total += len(line.encode())
@@ -74,13 +91,58 @@ def _synth_unicode(size: int = 40_000, seed: int = 11) -> bytes:
 
 
 _FUZZ_VOCAB = (
-    "\x1b[{r};{c}H", "\x1b[{n}A", "\x1b[{n}B", "\x1b[{n}C", "\x1b[{n}D", "\x1b[{n}E", "\x1b[{n}F", "\x1b[{c}G",
-    "\x1b[{r}d", "\x1b[{k}J", "\x1b[{e}K", "\x1b[{n}@", "\x1b[{n}P", "\x1b[{n}X", "\x1b[{n}L", "\x1b[{n}M",
-    "\x1b[{r};{r2}r", "\x1b[r", "\x1bM", "\x1bD", "\x1bE", "\x1b7", "\x1b8", "\x1bH", "\x1b[g", "\x1b[3g", "\t",
-    "\x08", "\r", "\n", "\x1b[4h", "\x1b[4l", "\x1b[?7l", "\x1b[?7h", "\x1b[?25l",
-    "\x1b[?25h", "\x1b[{s}m", "\x1b[38;5;{b}m", "\x1b[48;2;{b};{b};{b}m", "\x1b[0m", "\x1b]0;t{n}\x07",
-    "\x1b]2;title {n}\x1b\\", "\x1b]8;;http://x/{n}\x07link\x1b]8;;\x07", "\x1b[?2026h", "\x1b[?2026l",
-    "\x1b[?1049h", "\x1b[?1049l", "\x1b[?47h", "\x1b[?47l", "\x1b[>4;2m", "\x1bPq{n}\x1b\\", "\x1b#8",
+    "\x1b[{r};{c}H",
+    "\x1b[{n}A",
+    "\x1b[{n}B",
+    "\x1b[{n}C",
+    "\x1b[{n}D",
+    "\x1b[{n}E",
+    "\x1b[{n}F",
+    "\x1b[{c}G",
+    "\x1b[{r}d",
+    "\x1b[{k}J",
+    "\x1b[{e}K",
+    "\x1b[{n}@",
+    "\x1b[{n}P",
+    "\x1b[{n}X",
+    "\x1b[{n}L",
+    "\x1b[{n}M",
+    "\x1b[{r};{r2}r",
+    "\x1b[r",
+    "\x1bM",
+    "\x1bD",
+    "\x1bE",
+    "\x1b7",
+    "\x1b8",
+    "\x1bH",
+    "\x1b[g",
+    "\x1b[3g",
+    "\t",
+    "\x08",
+    "\r",
+    "\n",
+    "\x1b[4h",
+    "\x1b[4l",
+    "\x1b[?7l",
+    "\x1b[?7h",
+    "\x1b[?25l",
+    "\x1b[?25h",
+    "\x1b[{s}m",
+    "\x1b[38;5;{b}m",
+    "\x1b[48;2;{b};{b};{b}m",
+    "\x1b[0m",
+    "\x1b]0;t{n}\x07",
+    "\x1b]2;title {n}\x1b\\",
+    "\x1b]8;;http://x/{n}\x07link\x1b]8;;\x07",
+    "\x1b[?2026h",
+    "\x1b[?2026l",
+    "\x1b[?1049h",
+    "\x1b[?1049l",
+    "\x1b[?47h",
+    "\x1b[?47l",
+    "\x1b[>4;2m",
+    "\x1bPq{n}\x1b\\",
+    "\x1b#8",
 )
 
 
@@ -91,12 +153,24 @@ def _synth_fuzz(size: int = 60_000, seed: int = 12) -> bytes:
     while total < size:
         if rng.random() < 0.55:
             tok = rng.choice(_FUZZ_VOCAB).format(
-                r=rng.randint(0, 52), r2=rng.randint(0, 52), c=rng.randint(0, 205), n=rng.randint(0, 60),
-                k=rng.randint(0, 3), e=rng.randint(0, 2), s=rng.choice((0, 1, 2, 3, 4, 5, 7, 9, 22, 24, 27, 31, 42, 95, 105, "1;4")),
-                b=rng.randint(0, 255))
+                r=rng.randint(0, 52),
+                r2=rng.randint(0, 52),
+                c=rng.randint(0, 205),
+                n=rng.randint(0, 60),
+                k=rng.randint(0, 3),
+                e=rng.randint(0, 2),
+                s=rng.choice((0, 1, 2, 3, 4, 5, 7, 9, 22, 24, 27, 31, 42, 95, 105, "1;4")),
+                b=rng.randint(0, 255),
+            )
         else:
-            tok = "".join(rng.choice(_WIDE) if rng.random() < 0.2 else rng.choice(_CLUSTERS) if rng.random() < 0.05
-                          else rng.choice("xyz ABC-") for _ in range(rng.randint(1, 250)))
+            tok = "".join(
+                rng.choice(_WIDE)
+                if rng.random() < 0.2
+                else rng.choice(_CLUSTERS)
+                if rng.random() < 0.05
+                else rng.choice("xyz ABC-")
+                for _ in range(rng.randint(1, 250))
+            )
         out.append(tok)
         total += len(tok.encode())
     return "".join(out).encode()
@@ -171,8 +245,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "emu_input" in metafunc.fixturenames:
         inputs = emulator_inputs()
         if not inputs:
-            metafunc.parametrize("emu_input", [pytest.param(None, marks=pytest.mark.skip(
-                reason=f"no inputs: pyte sdist missing at {PYTE_TESTS} (run tests/fetch_fixtures.py) "
-                f"and no captures at {CAPTURES}"))], ids=["no-inputs"])
+            metafunc.parametrize(
+                "emu_input",
+                [
+                    pytest.param(
+                        None,
+                        marks=pytest.mark.skip(
+                            reason=f"no inputs: pyte sdist missing at {PYTE_TESTS} (run tests/fetch_fixtures.py) "
+                            f"and no captures at {CAPTURES}"
+                        ),
+                    )
+                ],
+                ids=["no-inputs"],
+            )
             return
         metafunc.parametrize("emu_input", list(inputs.items()), ids=list(inputs))

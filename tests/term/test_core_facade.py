@@ -10,16 +10,16 @@ import os
 import random
 import subprocess
 import sys
-from pathlib import Path
 
 import pyte
 import pytest
 
+from fetch_fixtures import PYTE_DIR
 from litbridge import _core
 
 pytestmark = pytest.mark.skipif(not _core.AVAILABLE, reason="compiled core not built")
 
-PYTE_CAPTURED = Path(__file__).resolve().parents[2] / ".cache" / "pyte-0.8.2" / "tests" / "captured"
+PYTE_CAPTURED = PYTE_DIR / "tests" / "captured"  # honours $LITBRIDGE_TEST_CACHE
 
 
 def lp():
@@ -193,3 +193,159 @@ def test_compat_path_consumes_private_csi_and_strings(size: int) -> None:
     assert screen.display[0] == "ABCDE" + " " * 15
     assert not screen.buffer[0][0].underscore and not screen.buffer[0][3].underscore
     assert screen.buffer[0][4].bold and screen.buffer[0][4].fg == "red"
+
+
+# --- what issue #17 changed under the hood: the observable contract stays pyte's ------------------------------
+
+
+def test_fast_stream_feed_is_the_native_parser_and_leaves_on_an_in_place_table_edit() -> None:
+    m = lp()
+    screen = m.Screen(20, 4)
+    stream = m.Stream(screen)
+    assert stream.feed == stream._native.feed  # no Python frame per call on the fast path
+    hits: list[int] = []
+    screen.next_page = lambda: hits.append(1)
+    m.Stream.escape["N"] = "next_page"  # edits the shared default table in place
+    try:
+        assert stream._native is None
+        stream.feed("\x1bNab")
+        assert hits == [1] and screen.display[0].startswith("ab")
+    finally:
+        del m.Stream.escape["N"]
+    fresh = m.Stream(m.Screen(20, 4))
+    assert fresh._native is not None  # the default table is default again
+
+
+def test_instance_table_assignment_leaves_the_fast_path() -> None:
+    m = lp()
+    screen = m.Screen(20, 4)
+    stream = m.ByteStream(screen)
+    stream.feed(b"\x1b%@")  # Latin-1 decoding, chosen on the fast path, carries over
+    hits: list[int] = []
+    screen.next_page = lambda: hits.append(1)
+    stream.escape = {**m.ByteStream.escape, "N": "next_page"}
+    assert stream._native is None
+    stream.feed(b"\x1bN\xe9")
+    assert hits == [1] and screen.display[0].startswith("é")
+
+
+def test_subclass_feed_stays_in_charge() -> None:
+    m = lp()
+    seen: list[bytes] = []
+
+    class Logged(m.ByteStream):
+        def feed(self, data: bytes) -> None:
+            seen.append(data)
+            super().feed(data)
+
+    screen = m.Screen(20, 4)
+    stream = Logged(screen)
+    stream.feed(b"hi")
+    assert seen == [b"hi"] and screen.display[0].startswith("hi")
+
+
+def test_mode_set_edits_write_through() -> None:
+    m = lp()
+    screen = m.Screen(5, 3)
+    stream = m.ByteStream(screen)
+    screen.mode.discard(pyte.modes.DECAWM)
+    stream.feed(b"abcdefg")
+    assert screen.display[0] == "abcdg" and screen.cursor.y == 0  # no autowrap
+    screen.mode.add(pyte.modes.DECAWM)
+    stream.feed(b"\rabcdefg")
+    assert screen.display[1].startswith("fg")
+    stream.feed(b"\x1b[?1000h\x1b[?2004h")
+    assert {1000 << 5, 2004 << 5} <= screen.mode
+    stream.feed(b"\x1b[?1000l")
+    assert 1000 << 5 not in screen.mode and 2004 << 5 in screen.mode
+    screen.mode = {pyte.modes.DECTCEM}
+    assert screen.mode == {pyte.modes.DECTCEM}
+
+
+def test_savepoints_read_as_pyte_savepoints_and_can_be_assigned() -> None:
+    m = lp()
+    screen = m.Screen(20, 5)
+    stream = m.ByteStream(screen)
+    stream.feed(b"\x1b[3;4H\x1b[1;31m\x1b7\x1b[5;9H\x1b7")
+    sps = screen.savepoints
+    assert [(s.cursor.y, s.cursor.x) for s in sps] == [(2, 3), (4, 8)]
+    assert sps[0].cursor.attrs.bold and sps[0].cursor.attrs.fg == "red" and sps[0].wrap and not sps[0].origin
+    screen.savepoints = sps[:1]
+    stream.feed(b"\x1b[0m\x1b8x")
+    assert screen.cursor.y == 2 and screen.buffer[2][3].data == "x" and screen.buffer[2][3].bold
+    assert screen.savepoints == []
+    stream.feed(b"\x1b8")  # empty stack: home, as pyte
+    assert (screen.cursor.y, screen.cursor.x) == (0, 0)
+
+
+@pytest.mark.parametrize("reenter", [b"\x1b[?1049h", b"\x1b[?1047h\x1b[?1047l\x1b[?1047h"])
+def test_alternate_screen_reentry_is_blank_everywhere(reenter: bytes) -> None:
+    """The alternate grid is cleared lazily: nothing written before may show through any reader or writer."""
+    m = lp()
+    screen = m.HistoryScreen(10, 4, history=10)
+    stream = m.ByteStream(screen)
+    stream.feed(b"main")
+    stream.feed(b"\x1b[?1049h\x1b[41m" + b"X" * 40 + b"\x1b[0m\x1b[?1049l")
+    assert screen.display[0] == "main      "
+    stream.feed(reenter)
+    blank = [" " * 10] * 4
+    assert screen.display == blank
+    assert all(screen.buffer[y][x] == screen.default_char for y in range(4) for x in range(10))
+    assert 0 not in screen.buffer[0]  # not even a present default cell
+    stream.feed(b"\x1b[44m\x1b[2J\x1b[0m")  # coloured ED repaints present cells only: none
+    assert screen.buffer[1][1].bg == "default"
+    stream.feed(b"\x1b[2;3H\x1b[2@\x1b[1P")  # ICH / DCH on a pending row
+    assert screen.display == blank
+    stream.feed(b"\x1b[4;1H\n\n")  # scroll twice: the rows pushed to history are blank too
+    assert all(all(line[x].data == " " for x in line.keys()) for line in list(screen.history.top)[-2:])
+    stream.feed(b"\x1b[?1049l")
+    assert screen.display[0] == "main      "
+
+
+def test_runs_of_one_character_match_drawing_them_one_by_one() -> None:
+    m = lp()
+    dash = "─".encode()
+    for prefix in (b"", b"\x1b[?7l", b"\x1b[4h", b"\x1b(0"):
+        fast = m.Screen(7, 3)
+        m.ByteStream(fast).feed(prefix + b"ab" + dash * 9 + b"c")
+        slow = m.Screen(7, 3)
+        s = m.ByteStream(slow)
+        s.feed(prefix + b"ab")
+        for _ in range(9):
+            s.feed(dash)
+        s.feed(b"c")
+        assert fast.display == slow.display, prefix
+        assert (fast.cursor.x, fast.cursor.y) == (slow.cursor.x, slow.cursor.y)
+
+
+def test_normal_screen_survives_a_long_alternate_screen_session() -> None:
+    """After 32 feeds on the alternate screen the hidden normal grid is packed; leaving restores it exactly."""
+    m = lp()
+    screen = m.Screen(12, 4)
+    stream = m.ByteStream(screen)
+    stream.feed(b"\x1b[1;31mred\x1b[0m\r\n\r\n  third")
+    before = (screen.display, [[screen.buffer[y][x] for x in range(12)] for y in range(4)])
+    stream.feed(b"\x1b[?1049h")
+    for i in range(40):
+        stream.feed(b"\x1b[H\x1b[2Jframe %d" % i)
+    assert screen.display[0].startswith("frame 39") and screen.alt_feeds >= 32  # the packing point was passed
+    stream.feed(b"\x1b[?1049l")
+    assert (screen.display, [[screen.buffer[y][x] for x in range(12)] for y in range(4)]) == before
+    stream.feed(b"\x1b[?1049h")
+    assert screen.display == [" " * 12] * 4
+
+
+def test_title_icon_and_bell_hooks_set_on_the_instance_are_called() -> None:
+    """The parser applies OSC 0/1/2 and BEL in C only while the hooks are the native ones."""
+    m = lp()
+    screen = m.Screen(20, 2)
+    stream = m.ByteStream(screen)
+    stream.feed(b"\x1b]0;both\x07")
+    assert (screen.title, screen.icon_name) == ("both", "both")
+    calls: list[object] = []
+    screen.set_title = calls.append
+    screen.set_icon_name = lambda p: calls.append(("icon", p))
+    screen.bell = lambda *a: calls.append("bell")
+    assert stream._native is not None  # hooks do not cost the fast path
+    stream.feed(b"\x1b]2;T\x1b\\\x1b]1;I\x07\x07")
+    assert calls == ["T", ("icon", "I"), "bell"] and screen.title == "both"

@@ -21,7 +21,7 @@ from typing import Any
 import pyte  # real pyte 0.8.2; litbridge.pyte is a different module
 import pytest
 from pyte.screens import StaticDefaultDict
-from wcwidth import wcwidth
+from wcwidth import wcswidth, wcwidth
 
 COLS, LINES = 200, 50
 CELL_EVERY = 10  # compare every cell (all Char fields) every N chunks, and after the last one
@@ -45,7 +45,11 @@ MAX_CHUNK = 8192
 # are payload in both) are matched only to be skipped, so an ESC ESC inside one is left alone.
 _C0_IN_CSI = rb"\x07-\x0d"
 _NORMALISE_RE = re.compile(
-    rb"\x1b\[(?P<params>[0-?" + _C0_IN_CSI + rb"]*)(?P<inter>[ -/" + _C0_IN_CSI + rb"]*)(?P<final>[@-~]|(?=\x1b))"
+    rb"\x1b\[(?P<params>[0-?"
+    + _C0_IN_CSI
+    + rb"]*)(?P<inter>[ -/"
+    + _C0_IN_CSI
+    + rb"]*)(?P<final>[@-~]|(?=\x1b))"
     rb"|\x1b[P_^X](?:[^\x1b]|\x1b(?!\\))*(?:\x1b\\)?"
     rb"|(?P<osc>\x1b\](?:[RP]|[\s\S](?:[^\x1b\x07\xc2]|\xc2(?!\x9c)|\x1b(?!\\)[\s\S])*(?:\x07|\x1b\\|\xc2\x9c|\Z)))"
     rb"|(?P<escesc>\x1b(?=\x1b))"
@@ -58,7 +62,10 @@ def _removable(m: re.Match[bytes]) -> bool:
         return False  # skipped over, never removed
     if m.group(0)[1:2] != b"[" or not m.group("final"):
         return True  # a DCS/SOS/PM/APC string, a CSI interrupted by ESC, or the first ESC of ESC ESC
-    return re.search(rb"[ -/]", m.group("inter")) is not None or re.search(rb"[<=>:]", m.group("params")) is not None
+    return (
+        re.search(rb"[ -/]", m.group("inter")) is not None
+        or re.search(rb"[<=>:]", m.group("params")) is not None
+    )
 
 
 def _removed_spans(m: re.Match[bytes]) -> list[tuple[int, int]]:
@@ -127,6 +134,7 @@ class OracleScreen(pyte.Screen):
         self._main_buffer: defaultdict | None = None  # the normal screen while the alternate one is shown
         self._alt_buffer = _fresh_buffer(self)
         self._alt_saved: Any = None
+        self._join = None
 
     # D1: alternate screen, xterm semantics (ctlseqs: 47 and 1047 switch, 1047l clears the alternate screen
     # first, 1049h saves the cursor as DECSC then switches and clears - the clear also when already there, the
@@ -172,12 +180,19 @@ class OracleScreen(pyte.Screen):
 
     # D6: grapheme clusters. pyte's draw() stops at the first zero-width non-combining or unprintable char and
     # drops the rest of the run, merges a combining mark after a wide char into the invisible stub, and gives
-    # ZWJ emoji sequences / skin-tone modifiers their own cells. The fix, char by char on the rare runs:
-    # zero-width chars join the previous cell (NFC only for combining marks; a wide stub is skipped), a wide char
-    # after a cell ending in ZWJ and a skin-tone modifier after a wide char join that cell, width -1 is skipped.
+    # ZWJ emoji sequences / skin-tone modifiers / flags their own cells. The fix, char by char on the rare runs:
+    # zero-width chars join the previous cell (NFC only for combining marks; a wide stub is skipped); a non-ASCII
+    # char drawn where a ZWJ left the cursor, the second regional indicator of a flag, and a skin-tone modifier
+    # after a wide char join that cell; VS16 after a narrow emoji-presentation base right before the cursor
+    # widens it to 2 cells; width -1 is skipped.
+    _join: tuple[str, int, int] | None = None  # ("zwj" | "ri", x, y): where the next char may join the cell
+
     def draw(self, data: str) -> None:
-        if (data.isascii() and data.isprintable()) or not (
-                self._joins_prev(data[:1]) or any(wcwidth(ch) < 1 or 0x1F3FB <= ord(ch) <= 0x1F3FF for ch in data)):
+        special = (self._join is not None and not data[:1].isascii()) or any(
+            wcwidth(ch) < 1 or 0x1F3FB <= ord(ch) <= 0x1F3FF or 0x1F1E6 <= ord(ch) <= 0x1F1FF for ch in data
+        )
+        if not special:
+            self._join = None
             super().draw(data)
             return
         for ch in data:
@@ -186,10 +201,21 @@ class OracleScreen(pyte.Screen):
                 continue
             if w == 0:
                 self._attach(ch, normalize=bool(unicodedata.combining(ch)))
-            elif w == 2 and self._joins_prev(ch):
+                continue
+            join, self._join = self._join, None
+            ri = 0x1F1E6 <= ord(ch) <= 0x1F1FF
+            if (
+                join is not None
+                and join[1:] == (self.cursor.x, self.cursor.y)
+                and ((join[0] == "zwj" and ord(ch) >= 0x80) or (join[0] == "ri" and ri))
+            ):
+                self._attach(ch, normalize=False)
+            elif 0x1F3FB <= ord(ch) <= 0x1F3FF and self._after_wide():
                 self._attach(ch, normalize=False)
             else:
                 super().draw(ch)
+                if ri:
+                    self._join = ("ri", self.cursor.x, self.cursor.y)
         self.dirty.add(self.cursor.y)
 
     def _attach_target(self) -> tuple[int, int] | None:
@@ -206,25 +232,40 @@ class OracleScreen(pyte.Screen):
 
     def _attach(self, ch: str, normalize: bool) -> None:
         target = self._attach_target()
-        if target is not None:
-            y, x = target
-            last = self.buffer[y][x]
-            data = unicodedata.normalize("NFC", last.data + ch) if normalize else last.data + ch
-            self.buffer[y][x] = last._replace(data=data)
-            self.dirty.add(y)
+        if target is None:
+            return
+        y, x = target
+        last = self.buffer[y][x]
+        data = unicodedata.normalize("NFC", last.data + ch) if normalize else last.data + ch
+        self.buffer[y][x] = last._replace(data=data)
+        self.dirty.add(y)
+        cx = self.cursor.x
+        if ch == "\u200d":
+            self._join = ("zwj", cx, self.cursor.y)
+        elif (
+            ch == "\ufe0f"
+            and y == self.cursor.y
+            and x + 1 == cx < self.columns
+            and last.data
+            and wcwidth(last.data[0]) == 1
+            and wcswidth(last.data[0] + "\ufe0f") == 2
+        ):
+            self.buffer[y][cx] = last._replace(data="")
+            self.cursor.x += 1
+            if self._join is not None:
+                self._join = (self._join[0], self.cursor.x, self._join[2])
 
-    def _joins_prev(self, ch: str) -> bool:
-        if not ch or wcwidth(ch) != 2:
-            return False
+    def _after_wide(self) -> bool:
         target = self._attach_target()
         if target is None:
             return False
         data = self.buffer[target[0]][target[1]].data
-        return data.endswith("\u200d") or (0x1F3FB <= ord(ch) <= 0x1F3FF and bool(data) and wcwidth(data[0]) == 2)
+        return bool(data) and wcwidth(data[0]) == 2
 
     @property
     def display(self) -> list[str]:
         """pyte's display minus its assertion that a cell holds one wide/narrow char plus zero-width ones (D6)."""
+
         def render(line: Any) -> str:
             out, skip = [], False
             for x in range(self.columns):
@@ -253,10 +294,16 @@ class OracleScreen(pyte.Screen):
             a = attrs[i]
             if a in (38, 48) and i + 1 < len(attrs):  # keep pyte's own 38/48 handling intact
                 n = 3 if attrs[i + 1] == 5 else 5 if attrs[i + 1] == 2 else 2
-                kept.extend(attrs[i:i + n])
+                kept.extend(attrs[i : i + n])
                 i += n
             elif a == 58:
-                i += 3 if i + 1 < len(attrs) and attrs[i + 1] == 5 else 5 if i + 1 < len(attrs) and attrs[i + 1] == 2 else 1
+                i += (
+                    3
+                    if i + 1 < len(attrs) and attrs[i + 1] == 5
+                    else 5
+                    if i + 1 < len(attrs) and attrs[i + 1] == 2
+                    else 1
+                )
             else:
                 kept.append(a)
                 i += 1
@@ -358,7 +405,9 @@ def first_divergence(
         if i % CELL_EVERY == CELL_EVERY - 1 or cut == len(raw):
             ca, cb = cell_state(subject), cell_state(oracle)
             if ca != cb:
-                detail = _describe_cells(ca, cb) if cell_state is _cells else f"  litbridge {ca}\n  oracle    {cb}"
+                detail = (
+                    _describe_cells(ca, cb) if cell_state is _cells else f"  litbridge {ca}\n  oracle    {cb}"
+                )
                 return f"cells differ after {where}\n{detail}"
     return None
 
@@ -473,8 +522,9 @@ def test_differential_history_screen(native_pyte: ModuleType, emu_input: tuple[s
         screen = native_pyte.HistoryScreen(COLS, LINES)
         return screen, native_pyte.ByteStream(screen)
 
-    problem = first_divergence(make, raw, name, 0, oracle_cls=OracleHistoryScreen, state=_history_state,
-                               cell_state=_history_cells)
+    problem = first_divergence(
+        make, raw, name, 0, oracle_cls=OracleHistoryScreen, state=_history_state, cell_state=_history_cells
+    )
     assert problem is None, f"litbridge.pyte HistoryScreen diverges:\n{problem}"
 
 
@@ -508,15 +558,37 @@ def test_harness_plain_pyte_agrees_with_itself_without_fixes(emu_input: tuple[st
     """With no corrections the loop reports nothing for pyte vs pyte (no false positives from the loop)."""
     name, raw = emu_input
     raw = raw[:20000]
-    assert first_divergence(_subject_factory(pyte), raw, name, 0, oracle_cls=pyte.Screen,
-                            oracle_stream_cls=pyte.ByteStream, normalise_input=False) is None
+    assert (
+        first_divergence(
+            _subject_factory(pyte),
+            raw,
+            name,
+            0,
+            oracle_cls=pyte.Screen,
+            oracle_stream_cls=pyte.ByteStream,
+            normalise_input=False,
+        )
+        is None
+    )
 
 
 def test_normaliser_maps_offsets() -> None:
     raw = b"ab\x1b[>4mcd\x1bPxyz\x1b\\ef\x1b[1mg"
     norm = normalise(raw)
     assert norm.data == b"abcdef\x1b[1mg"
-    assert [norm.map(p) for p in (0, 2, 3, 7, 8, 9, 10, 16, 17, 18, len(raw))] == [0, 2, 2, 2, 3, 4, 4, 4, 5, 6, 11]
+    assert [norm.map(p) for p in (0, 2, 3, 7, 8, 9, 10, 16, 17, 18, len(raw))] == [
+        0,
+        2,
+        2,
+        2,
+        3,
+        4,
+        4,
+        4,
+        5,
+        6,
+        11,
+    ]
     assert normalise(b"\x1b[?25l\x1b[2J\x1b]0;t\x07").data == b"\x1b[?25l\x1b[2J\x1b]0;t\x07"
     assert normalise(b"a\x1bPq\x1b[31mx\x1b\\b\x1b_unterminated").data == b"ab"
 
@@ -542,9 +614,23 @@ def _plain(screen: Any) -> tuple:
     return tuple(screen.default_char)
 
 
-@pytest.mark.parametrize("seq", [b"\x1b[>4;2m", b"\x1b[>4m", b"\x1b[>1u", b"\x1b[<u", b"\x1b[=1u", b"\x1b[=1;1u",
-                                 b"\x1b[4:3m", b"\x1b[58:2::255:0:0m", b"\x1b[>0q", b"\x1b[2 q", b"\x1b[!p",
-                                 b"\x1b[?1$p"])
+@pytest.mark.parametrize(
+    "seq",
+    [
+        b"\x1b[>4;2m",
+        b"\x1b[>4m",
+        b"\x1b[>1u",
+        b"\x1b[<u",
+        b"\x1b[=1u",
+        b"\x1b[=1;1u",
+        b"\x1b[4:3m",
+        b"\x1b[58:2::255:0:0m",
+        b"\x1b[>0q",
+        b"\x1b[2 q",
+        b"\x1b[!p",
+        b"\x1b[?1$p",
+    ],
+)
 def test_private_and_intermediate_csi_is_consumed_whole(native_pyte: ModuleType, seq: bytes) -> None:
     screen = _feed(native_pyte, seq + b"A")
     assert screen.display[0] == "A" + " " * 19
@@ -590,7 +676,7 @@ def test_sgr_dim_does_not_change_pyte_fields(native_pyte: ModuleType) -> None:
 def test_zero_width_does_not_truncate_run(native_pyte: ModuleType) -> None:
     screen = _feed(native_pyte, "❤\ufe0f OK a\u200bb".encode())
     assert screen.display[0].rstrip() == "❤\ufe0f OK a\u200bb"
-    assert (screen.cursor.x, screen.cursor.y) == (7, 0)
+    assert (screen.cursor.x, screen.cursor.y) == (8, 0)  # ❤️ is 2 columns wide (VS16), the text after it kept
     real = _feed(pyte, "❤\ufe0f OK".encode())
     assert real.display[0].rstrip() == "❤"  # the pyte bug this fixes
 
@@ -608,6 +694,64 @@ def test_grapheme_cluster_split_across_feeds(native_pyte: ModuleType) -> None:
     for part in "👨\u200d👩\u200d👧".encode():
         stream.feed(bytes([part]))
     assert screen.buffer[0][0].data == "👨\u200d👩\u200d👧" and screen.cursor.x == 2
+
+
+# Grapheme clusters as the CLIs lay them out (Ink's string-width, wcwidth's wcswidth): every codepoint kept in
+# the cell's text, the cluster's width decides the columns. (cluster, columns, cells' data).
+CLUSTERS = [
+    ("🇯🇵", 2, ["🇯🇵", ""]),  # a flag: two regional indicators, one 2-column cell
+    ("🇯🇵🇺🇸", 4, ["🇯🇵", "", "🇺🇸", ""]),  # the third indicator starts a new flag
+    ("🇯", 2, ["🇯", ""]),  # a lone indicator stays a (wide) cell of its own
+    ("❤\ufe0f", 2, ["❤\ufe0f", ""]),  # VS16: a narrow emoji-presentation base becomes 2 columns
+    ("❤\ufe0e", 1, ["❤\ufe0e"]),  # VS15: text presentation, stays narrow
+    ("⌚\ufe0e", 2, ["⌚\ufe0e", ""]),  # VS15 does not narrow a wide base (string-width, xterm, VTE)
+    ("#\ufe0f\u20e3", 2, ["#\ufe0f\u20e3", ""]),  # keycap: VS16 widens, the enclosing mark joins
+    ("👍🏽", 2, ["👍🏽", ""]),  # skin tone modifier
+    ("👨\u200d👩\u200d👧", 2, ["👨\u200d👩\u200d👧", ""]),  # ZWJ family
+    ("🏃\u200d♀\ufe0f", 2, ["🏃\u200d♀\ufe0f", ""]),  # ZWJ then a narrow sign with VS16: one cluster
+    ("❤\ufe0f\u200d🔥", 2, ["❤\ufe0f\u200d🔥", ""]),  # VS16-widened base continued by a ZWJ sequence
+    ("e\u0301", 1, ["é"]),  # combining mark: NFC-merged, as pyte does
+    ("中", 2, ["中", ""]),  # CJK
+    ("中\u0301", 2, ["中\u0301", ""]),  # combining mark on a wide char joins the char, not its stub
+]
+
+
+@pytest.mark.parametrize(("cluster", "width", "cells"), CLUSTERS)
+def test_grapheme_cluster_width_and_text(
+    native_pyte: ModuleType, cluster: str, width: int, cells: list[str]
+) -> None:
+    from wcwidth import wcswidth as ws
+
+    for chunk in (0, 1):  # whole, and one byte per feed (a cluster split across pty reads)
+        screen = native_pyte.Screen(12, 2)
+        stream = native_pyte.ByteStream(screen)
+        raw = ("a" + cluster + "z").encode()
+        for part in [raw] if chunk == 0 else [raw[i : i + 1] for i in range(len(raw))]:
+            stream.feed(part)
+        assert screen.display[0].rstrip() == "a" + unicodedata.normalize("NFC", cluster) + "z"
+        assert [screen.buffer[0][1 + i].data for i in range(len(cells))] == cells
+        assert screen.buffer[0][1 + width].data == "z" and screen.cursor.x == 2 + width
+    if not cluster.startswith(
+        "⌚"
+    ):  # wcwidth narrows VS15 after a wide base; string-width and terminals do not
+        assert ws(cluster) == width
+
+
+def test_zwj_then_ascii_or_cursor_move_does_not_join(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, "👨\u200dx".encode())
+    assert [screen.buffer[0][x].data for x in range(3)] == ["👨\u200d", "", "x"]
+    screen = _feed(native_pyte, "👨\u200d\x1b[C👩".encode())  # cursor moved between: a new cell
+    assert [screen.buffer[0][x].data for x in range(5)] == ["👨\u200d", "", " ", "👩", ""]
+
+
+def test_flag_across_a_line_wrap_stays_one_cluster(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, "abc🇯🇵x".encode(), cols=5)
+    assert screen.buffer[0][3].data == "🇯🇵" and screen.display[1].rstrip() == "x"
+
+
+def test_vs16_at_the_last_column_does_not_widen(native_pyte: ModuleType) -> None:
+    screen = _feed(native_pyte, "abc❤\ufe0fx".encode(), cols=4)
+    assert screen.display[0] == "abc❤\ufe0f" and screen.display[1].rstrip() == "x"
 
 
 def test_combining_after_wide_char_attaches_to_it(native_pyte: ModuleType) -> None:
@@ -748,6 +892,9 @@ def test_oracle_alternate_screen_matches_focused_expectations() -> None:
     assert screen.buffer[0][0].bold and screen.buffer[0][0].underscore and screen.buffer[0][0].fg == "red"
 
 
-if os.environ.get("LITBRIDGE_DIFF_DEBUG"):  # pragma: no cover - manual aid: print the first divergence per input
+if os.environ.get(
+    "LITBRIDGE_DIFF_DEBUG"
+):  # pragma: no cover - manual aid: print the first divergence per input
+
     def test_print_all_divergences(native_pyte: ModuleType, emu_input: tuple[str, bytes]) -> None:
         print("\n", first_divergence(_subject_factory(native_pyte), emu_input[1], emu_input[0], 0))

@@ -20,7 +20,9 @@ BASELINE_PASSED = 114  # pyte 0.8.2 on itself: 114 passed, 1 xfailed (test_draw_
 SUMMARY_RE = re.compile(r"(\d+) (passed|failed|xfailed|xpassed|skipped|errors?|deselected)")
 
 
-def run_pyte_suite(pyte_tests: Path, tmp_path: Path, impl: str, extra_env: dict[str, str] | None = None) -> tuple[dict[str, int], str]:
+def run_pyte_suite(
+    pyte_tests: Path, tmp_path: Path, impl: str, extra_env: dict[str, str] | None = None
+) -> tuple[dict[str, int], str]:
     """Run the copied suite with `pyte` aliased to `impl`; return the summary counts and the full output."""
     if not (pyte_tests / "test_screen.py").is_file():
         pytest.skip(f"pyte 0.8.2 sdist tests not found at {pyte_tests}: run `python tests/fetch_fixtures.py`")
@@ -32,9 +34,28 @@ def run_pyte_suite(pyte_tests: Path, tmp_path: Path, impl: str, extra_env: dict[
     env.update({"PYTE_IMPL": impl, "PYTHONDONTWRITEBYTECODE": "1"})
     env.update(extra_env or {})
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-rfE", "-p", "no:cacheprovider", "-p", "no:benchmark",
-         "-p", "no:randomly", "-p", "no:asyncio", "--rootdir", str(work), str(work)],
-        cwd=work, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-rfE",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:asyncio",
+            "--rootdir",
+            str(work),
+            str(work),
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     out = proc.stdout + proc.stderr
     summary = next((ln for ln in reversed(out.splitlines()) if SUMMARY_RE.search(ln) and " in " in ln), "")
@@ -64,8 +85,12 @@ def test_pyte_suite_baseline_on_real_pyte(pyte_tests_dir: Path, tmp_path: Path) 
 def test_pyte_suite_on_litbridge(pyte_tests_dir: Path, tmp_path: Path, no_ext: bool) -> None:
     """The gate: pyte's suite passes against `litbridge.pyte` (compiled core, and the forced fallback)."""
     env = {"LITBRIDGE_NO_EXTENSIONS": "1"} if no_ext else {}
-    probe = subprocess.run([sys.executable, "-c", "import litbridge.pyte"], capture_output=True, text=True,
-                           env={**os.environ, **env})
+    probe = subprocess.run(
+        [sys.executable, "-c", "import litbridge.pyte"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
     if probe.returncode != 0:
         pytest.skip(f"litbridge.pyte is not importable yet: {probe.stderr.strip().splitlines()[-1:]}")
     counts, out = run_pyte_suite(pyte_tests_dir, tmp_path, "litbridge.pyte", env)
@@ -77,7 +102,9 @@ def test_pyte_suite_on_litbridge(pyte_tests_dir: Path, tmp_path: Path, no_ext: b
 def test_pyte_suite_harness_can_fail(pyte_tests_dir: Path, tmp_path: Path, impl: str) -> None:
     """A Screen whose `display` right-strips must fail many pyte tests, so the gate is not vacuous."""
     if impl != "pyte":
-        probe = subprocess.run([sys.executable, "-c", "import litbridge.pyte"], capture_output=True, text=True)
+        probe = subprocess.run(
+            [sys.executable, "-c", "import litbridge.pyte"], capture_output=True, text=True
+        )
         if probe.returncode != 0:
             pytest.skip("litbridge.pyte is not importable yet")
     counts, out = run_pyte_suite(pyte_tests_dir, tmp_path, impl, {"PYTE_SUITE_BREAK": "rstrip-display"})

@@ -79,20 +79,36 @@ cdef class Parser:
             self.use_utf8 = True
 
     def feed(self, data):
-        """Feed bytes (or str, encoded to UTF-8) through the fused parser."""
+        """Feed bytes (or any contiguous buffer, or str encoded to UTF-8) through the fused parser."""
+        cdef const unsigned char* p
+        cdef Py_ssize_t n
         cdef const unsigned char[::1] mv
-        if isinstance(data, str):
-            data = (<str>data).encode("utf-8", "surrogatepass")
-        mv = data
-        if mv.shape[0] == 0:
+        if type(data) is str:
+            try:  # the str's own UTF-8 (no copy at all for ASCII)
+                p = <const unsigned char*>PyUnicode_AsUTF8AndSize(data, &n)
+            except UnicodeEncodeError:  # lone surrogates: encoded as pyte's decoder would have seen them
+                data = (<str>data).encode("utf-8", "surrogatepass")
+                p = <const unsigned char*>PyBytes_AS_STRING(data)
+                n = PyBytes_GET_SIZE(data)
+        elif type(data) is bytes:  # what a pty read returns: no buffer protocol round trip
+            p = <const unsigned char*>PyBytes_AS_STRING(data)
+            n = PyBytes_GET_SIZE(data)
+        else:
+            if isinstance(data, str):
+                data = (<str>data).encode("utf-8", "surrogatepass")
+            mv = data
+            n = mv.shape[0]
+            if n == 0:
+                return
+            p = &mv[0]
+        if n == 0:
             return
         cdef Screen s = self.scr
-        s._sync_modes()
         if s.hist_on:
             s.before_event("feed")
         s.feeding += 1
         try:
-            self._feed(&mv[0], mv.shape[0])
+            self._feed(p, n)
         except BaseException:
             self.reset()
             raise
@@ -100,6 +116,10 @@ cdef class Parser:
             s.feeding -= 1
             if s.feeding == 0 and s.pending_da:
                 s._flush_da()
+            if s.in_alt and s.main_g.cells != NULL:
+                s.alt_feeds += 1
+                if s.alt_feeds >= FREEZE_AFTER:
+                    s._freeze_main()
             if s.hist_on:
                 s.after_event("feed")
 
@@ -156,8 +176,15 @@ cdef class Parser:
                         i += 3
                         if s.tr_active or cp == 0x9B or cp == 0x9D or cp < 0xA0:
                             self._cp(cp)
-                        else:
-                            s.draw_cp(cp)
+                            continue
+                        s.draw_cp(cp)
+                        # a run of the same narrow character (`────`): one fill instead of a call per cell
+                        j = i
+                        while j + 2 < n and p[j] == b and p[j + 1] == p[i - 2] and p[j + 2] == p[i - 1]:
+                            j += 3
+                        if j > i and not s.m_irm and wclass(cp) == W_ONE:
+                            s.draw_repeat(cp, (j - i) // 3)
+                            i = j
                         continue
                 if b == 0x7F:
                     i += 1
@@ -239,7 +266,8 @@ cdef class Parser:
         elif b == 0x09:
             s._tab()
         elif b == 0x07:
-            s.bell()
+            if not self._own_hooks():  # the native bell does nothing
+                s.bell()
         elif b == 0x0E:
             if not self.use_utf8:
                 s.charset = 1
@@ -358,9 +386,9 @@ cdef class Parser:
         elif cp == 0x48:
             s.tabstops.add(s._cursor.x)
         elif cp == 0x37:
-            s.save_cursor()
+            s._save_cursor()
         elif cp == 0x38:
-            s.restore_cursor()
+            s._restore_cursor()
 
     cdef void _push_param(self) noexcept:
         if self.np < MAXP:
@@ -399,7 +427,8 @@ cdef class Parser:
         elif cp == 0x18 or cp == 0x1A:
             self.state = S_GROUND
         elif cp == 0x07:
-            s.bell()
+            if not self._own_hooks():
+                s.bell()
         elif cp == 0x08:
             s._cursor_back(1)
         elif cp == 0x09:
@@ -502,6 +531,12 @@ cdef class Parser:
         elif f == 0x67:
             s.clear_tab_stop(p[0])
 
+    cdef inline bint _own_hooks(self):
+        """True if the screen's title/icon/bell hooks are the native ones (not overridden on a subclass or the
+        instance), so the parser can apply them in C."""
+        cdef Screen s = self.scr
+        return type(s) is Screen and not PyObject_GenericGetDict(s, NULL)
+
     cdef int _osc_end(self) except -1:
         cdef Screen s = self.scr
         self.state = S_GROUND
@@ -521,6 +556,14 @@ cdef class Parser:
         if code != 0 and code != 1 and code != 2 and code != 7501:
             return 0
         param = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, self.osc + i, self.osclen - i)
+        if code != 7501 and self._own_hooks():  # titles with the native methods: applied here, no Python call
+            if code == 0 or code == 1:
+                s.icon_name = param
+            if code == 0 or code == 2:
+                s.title = param
+                if s.on_title is not None:
+                    s.on_title(param)
+            return 0
         if code == 0 or code == 1:
             s.set_icon_name(param)
         if code == 0 or code == 2:

@@ -6,6 +6,7 @@ screen updates in C (the fast path); the pyte-compatible per-event dispatch (com
 `litbridge.pyte.streams`, which calls this Screen's Python methods with pyte's argument shapes.
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_XINCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_FromKindAndData, PyUnicode_4BYTE_KIND, PyUnicode_DecodeASCII
@@ -13,13 +14,13 @@ from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int32_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memmove, memset
 
-import base64
 import copy as _copy
 import unicodedata
 
 from pyte import charsets as _cs
 from pyte import graphics as _g
 from pyte.screens import Char, Margins, Savepoint
+from wcwidth import wcswidth as _wcswidth
 from wcwidth import wcwidth as _wcwidth
 
 ctypedef uint32_t ucs4
@@ -67,6 +68,19 @@ DEF M_DECOM = 192        # 6 << 5
 DEF M_DECAWM = 224       # 7 << 5
 DEF M_DECCOLM = 96       # 3 << 5
 
+DEF M_SYNC = 64832       # 2026 << 5 (synchronized output)
+
+# Grid.used values per physical row
+DEF U_USED = 1           # may hold written cells
+DEF U_PENDING = 2        # a whole-screen clear is pending: wiped on first access, reads blank until then
+
+DEF SPMAX = 4096         # DECSC stack depth kept (pyte's is unbounded)
+DEF FREEZE_AFTER = 32    # feeds on the alternate screen after which the hidden normal grid is packed
+
+# join_kind: what may join the previous cell's grapheme cluster
+DEF J_ZWJ = 1            # after a ZERO WIDTH JOINER: the next printable character
+DEF J_RI = 2             # after a lone regional indicator: a second one (a flag)
+
 DEF MAXP = 32
 DEF OSCMAX = 65536
 
@@ -99,6 +113,16 @@ cdef int _fill_width(uint32_t cp) except -1:
     else:
         v = W_CTRL
     _wcache[cp] = v
+    return v
+
+cdef dict _VS16 = {}
+
+cdef bint _vs16_widens(uint32_t base) except -1:
+    """True if `base` + VS16 is a two-column emoji (wcwidth's table) while `base` alone is one column."""
+    v = _VS16.get(base)
+    if v is None:
+        v = base < 0x110000 and _wcwidth(chr(base)) == 1 and _wcswidth(chr(base) + "\ufe0f") == 2
+        _VS16[base] = v
     return v
 
 cdef inline int wclass(uint32_t cp) except -1:
@@ -242,6 +266,8 @@ cdef tuple _pack_char(object ch):
 
 
 cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    object PyObject_GenericGetDict(object o, void* context)
     object PyUnicode_New(Py_ssize_t size, uint32_t maxchar)
     void* PyUnicode_DATA(object o)
 
@@ -251,8 +277,18 @@ cdef str _ucs4_to_str(ucs4* buf, int n):
     cdef uint32_t mx = 0
     cdef int i
     for i in range(n):
-        if buf[i] > mx:
-            mx = buf[i]
+        mx |= buf[i]
+    return _ucs4_to_str_mx(buf, n, mx)
+
+
+cdef str _ucs4_to_str_mx(ucs4* buf, int n, uint32_t mx):
+    """As `_ucs4_to_str` with `mx` the OR of the code points (the caller tracked it while filling `buf`).
+
+    An OR has the same str kind as the true maximum (the kind limits are powers of two), which keeps equal
+    strings equal; only the top is clamped to the largest code point."""
+    cdef int i
+    if mx > 0x10FFFF:
+        mx = 0x10FFFF
     cdef object out = PyUnicode_New(n, mx)
     cdef uint8_t* d1
     cdef uint16_t* d2
@@ -279,6 +315,75 @@ cdef inline void _reverse_ints(int* a, int i, int j) noexcept nogil:
         a[j] = t
         i += 1
         j -= 1
+
+# Charset maps by small id (DECSC saves ids, not objects); the list keeps every map seen alive.
+cdef list _CHARSETS = []
+cdef dict _CHARSET_IDS = {}
+
+cdef int _charset_id(object m) except -1:
+    i = _CHARSET_IDS.get(id(m))
+    if i is None:
+        i = len(_CHARSETS)
+        _CHARSETS.append(m)
+        _CHARSET_IDS[id(m)] = i
+    return i
+
+_charset_id(_cs.LAT1_MAP)
+_charset_id(_cs.VT100_MAP)
+
+
+cdef struct SavedCursor:
+    int x, y
+    bint hidden
+    uint32_t aw, afg, abg
+    int g0, g1, charset
+    bint origin, wrap
+
+
+class _ModeSet(set):
+    """`Screen.mode`: a set whose edits write through to the core's mode flags (pyte's tests read it as a set)."""
+
+    __slots__ = ("_screen",)
+
+    def add(self, v):
+        set.add(self, v)
+        self._screen._mode_write(v, True)
+
+    def discard(self, v):
+        set.discard(self, v)
+        self._screen._mode_write(v, False)
+
+    def remove(self, v):
+        set.remove(self, v)
+        self._screen._mode_write(v, False)
+
+    def pop(self):
+        v = set.pop(self)
+        self._screen._mode_write(v, False)
+        return v
+
+    def clear(self):
+        for v in list(self):
+            self.discard(v)
+
+    def update(self, *others):
+        for o in others:
+            for v in o:
+                self.add(v)
+
+    def difference_update(self, *others):
+        for o in others:
+            for v in o:
+                self.discard(v)
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def __isub__(self, other):
+        self.difference_update(other)
+        return self
+
 
 cdef class Cursor:
     """pyte's Cursor (x, y, attrs, hidden) with attrs packed as integers; `x == columns` is pending wrap."""
@@ -394,21 +499,30 @@ cdef class Screen:
     cdef ucs4* scratch
     cdef Cursor _cursor
     cdef object _dirty
-    cdef object _mode
-    cdef bint m_awm, m_irm, m_lnm, m_om, m_scnm
+    cdef int* modev        # every mode that is on (pyte values: private modes << 5), unordered
+    cdef int nmodes, modecap
+    cdef object _modeset   # the pyte-visible `mode` set, refreshed on read after a change
+    cdef bint modeset_stale
+    cdef bint m_awm, m_irm, m_lnm, m_om, m_scnm, m_sync   # mirrors of the modes the hot path reads
+    cdef int join_kind     # the next character may join the previous cell: J_ZWJ / J_RI (see draw_cp)
+    cdef int jx, jy        # ... only if it is drawn where the cursor was left then
     cdef bint has_margins
     cdef int mtop, mbot
     cdef public str title, icon_name
     cdef int _charset
     cdef object _g0, _g1
+    cdef int g0_id, g1_id
     cdef bint tr_active
     cdef uint32_t tr[256]
     cdef public object tabstops
-    cdef public list savepoints
+    cdef SavedCursor* sps  # DECSC stack (pyte's `savepoints`, a list view of it)
+    cdef int nsps, spcap
+    cdef SavedCursor alt_sp  # ?1049h keeps its own slot (xterm), not on the DECSC stack
+    cdef bint has_alt_sp
     cdef public object saved_columns
-    cdef object alt_saved
-    cdef char* main_pack
     cdef bint fresh
+    cdef char* main_pack   # the normal grid's non-blank rows while a long-lived alternate screen is shown
+    cdef public int alt_feeds  # fused-parser feeds since the alternate screen was entered
     cdef public object program_status
     cdef public bint kitty_reply
     cdef public bint alt_screen_enabled
@@ -426,13 +540,14 @@ cdef class Screen:
         self.pdirty = NULL
         self.ldirty = NULL
         self.scratch = NULL
+        self.modev = NULL
+        self.sps = NULL
         self.main_pack = NULL
         self.fresh = True
 
     def __init__(self, int columns, int lines):
         if columns < 1 or lines < 1:
             raise ValueError("screen must be at least 1x1, got %dx%d" % (columns, lines))
-        self.savepoints = []
         self.columns = columns
         self.lines = lines
         self._alloc(columns, lines)
@@ -477,6 +592,8 @@ cdef class Screen:
         free(self.pdirty)
         free(self.ldirty)
         free(self.scratch)
+        free(self.modev)
+        free(self.sps)
         free(self.main_pack)
 
     def __repr__(self):
@@ -508,20 +625,84 @@ cdef class Screen:
 
     @property
     def mode(self):
-        return self._mode
+        """pyte's mode set; edits of it (add/discard...) write through to the core's mode flags."""
+        cdef int i
+        if self._modeset is None:
+            self._modeset = _ModeSet()
+            self._modeset._screen = self
+            self.modeset_stale = True
+        if self.modeset_stale:
+            set.clear(self._modeset)
+            set.update(self._modeset, [self.modev[i] for i in range(self.nmodes)])
+            self.modeset_stale = False
+        return self._modeset
 
     @mode.setter
     def mode(self, value):
-        self._mode = value
+        self.nmodes = 0
+        for v in value:
+            self.mode_put(v, True)
         self._sync_modes()
 
+    def _mode_write(self, int v, bint on):
+        """Write-through from `_ModeSet` (no side effects, as adding to pyte's set has none)."""
+        self.mode_put(v, on)
+
+    cdef bint has_mode(self, int v) noexcept:
+        cdef int i
+        for i in range(self.nmodes):
+            if self.modev[i] == v:
+                return True
+        return False
+
+    cdef int mode_put(self, int v, bint on) except -1:
+        """Set or clear one mode: the flag array, its hot-path mirrors, and the pyte set on next read."""
+        cdef int i
+        cdef int* grown
+        for i in range(self.nmodes):
+            if self.modev[i] == v:
+                if not on:
+                    self.nmodes -= 1
+                    self.modev[i] = self.modev[self.nmodes]
+                    self.modeset_stale = True
+                    self._mirror(v, False)
+                return 0
+        if not on:
+            return 0
+        if self.nmodes >= self.modecap:
+            grown = <int*>realloc(self.modev, (self.modecap * 2 + 16) * sizeof(int))
+            if grown == NULL:
+                raise MemoryError()
+            self.modev = grown
+            self.modecap = self.modecap * 2 + 16
+        self.modev[self.nmodes] = v
+        self.nmodes += 1
+        self.modeset_stale = True
+        self._mirror(v, True)
+        return 0
+
+    cdef inline void _mirror(self, int v, bint on) noexcept:
+        if v == M_DECAWM:
+            self.m_awm = on
+        elif v == M_IRM:
+            self.m_irm = on
+        elif v == M_LNM:
+            self.m_lnm = on
+        elif v == M_DECOM:
+            self.m_om = on
+        elif v == M_DECSCNM:
+            self.m_scnm = on
+        elif v == M_SYNC:
+            self.m_sync = on
+
     cdef int _sync_modes(self) except -1:
-        m = self._mode
-        self.m_awm = M_DECAWM in m
-        self.m_irm = M_IRM in m
-        self.m_lnm = M_LNM in m
-        self.m_om = M_DECOM in m
-        self.m_scnm = M_DECSCNM in m
+        self.m_awm = self.has_mode(M_DECAWM)
+        self.m_irm = self.has_mode(M_IRM)
+        self.m_lnm = self.has_mode(M_LNM)
+        self.m_om = self.has_mode(M_DECOM)
+        self.m_scnm = self.has_mode(M_DECSCNM)
+        self.m_sync = self.has_mode(M_SYNC)
+        return 0
 
     @property
     def margins(self):
@@ -554,6 +735,7 @@ cdef class Screen:
     @g0_charset.setter
     def g0_charset(self, value):
         self._g0 = value
+        self.g0_id = _charset_id(value)
         self._sync_tr()
 
     @property
@@ -563,6 +745,7 @@ cdef class Screen:
     @g1_charset.setter
     def g1_charset(self, value):
         self._g1 = value
+        self.g1_id = _charset_id(value)
         self._sync_tr()
 
     cdef int _sync_tr(self) except -1:
@@ -577,7 +760,7 @@ cdef class Screen:
 
     @property
     def default_char(self):
-        return Char(data=" ", fg="default", bg="default", reverse=M_DECSCNM in self._mode)
+        return Char(data=" ", fg="default", bg="default", reverse=bool(self.m_scnm))
 
     @property
     def buffer(self):
@@ -592,23 +775,39 @@ cdef class Screen:
 
     @property
     def in_sync_frame(self):
-        return (2026 << 5) in self._mode
+        return bool(self.m_sync)
 
     # ---------------------------------------------------------------- low-level helpers
+    cdef inline Cell* prow(self, int p) noexcept:
+        """Cells of physical row p, blanked first if a whole-screen clear is still pending on it."""
+        if self.g.used[p] & U_PENDING:
+            self.clear_phys(p)
+        return self.g.cells + <Py_ssize_t>p * self.columns
+
     cdef inline Cell* row(self, int y) noexcept:
-        return self.g.cells + <Py_ssize_t>self.g.rowmap[y] * self.columns
+        return self.prow(self.g.rowmap[y])
 
     cdef inline void touch(self, int y) noexcept:
         cdef int p = self.g.rowmap[y]
         self.pdirty[y] = 1
         self.ldirty[y] = 1
         self.g.stale[p] = 1
-        self.g.used[p] = 1
+        self.g.used[p] |= U_USED
 
     cdef inline void touch_text(self, int y) noexcept:
         self.ldirty[y] = 1
         self.g.stale[self.g.rowmap[y]] = 1
-        self.g.used[self.g.rowmap[y]] = 1
+        self.g.used[self.g.rowmap[y]] |= U_USED
+
+    cdef void clear_lazy(self) noexcept:
+        """Blank the whole current grid in O(rows): written rows are marked pending and wiped on first access."""
+        cdef int p
+        for p in range(self.lines):
+            if self.g.used[p]:
+                self.g.used[p] = U_PENDING
+        memset(self.g.hidden, 0, self.lines * sizeof(Cell))
+        memset(self.g.wrapped, 0, self.lines)
+        memset(self.g.stale, 1, self.lines)
 
     cdef void mark_all(self) noexcept:
         memset(self.pdirty, 1, self.lines)
@@ -643,20 +842,22 @@ cdef class Screen:
         for y in range(self.lines):
             self.g.rowmap[y] = y
         if not self.fresh:  # calloc'd cells are already blank
-            memset(self.g.cells, 0, <size_t>self.columns * self.lines * sizeof(Cell))
-            memset(self.g.wrapped, 0, self.lines)
-            memset(self.g.hidden, 0, self.lines * sizeof(Cell))
-            memset(self.g.used, 0, self.lines)
-            memset(self.g.stale, 1, self.lines)
+            self.clear_lazy()
         self.fresh = False
         self.has_margins = False
-        self._mode = {M_DECAWM, M_DECTCEM}
+        self.nmodes = 0
+        self.mode_put(M_DECAWM, True)
+        self.mode_put(M_DECTCEM, True)
         self._sync_modes()
+        self.has_alt_sp = False  # (pyte's reset keeps the DECSC stack)
+        self.join_kind = 0
         self.title = ""
         self.icon_name = ""
         self._charset = 0
         self._g0 = _cs.LAT1_MAP
         self._g1 = _cs.VT100_MAP
+        self.g0_id = 0
+        self.g1_id = 1
         self._sync_tr()
         self.tabstops = set(range(8, self.columns, 8))
         self._cursor = Cursor(0, 0)
@@ -688,6 +889,8 @@ cdef class Screen:
         ncopy_rows = min(lines, self.lines)
         ncopy_cols = min(cols, self.columns)
         for y in range(ncopy_rows):
+            if old.used[old.rowmap[y]] & U_PENDING:
+                continue  # cleared, not yet wiped: reads blank
             src = old.cells + <Py_ssize_t>old.rowmap[y] * self.columns
             memcpy(ng.cells + <Py_ssize_t>y * cols, src, ncopy_cols * sizeof(Cell))
             ng.wrapped[y] = old.wrapped[old.rowmap[y]] if cols == self.columns else 0
@@ -734,6 +937,7 @@ cdef class Screen:
 
     # ---------------------------------------------------------------- alternate screen
     cdef int _switch_alt(self, bint clear) except -1:
+        """Show the alternate grid: a pointer swap; its clear is lazy (`clear_lazy`), so a switch is O(rows)."""
         if self.in_alt:
             if clear:
                 self._clear_grid()
@@ -748,12 +952,10 @@ cdef class Screen:
         self.main_text = self.rowtext
         self.rowtext = self.alt_text
         self.in_alt = True
+        self.alt_feeds = 0
         self._proxies = {}
-        # The normal screen is frozen while the alternate one is shown: keep only its non-blank rows, so a
-        # fullscreen app costs one grid, not two (a few microseconds per switch).
-        self._freeze_main()
         if clear and not fresh:  # calloc'd cells are already blank
-            self._clear_grid()
+            self.clear_lazy()
         memset(self.g.stale, 1, self.lines)
         self.mark_all()
 
@@ -770,17 +972,27 @@ cdef class Screen:
         memset(self.g.stale, 1, self.lines)
         self.mark_all()
 
+    cdef void _clear_grid(self) noexcept:
+        self.clear_lazy()
+        self.mark_all()
+
     cdef int _freeze_main(self) except -1:
+        """Pack the hidden normal grid to its non-blank rows, so a fullscreen app costs about one grid.
+
+        Done once an alternate screen has lasted FREEZE_AFTER feeds (never on the switch itself, which stays a
+        pointer swap); `_thaw_main` undoes it on the way back. `stale` marks the packed rows meanwhile."""
+        if self.main_g.cells == NULL or self.main_pack != NULL:
+            return 0
         cdef Py_ssize_t rowbytes = <Py_ssize_t>self.columns * sizeof(Cell)
         cdef Py_ssize_t nwords = rowbytes // 8, k
         cdef int p, n = 0
         cdef uint64_t* w
-        cdef uint8_t* keep = self.main_g.stale   # reuse as scratch: 1 = row has content
+        cdef uint8_t* keep = self.main_g.stale   # reused as scratch: 1 = row has content
         for p in range(self.lines):
-            w = <uint64_t*>(<char*>self.main_g.cells + p * rowbytes)
             keep[p] = 0
-            if not self.main_g.used[p]:
+            if self.main_g.used[p] != U_USED:  # never written, or a clear is pending: blank
                 continue
+            w = <uint64_t*>(<char*>self.main_g.cells + p * rowbytes)
             for k in range(nwords):
                 if w[k]:
                     keep[p] = 1
@@ -800,7 +1012,7 @@ cdef class Screen:
         return 0
 
     cdef int _thaw_main(self) except -1:
-        """Re-inflate the normal screen's cells (see `_freeze_main`; `stale` marks the packed rows)."""
+        """Re-inflate the normal grid packed by `_freeze_main`."""
         if self.main_g.cells != NULL:
             return 0
         cdef Py_ssize_t rowbytes = <Py_ssize_t>self.columns * sizeof(Cell)
@@ -812,17 +1024,13 @@ cdef class Screen:
             if self.main_g.stale[p]:
                 memcpy(<char*>self.main_g.cells + p * rowbytes, self.main_pack + n * rowbytes, rowbytes)
                 n += 1
+                self.main_g.used[p] = U_USED
+            else:
+                self.main_g.used[p] = 0
         free(self.main_pack)
         self.main_pack = NULL
         memset(self.main_g.stale, 1, self.lines)
-        memset(self.main_g.used, 1, self.lines)
         return 0
-
-    cdef void _clear_grid(self) noexcept:
-        cdef int y
-        for y in range(self.lines):
-            self.clear_phys(self.g.rowmap[y])
-        self.mark_all()
 
     # ---------------------------------------------------------------- modes
     def set_margins(self, top=None, bottom=None):
@@ -853,17 +1061,36 @@ cdef class Screen:
     cdef int _set_mode1(self, int m, bint private, bint on) except -1:
         """One mode without side effects beyond the flags (bracketed paste, mouse, focus...): no lists."""
         cdef int v = m << 5 if private else m
-        if v == M_DECCOLM or v == M_DECOM or v == M_DECSCNM or (
-                private and (m == 1049 or m == 47 or m == 1047 or m == 2026)):
+        if v == M_DECCOLM or v == M_DECOM or v == M_DECSCNM:
             return self._set_modes([m], private, on)
-        if on:
-            self._mode.add(v)
-        else:
-            self._mode.discard(v)
-        if v == M_DECAWM or v == M_IRM or v == M_LNM:
-            self._sync_modes()
-        elif v == M_DECTCEM:
+        self.mode_put(v, on)
+        if v == M_DECTCEM:
             self._cursor.hidden = not on
+        elif private and (m == 1049 or m == 47 or m == 1047):
+            if self.alt_screen_enabled:
+                self._alt_mode(m, on)
+        elif v == M_SYNC and not on and self.on_frame_end is not None:
+            self.on_frame_end()
+        return 0
+
+    cdef int _alt_mode(self, int m, bint on) except -1:
+        if m == 1049:
+            if on:
+                if not self.in_alt:  # already there (via 47/1047): xterm only clears
+                    self._save_into(&self.alt_sp)  # as DECSC, into its own slot
+                    self.has_alt_sp = True
+                self._switch_alt(True)
+            elif self.in_alt:
+                self._switch_main()
+                if self.has_alt_sp:
+                    self.has_alt_sp = False
+                    self._restore_from(&self.alt_sp)
+        elif on:
+            self._switch_alt(False)
+        elif self.in_alt:
+            if m == 1047:
+                self._clear_grid()
+            self._switch_main()
         return 0
 
     cdef int _set_modes(self, list modes, bint private, bint on) except -1:
@@ -874,11 +1101,8 @@ cdef class Screen:
                 self.mark_all()
         else:
             ml = modes
-        if on:
-            self._mode.update(ml)
-        else:
-            self._mode.difference_update(ml)
-        self._sync_modes()
+        for v in ml:
+            self.mode_put(v, on)
         if M_DECCOLM in ml:
             if on:
                 self.saved_columns = self.columns
@@ -897,25 +1121,8 @@ cdef class Screen:
             self._cursor.hidden = not on
         if private and self.alt_screen_enabled:
             for m in modes:
-                if m == 1049:
-                    if on:
-                        if not self.in_alt:  # already there (via 47/1047): xterm only clears
-                            self.save_cursor()  # as DECSC, into its own slot
-                            self.alt_saved = self.savepoints.pop()
-                        self._switch_alt(True)
-                    elif self.in_alt:
-                        self._switch_main()
-                        if self.alt_saved is not None:
-                            self.savepoints.append(self.alt_saved)
-                            self.alt_saved = None
-                            self.restore_cursor()
-                elif m == 47 or m == 1047:
-                    if on:
-                        self._switch_alt(False)
-                    elif self.in_alt:
-                        if m == 1047:
-                            self._clear_grid()
-                        self._switch_main()
+                if m == 1049 or m == 47 or m == 1047:
+                    self._alt_mode(m, on)
         if private and not on and 2026 in modes and self.on_frame_end is not None:
             self.on_frame_end()
 
@@ -954,7 +1161,6 @@ cdef class Screen:
     def draw(self, str data):
         """pyte's draw: charset translation, autowrap, IRM, wide chars, combining marks."""
         cdef uint32_t cp
-        self._sync_modes()
         for ch in data:
             cp = ord(ch)
             if self.tr_active and cp < 256:
@@ -972,6 +1178,7 @@ cdef class Screen:
         cdef Py_ssize_t k, i
         cdef Cell* r
         cdef int y
+        self.join_kind = 0
         while n > 0:
             if c.x >= cols:
                 if self.m_awm:
@@ -1026,10 +1233,17 @@ cdef class Screen:
         return 1
 
     cdef int _attach(self, uint32_t cp, bint normalize) except -1:
+        """Append cp to the grapheme cluster of the cell before the cursor (text kept whole, NFC for marks).
+
+        A VARIATION SELECTOR-16 after a narrow base with an emoji presentation widens that cell to two
+        columns when the cursor is right after it (the next cell becomes its stub), as the CLIs' width
+        functions (and wcwidth's `wcswidth`) count it."""
         cdef int ty, tx
+        cdef Cursor c = self._cursor
         if not self._attach_target(&ty, &tx):
             return 0
-        cdef Cell* cell = self.row(ty) + tx
+        cdef Cell* r = self.row(ty)
+        cdef Cell* cell = r + tx
         cdef uint32_t w = cell.cp
         if not (w & PRESENT):
             w = self.blank_word()
@@ -1039,23 +1253,29 @@ cdef class Screen:
         if normalize:
             s = unicodedata.normalize("NFC", s)
         cell.cp = (w & ~DATAMASK) | _data_pack(s)
+        if cp == 0x200D:
+            self.join_kind = J_ZWJ
+            self.jx = c.x
+            self.jy = c.y
+        elif (cp == 0xFE0F and ty == c.y and tx + 1 == c.x and c.x < self.columns
+              and _vs16_widens(_first_cp(w))):
+            r[c.x].cp = (w & FLAGMASK) | PRESENT
+            r[c.x].fg = cell.fg
+            r[c.x].bg = cell.bg
+            c.x += 1
+            if self.join_kind:
+                self.jx = c.x
         self.touch(ty)
 
     cdef bint _joins_prev(self, uint32_t cp) except -1:
-        """A wide char after a ZWJ, or an emoji skin-tone modifier, joins the previous cell."""
+        """An emoji skin-tone modifier after a wide emoji joins the previous cell."""
         cdef int ty, tx
         if not self._attach_target(&ty, &tx):
             return False
         cdef uint32_t w = (self.row(ty) + tx).cp
         if not (w & PRESENT):
             return False
-        if w & XSTR:
-            s = _XSTR[w & CPMASK]
-            if s.endswith("\u200d"):
-                return True
-        if 0x1F3FB <= cp <= 0x1F3FF and wclass(_first_cp(w)) == W_TWO:
-            return True
-        return False
+        return wclass(_first_cp(w)) == W_TWO
 
     cdef int draw_cp(self, uint32_t cp) except -1:
         cdef int wc = wclass(cp)
@@ -1068,8 +1288,16 @@ cdef class Screen:
         if wc == W_ZERO or wc == W_COMB:
             self._attach(cp, wc == W_COMB)
             return 0
+        if self.join_kind:
+            # ZWJ sequence, or the second regional indicator of a flag: same cell, same cluster
+            if c.x == self.jx and c.y == self.jy and (
+                    (self.join_kind == J_ZWJ and cp >= 0x80) or 0x1F1E6 <= cp <= 0x1F1FF):
+                self.join_kind = 0
+                self._attach(cp, False)
+                return 0
+            self.join_kind = 0
         width = 2 if wc == W_TWO else 1
-        if width == 2 and self._joins_prev(cp):
+        if 0x1F3FB <= cp <= 0x1F3FF and self._joins_prev(cp):
             self._attach(cp, False)
             return 0
         if c.x >= cols:
@@ -1098,7 +1326,51 @@ cdef class Screen:
             r[c.x + 1].fg = c.afg
             r[c.x + 1].bg = c.abg
         c.x = min(c.x + width, cols)
+        if 0x1F1E6 <= cp <= 0x1F1FF:
+            self.join_kind = J_RI
+            self.jx = c.x
+            self.jy = c.y
         self.touch(y)
+
+    cdef int draw_repeat(self, uint32_t cp, Py_ssize_t n) except -1:
+        """A run of one narrow character (`───...`) drawn as runs of cells, like `draw_ascii`."""
+        cdef Cursor c = self._cursor
+        cdef int cols = self.columns
+        cdef uint32_t aw = (c.aw & FLAGMASK) | PRESENT | cp
+        cdef uint32_t fg = c.afg, bg = c.abg
+        cdef Py_ssize_t k, i
+        cdef Cell* r
+        cdef int y
+        self.join_kind = 0
+        while n > 0:
+            if c.x >= cols:
+                if self.m_awm:
+                    y = c.y
+                    if 0 <= y < self.lines:
+                        self.pdirty[y] = 1
+                        self.g.wrapped[self.g.rowmap[y]] = 1
+                    c.x = 0
+                    self._linefeed()
+                else:
+                    c.x = cols - 1
+                    n = 1
+            if c.x < 0:
+                c.x = 0
+            y = c.y
+            if y < 0 or y >= self.lines:
+                return 0
+            r = self.row(y) + c.x
+            k = cols - c.x
+            if k > n:
+                k = n
+            for i in range(k):
+                r[i].cp = aw
+                r[i].fg = fg
+                r[i].bg = bg
+            c.x += k
+            n -= k
+            self.touch(y)
+        return 0
 
     def set_title(self, param):
         self.title = param
@@ -1169,25 +1441,113 @@ cdef class Screen:
         self._cursor_back(1)
 
     def save_cursor(self):
-        self.savepoints.append(Savepoint(self._cursor._copy(), self._g0, self._g1, self._charset,
-                                         M_DECOM in self._mode, M_DECAWM in self._mode))
+        self._save_cursor()
 
     def restore_cursor(self):
-        if self.savepoints:
-            sp = self.savepoints.pop()
-            self.g0_charset = sp.g0_charset
-            self.g1_charset = sp.g1_charset
-            self.charset = sp.charset
-            if sp.origin:
-                self._set_modes([M_DECOM], False, True)
-            if sp.wrap:
-                self._set_modes([M_DECAWM], False, True)
-            self._cursor = sp.cursor
-            self._ensure_h()
-            self._ensure_v(True)
-        else:
-            self._set_modes([M_DECOM], False, False)
-            self._cursor_position(0, 0)
+        self._restore_cursor()
+
+    cdef void _save_into(self, SavedCursor* sp) noexcept:
+        cdef Cursor c = self._cursor
+        sp.x = c.x
+        sp.y = c.y
+        sp.hidden = c.hidden
+        sp.aw = c.aw
+        sp.afg = c.afg
+        sp.abg = c.abg
+        sp.g0 = self.g0_id
+        sp.g1 = self.g1_id
+        sp.charset = self._charset
+        sp.origin = self.m_om
+        sp.wrap = self.m_awm
+
+    cdef int _save_cursor(self) except -1:
+        """DECSC: pushed on a C stack (pyte stacks savepoints; beyond SPMAX the oldest is dropped)."""
+        cdef SavedCursor* grown
+        if self.nsps >= self.spcap:
+            if self.spcap >= SPMAX:
+                memmove(self.sps, self.sps + 1, (self.nsps - 1) * sizeof(SavedCursor))
+                self.nsps -= 1
+            else:
+                grown = <SavedCursor*>realloc(self.sps, (self.spcap * 2 + 4) * sizeof(SavedCursor))
+                if grown == NULL:
+                    raise MemoryError()
+                self.sps = grown
+                self.spcap = self.spcap * 2 + 4
+        self._save_into(self.sps + self.nsps)
+        self.nsps += 1
+        return 0
+
+    cdef int _restore_from(self, SavedCursor* sp) except -1:
+        """pyte's restore_cursor for one savepoint (the cursor object is updated in place, not replaced)."""
+        cdef Cursor c = self._cursor
+        if sp.g0 != self.g0_id or sp.g1 != self.g1_id or sp.charset != self._charset:
+            self._g0 = _CHARSETS[sp.g0]
+            self._g1 = _CHARSETS[sp.g1]
+            self.g0_id = sp.g0
+            self.g1_id = sp.g1
+            self._charset = sp.charset
+            self._sync_tr()
+        if sp.origin:
+            self._set_modes([M_DECOM], False, True)
+        if sp.wrap:
+            self.mode_put(M_DECAWM, True)
+        c.x = sp.x
+        c.y = sp.y
+        c.hidden = sp.hidden
+        c.aw = sp.aw
+        c.afg = sp.afg
+        c.abg = sp.abg
+        self._ensure_h()
+        self._ensure_v(True)
+        return 0
+
+    cdef int _restore_cursor(self) except -1:
+        if self.nsps > 0:
+            self.nsps -= 1
+            return self._restore_from(self.sps + self.nsps)
+        self._set_modes([M_DECOM], False, False)
+        self._cursor_position(0, 0)
+        return 0
+
+    @property
+    def savepoints(self):
+        """pyte's list of `Savepoint`s, built from the C stack (a copy: assign the attribute to change it)."""
+        cdef int i
+        cdef SavedCursor* sp
+        out = []
+        for i in range(self.nsps):
+            sp = self.sps + i
+            c = Cursor.__new__(Cursor)
+            (<Cursor>c).x = sp.x
+            (<Cursor>c).y = sp.y
+            (<Cursor>c).hidden = sp.hidden
+            (<Cursor>c).aw = sp.aw
+            (<Cursor>c).afg = sp.afg
+            (<Cursor>c).abg = sp.abg
+            out.append(Savepoint(c, _CHARSETS[sp.g0], _CHARSETS[sp.g1], sp.charset, bool(sp.origin),
+                                 bool(sp.wrap)))
+        return out
+
+    @savepoints.setter
+    def savepoints(self, value):
+        cdef SavedCursor* sp
+        cdef Cursor c
+        self.nsps = 0
+        for item in value:
+            self._save_cursor()
+            sp = self.sps + self.nsps - 1
+            c = item.cursor
+            sp.x = c.x
+            sp.y = c.y
+            sp.hidden = c.hidden
+            sp.aw = c.aw
+            sp.afg = c.afg
+            sp.abg = c.abg
+            sp.g0 = _charset_id(item.g0_charset)
+            sp.g1 = _charset_id(item.g1_charset)
+            sp.charset = item.charset
+            sp.origin = bool(item.origin)
+            sp.wrap = bool(item.wrap)
 
     cdef int _shift_lines(self, int count, bint down) except -1:
         """IL (`down`) and DL: rotate the row indexes of [cursor row, bottom margin] by `count` and blank the rows
@@ -1368,8 +1728,8 @@ cdef class Screen:
         cell.fg = c.afg
         cell.bg = c.abg
         for y in range(y0, y1):
-            r = self.row(y)
-            if self.g.used[self.g.rowmap[y]]:
+            if self.g.used[self.g.rowmap[y]] == U_USED:  # blank or pending-clear rows have no present cell
+                r = self.g.cells + <Py_ssize_t>self.g.rowmap[y] * self.columns
                 for x in range(self.columns):
                     if r[x].cp & PRESENT:
                         r[x] = cell
@@ -1509,7 +1869,7 @@ cdef class Screen:
         for y in range(self.lines):
             r = self.row(y)
             self.g.stale[self.g.rowmap[y]] = 1
-            self.g.used[self.g.rowmap[y]] = 1
+            self.g.used[self.g.rowmap[y]] |= U_USED
             for x in range(self.columns):
                 if r[x].cp & PRESENT:
                     r[x].cp = (r[x].cp & ~DATAMASK) | 0x45
@@ -1645,7 +2005,7 @@ cdef class Screen:
         elif mode == 6:
             x = self._cursor.x + 1
             y = self._cursor.y + 1
-            if M_DECOM in self._mode and self.has_margins:
+            if self.m_om and self.has_margins:
                 y -= self.mtop
             self.write_process_input("\x1b[{0};{1}R".format(y, x))
 
@@ -1665,32 +2025,21 @@ cdef class Screen:
             self.write_process_input("\x1b[?6c")
 
     def _program_status(self, str payload):
-        """OSC 7501: `?` is a query (echoed); anything else a `key=value` report, `:`- or `;`-separated."""
+        """OSC 7501: `?` is the probe (echoed); any other payload goes raw to `on_status`. Its meaning is
+        read in one place, `litbridge.drivers.osc7501` (a terminal knows the sequence, not its fields)."""
         if payload == "?":
             self.write_process_input("\x1b]7501;?\x07")
             return
-        fields = {}
-        for part in payload.replace(";", ":").split(":"):
-            if not part:
-                continue
-            key, sep, value = part.partition("=")
-            if key in ("msg", "title") and value:
-                try:
-                    value = base64.b64decode(value + "=" * (-len(value) % 4), validate=False).decode(
-                        "utf-8", "replace")
-                except ValueError:
-                    pass
-            fields[key] = value if sep else ""
-        self.program_status = fields
+        self.program_status = payload
         if self.on_status is not None:
-            self.on_status(fields)
+            self.on_status(payload)
 
     # ---------------------------------------------------------------- reading
     cdef str _render(self, int p):
-        cdef Cell* r = self.g.cells + <Py_ssize_t>p * self.columns
+        cdef Cell* r = self.prow(p)
         cdef int x, n = 0
         cdef bint skip = False, slow = False
-        cdef uint32_t w, cp
+        cdef uint32_t w, cp, mx = 0
         cdef ucs4* buf = self.scratch
         for x in range(self.columns):
             if skip:
@@ -1709,10 +2058,11 @@ cdef class Screen:
                 continue
             buf[n] = cp
             n += 1
+            mx |= cp
             if cp >= 0x1100 and wclass(cp) == W_TWO:
                 skip = True
         if not slow:
-            return _ucs4_to_str(buf, n)
+            return _ucs4_to_str_mx(buf, n, mx | 0x20)
         parts = []
         skip = False
         for x in range(self.columns):
@@ -1789,7 +2139,7 @@ cdef class Screen:
     cdef void _touch_phys(self, int p) noexcept:
         cdef int y
         self.g.stale[p] = 1
-        self.g.used[p] = 1
+        self.g.used[p] |= U_USED
         for y in range(self.lines):
             if self.g.rowmap[y] == p:
                 self.ldirty[y] = 1
@@ -1798,7 +2148,7 @@ cdef class Screen:
     def _char_phys(self, int p, int x):
         if not (0 <= p < self.lines and 0 <= x < self.columns):
             return self.default_char
-        cdef Cell* c = self.g.cells + <Py_ssize_t>p * self.columns + x
+        cdef Cell* c = self.prow(p) + x
         if not (c.cp & PRESENT):
             return _make_char(self.blank_word(), 0, 0)
         return _make_char(c.cp, c.fg, c.bg)
@@ -1807,7 +2157,7 @@ cdef class Screen:
         if not (0 <= p < self.lines and 0 <= x < self.columns):
             return
         cdef tuple t = _pack_char(ch)
-        cdef Cell* c = self.g.cells + <Py_ssize_t>p * self.columns + x
+        cdef Cell* c = self.prow(p) + x
         c.cp = <uint32_t>t[0] | PRESENT
         c.fg = t[1]
         c.bg = t[2]
@@ -1815,22 +2165,22 @@ cdef class Screen:
 
     def _del_phys(self, int p, int x):
         if 0 <= p < self.lines and 0 <= x < self.columns:
-            (self.g.cells + <Py_ssize_t>p * self.columns + x).cp = 0
+            (self.prow(p) + x).cp = 0
             self._touch_phys(p)
 
     def _present_phys(self, int p, int x):
         if 0 <= p < self.lines and 0 <= x < self.columns:
-            return bool((self.g.cells + <Py_ssize_t>p * self.columns + x).cp & PRESENT)
+            return bool((self.prow(p) + x).cp & PRESENT)
         return False
 
     def _row_bytes(self, int p):
         """Copy of physical row p (packed 12-byte cells): a history line / detached row."""
-        return bytearray((<char*>(self.g.cells + <Py_ssize_t>p * self.columns))[:self.columns * sizeof(Cell)])
+        return bytearray((<char*>self.prow(p))[:self.columns * sizeof(Cell)])
 
     def _load_row(self, int p, const unsigned char[::1] data):
         """Overwrite physical row p from packed cells (shorter data: the rest reads unwritten)."""
         cdef Py_ssize_t n = min(<Py_ssize_t>data.shape[0], self.columns * <Py_ssize_t>sizeof(Cell))
-        cdef char* dst = <char*>(self.g.cells + <Py_ssize_t>p * self.columns)
+        cdef char* dst = <char*>self.prow(p)
         memset(dst, 0, self.columns * sizeof(Cell))
         if n > 0:
             memcpy(dst, &data[0], n)
@@ -1839,7 +2189,7 @@ cdef class Screen:
 
     def _copy_phys(self, int dst, int src):
         if dst != src:
-            memcpy(self.g.cells + <Py_ssize_t>dst * self.columns, self.g.cells + <Py_ssize_t>src * self.columns,
+            memcpy(self.prow(dst), self.prow(src),
                    self.columns * sizeof(Cell))
             self.g.wrapped[dst] = self.g.wrapped[src]
             self.g.hidden[dst] = self.g.hidden[src]
@@ -2058,7 +2408,7 @@ cdef class _Row:
             return _char_from_bytes(self._data, x, s.default_char)
         if not (0 <= self._p < s.lines and 0 <= x < s.columns):
             return s.default_char
-        c = s.g.cells + <Py_ssize_t>self._p * s.columns + x
+        c = s.prow(self._p) + x
         if not (c.cp & PRESENT):
             return _make_char(s.blank_word(), 0, 0)
         return _make_char(c.cp, c.fg, c.bg)

@@ -8,13 +8,28 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from litbridge import __version__
 
 # Subcommand modules, in the order `--help` lists them. A module that is missing is simply skipped,
 # so the command keeps working while subcommands are added.
-SUBCOMMANDS = ("serve", "create", "send", "chat", "list", "dump", "kill", "attach", "replay", "schema")
+SUBCOMMANDS = (
+    "serve",
+    "create",
+    "send",
+    "chat",
+    "list",
+    "dump",
+    "kill",
+    "attach",
+    "replay",
+    "schema",
+    "service",
+    "completion",
+    "web",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,9 +50,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser:
+    """The parser of subcommand `name` (the top-level one if there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            return action.choices[name]
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions (`litbridge completion SHELL`)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)  # answers and exits
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # a bad flag after a subcommand: that subcommand's usage, not the top-level one
+        _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help(sys.stderr)
@@ -46,3 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # stdout closed by its reader (`litbridge schema | head`)
+        from litbridge.cli.common import closed_stdout
+
+        return closed_stdout()

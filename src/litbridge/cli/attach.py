@@ -19,10 +19,11 @@ from typing import Any
 import orjson
 
 from litbridge.cli import common
-from litbridge.client import default_socket_path, read_token
+from litbridge.client import UnsafeSocket, default_socket_path, read_token
+from litbridge.client.paths import attach_socket_path, check_peer, check_socket_path
+from litbridge.protocol.spec import GRID
 
 DETACH = b"\x1d"  # Ctrl-]
-GRID = (200, 50)
 # Modes a TUI may leave on; switched off on detach so the user's shell is usable again.
 _RESTORE = b"\x1b[0m\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?25h"
 _PEEK_SECONDS = 3.0
@@ -36,11 +37,17 @@ def _open(args: argparse.Namespace) -> tuple[socket.socket, str]:
         except OSError as exc:
             raise _NoDaemon(address, exc.strerror or str(exc)) from None
     base = args.socket or str(default_socket_path())
-    path = f"{base}.attach"
+    path = str(attach_socket_path(base))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(5)
     try:
+        check_socket_path(base)  # refuse a socket planted by another user before and after connecting
+        check_socket_path(path)
         sock.connect(path)
+        check_peer(sock, path)
+    except UnsafeSocket:
+        sock.close()
+        raise
     except OSError as exc:
         sock.close()
         raise _NoDaemon(base, exc.strerror or str(exc)) from None
@@ -150,18 +157,33 @@ def _send_all(sock: socket.socket, data: bytes) -> None:
         sock.setblocking(False)
 
 
+def _refusal(text: bytes, args: argparse.Namespace) -> str:
+    """The daemon's reason for closing an attach at once, in our words: its "no such session" line keeps the
+    prefix lit-bridge-rs clients match on (`lit-bridge-rs: no such session 'KEY' (pid N has: [...])`)."""
+    msg = text.decode("utf-8", "replace").strip()
+    if msg.startswith("lit-bridge-rs: no such session"):
+        key = args.session + (f":{args.channel_id}" if args.channel_id is not None else "")
+        live = msg.rpartition(" has: ")[2].strip("[])")
+        return f"no such session '{common.shown(key)}'" + (
+            f" (running: {live})" if live else " (no sessions running)"
+        )
+    return msg.removeprefix("lit-bridge-rs: ") or "the daemon closed the attach connection"
+
+
 def _main(args: argparse.Namespace) -> int:
     try:
         sock, _address = _open(args)
     except _NoDaemon as exc:
         common.eprint(f"litbridge: {exc}")
         return common.EXIT_ERROR
+    except UnsafeSocket as exc:
+        common.eprint(f"litbridge: {exc.message} [{exc.code}]")
+        return common.EXIT_ERROR
     with contextlib.closing(sock):
         sock.sendall(selector_line(args))
         first, closed = _peek(sock)
         if closed:
-            msg = first.decode("utf-8", "replace").strip() or "the daemon closed the attach connection"
-            common.eprint(f"litbridge: {msg}")
+            common.eprint(f"litbridge: {_refusal(first, args)}")
             return common.EXIT_ERROR
         stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
         is_tty = os.isatty(stdin_fd)

@@ -77,7 +77,8 @@ async def _chat(args: argparse.Namespace) -> int:
         key = name if channel_id is None else f"{name}:{channel_id}"
         if not any(s.get("name") == key for s in await client.list()):
             common.eprint(
-                f"litbridge: no session {key!r} — create it with `litbridge create {name} --cli ...`"
+                f"litbridge: no session '{common.shown(key)}' — create it with "
+                f"`litbridge create {common.shown(name)} --cli ...`"
             )
             return common.EXIT_ERROR
         live = LiveText()
@@ -86,7 +87,7 @@ async def _chat(args: argparse.Namespace) -> int:
         ctrl = CtrlC()
         questions = _Questions(client, key, live, args.json)
         if tty:
-            common.eprint(f"chatting with {key} — :help for commands, Ctrl-D to leave")
+            common.eprint(f"chatting with {common.shown(key)} — :help for commands, Ctrl-D to leave")
         status = common.EXIT_OK
         try:
             while True:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TextIO
@@ -18,6 +20,7 @@ import orjson
 
 from litbridge.client import Client, DaemonNotRunning, LitbridgeError
 from litbridge.client.client import _Connecting
+from litbridge.protocol.names import shown
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -90,8 +93,47 @@ async def _guarded(main: Callable[[], Awaitable[int]]) -> int:
         eprint(f"litbridge: {exc.message}")
         return EXIT_ERROR
     except LitbridgeError as exc:
-        eprint(f"litbridge: {exc.message} [{exc.code}]")
+        eprint(f"litbridge: {error_text(exc)}")
         return EXIT_ERROR
+    except BrokenPipeError:
+        return closed_stdout()
+
+
+def error_text(exc: LitbridgeError) -> str:
+    """`SESSION: message [code]` when the daemon's error names a session (its `session` field), so
+    `session not found` says which one; `message [code]` otherwise. The name is escaped (`shown`)."""
+    ev = exc.event or {}
+    session = ev.get("session")
+    if isinstance(session, str) and session:
+        channel = ev.get("channel_id")
+        key = f"{session}:{channel}" if isinstance(channel, str) and channel else session
+        return f"{shown(key)}: {exc.message} [{exc.code}]"
+    return f"{exc.message} [{exc.code}]"
+
+
+def closed_stdout() -> int:
+    """The reader of our stdout went away (`litbridge schema | head`): stop quietly, as Unix tools do.
+
+    stdout is pointed at /dev/null so the interpreter's final flush cannot raise again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return EXIT_ERROR
+
+
+def describe_exit(code: object) -> str:
+    """A CLI's end as a person reads it: `exit status 0`, `ended by SIGHUP, signal 1`, `exit status unknown`.
+
+    The wire's `exit_code` follows Python's convention: negative N means the process died of signal N."""
+    if not isinstance(code, int):
+        return "exit status unknown"
+    if code >= 0:
+        return f"exit status {code}"
+    try:
+        return f"ended by {signal.Signals(-code).name}, signal {-code}"
+    except ValueError:
+        return f"ended by signal {-code}"
 
 
 def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:

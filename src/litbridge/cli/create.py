@@ -83,7 +83,7 @@ async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, 
     if args.json:
         common.print_json(ready)
         return common.EXIT_OK
-    key = ready.get("session") or args.session
+    key = common.shown(str(ready.get("session") or args.session))
     how = (
         "reused (already running)"
         if ready.get("reused")
@@ -105,7 +105,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     common.add_session_arg(p)
     p.add_argument(
-        "--cli", metavar="CLI", help="CLI name or executable: claude, rift, or any program (default: claude)"
+        "--cli",
+        metavar="CLI",
+        help="CLI name or executable: claude, codex, gemini, rift, or any program (default: claude)",
     )
     p.add_argument(
         "--arg",
@@ -118,7 +120,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--env", action="append", metavar="K=V", help="environment variable for the CLI (repeatable)"
     )
-    p.add_argument("--model", metavar="M", help="model, passed to the CLI as --model M")
+    p.add_argument(
+        "--model",
+        metavar="M",
+        help="model: claude, gemini and rift get --model M, codex gets -m M; any other program gets nothing "
+        "(M is only shown as its model)",
+    )
     p.add_argument(
         "--opt",
         action="append",

@@ -32,7 +32,7 @@ async def _main(args: argparse.Namespace) -> int:
         rows = [r.rstrip() for r in rows]
         while rows and not rows[-1]:
             rows.pop()
-    info = [f"session {dump.get('session') or args.session}"]
+    info = [f"session {common.shown(str(dump.get('session') or args.session))}"]
     info += [f"{k} {dump[k]}" for k in _HEADER_FIELDS if dump.get(k) not in (None, "")]
     cursor = dump.get("cursor")
     if isinstance(cursor, dict):

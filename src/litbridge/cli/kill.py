@@ -16,13 +16,9 @@ async def _main(args: argparse.Namespace) -> int:
     if args.json:
         common.print_json(ev)
         return common.EXIT_OK
-    code = ev.get("exit_code")
-    note = " (the next create resumes the conversation)" if args.store_resume else ""
-    print(
-        f"{ev.get('session') or args.session}: killed"
-        + (f", exit code {code}" if code is not None else "")
-        + note
-    )
+    note = "; the next create resumes the conversation" if args.store_resume else ""
+    key = common.shown(str(ev.get("session") or args.session))
+    print(f"{key}: killed (CLI {common.describe_exit(ev.get('exit_code'))}){note}")
     return common.EXIT_OK
 
 

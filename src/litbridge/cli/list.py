@@ -29,7 +29,10 @@ async def _main(args: argparse.Namespace) -> int:
     if not sessions:
         print("no sessions (start one with `litbridge create NAME --cli ...`)")
         return common.EXIT_OK
-    rows = [[s.get(k) for k, _ in COLUMNS] for s in sorted(sessions, key=lambda s: str(s.get("name")))]
+    rows = [
+        [common.shown(str(s.get(k))) if k == "name" else s.get(k) for k, _ in COLUMNS]
+        for s in sorted(sessions, key=lambda s: str(s.get("name")))
+    ]
     print(common.table(rows, [h for _, h in COLUMNS]))
     return common.EXIT_OK
 

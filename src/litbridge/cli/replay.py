@@ -1,7 +1,8 @@
-"""`litbridge replay CAPTURE`: run a recorded Claude Code session through the driver and print its events.
+"""`litbridge replay CAPTURE`: run a recorded CLI session through the real session and print its events.
 
-CAPTURE is a capture folder (`chunks.jsonl` + transcript files) or an asciicast v2 `.cast`. Events are the
-JSON lines the daemon would emit, each with `t` (seconds since spawn). No daemon and no CLI are involved.
+CAPTURE is a capture folder (`chunks.jsonl` + transcript files) or an asciicast v2 `.cast`. The recorded
+program's name picks the driver through the registry, as `create` would. Events are the JSON lines the daemon
+would emit, each with `t` (seconds since spawn). No daemon and no CLI are involved.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from typing import Any
 
 import orjson
 
+from litbridge.cli.common import closed_stdout
+
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "replay",
-        help="replay a recorded session through the Claude driver and print the events",
+        help="replay a recorded session through the real session and driver and print the events",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
     p.add_argument("capture", help="capture folder (chunks.jsonl) or asciicast v2 .cast file")
@@ -32,7 +35,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from litbridge.drivers.claude.replay import Capture, replay
+    from litbridge.replay import Capture, replay
 
     try:
         cap = Capture.load(args.capture)
@@ -43,15 +46,23 @@ def run(args: argparse.Namespace) -> int:
         print("litbridge replay: --speed must be positive", file=sys.stderr)
         return 2
     out = sys.stdout.buffer
+    closed = False
 
-    def show(ev: dict) -> None:
+    def show(ev: dict) -> bool:
+        """Write one event; False (stop the replay) once the reader of stdout has gone (`| head -1`)."""
+        nonlocal closed
+        if closed:
+            return False
         if args.no_thinking and ev.get("event") == "thinking":
-            return
-        out.write(orjson.dumps(ev) + b"\n")
-        out.flush()
+            return True
+        try:
+            out.write(orjson.dumps(ev) + b"\n")
+            out.flush()
+        except BrokenPipeError:
+            closed = True
+        return not closed
 
-    try:
-        replay(cap, fast=args.fast, speed=args.speed, tail=args.tail, on_event=show)
-    except BrokenPipeError:
-        return 0
+    replay(cap, fast=args.fast, speed=args.speed, tail=args.tail, on_event=show)
+    if closed:
+        return closed_stdout()
     return 0

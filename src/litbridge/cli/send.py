@@ -255,7 +255,7 @@ class TurnPrinter:
                 self.live.finish(self.live.shown)
             self.live.note(f"litbridge: turn failed: {ev.get('message')} [{ev.get('kind')}]")
         elif kind == "exited":
-            self.live.note(f"· the CLI exited (code {ev.get('exit_code')})")
+            self.live.note(f"· the CLI exited ({common.describe_exit(ev.get('exit_code'))})")
 
 
 def exit_code_for(terminal: Event | None) -> int:

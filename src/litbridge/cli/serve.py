@@ -24,9 +24,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         help="Unix socket path (default: $LITBRIDGE_SOCKET, else $XDG_RUNTIME_DIR/litbridge/litbridge.sock), "
         "the same default the client subcommands use",
     )
-    p.add_argument("--port", type=int, metavar="N", help="also listen on TCP 127.0.0.1:N (attach on N+1), token auth")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="stderr log level")
+    p.add_argument(
+        "--port", type=int, metavar="N", help="also listen on TCP 127.0.0.1:N (attach on N+1), token auth"
+    )
+    p.add_argument(
+        "--web",
+        metavar="[HOST:]PORT",
+        help="also serve the web view (sessions, live terminal, chat) on HOST:PORT (host default 127.0.0.1); "
+        "open it with `litbridge web`",
+    )
+    p.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"], help="stderr log level"
+    )
     p.set_defaults(func=main)
+
+
+def emulator_description() -> str:
+    """Which terminal emulator the sessions will run: the compiled core, or the pyte fallback and why."""
+    from litbridge import _core, term
+
+    if term.Terminal is term.NativeTerminal:
+        return f"compiled core ({_core.native.__file__ if _core.native else '?'})"
+    why = (
+        "LITBRIDGE_NO_EXTENSIONS=1"
+        if os.environ.get("LITBRIDGE_NO_EXTENSIONS") == "1"
+        else "extension not built"
+    )
+    return f"pyte fallback ({why}; several times slower)"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -37,12 +61,22 @@ def main(args: argparse.Namespace) -> int:
     )
     if hasattr(signal, "SIGUSR1"):  # `kill -USR1 <pid>` dumps every thread's stack to stderr
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+    logging.getLogger("litbridge.serve").info("emulator: %s", emulator_description())
     if sys.platform == "win32" and args.port is None:
         print("litbridge serve: --port <N> is required on this platform", file=sys.stderr)
         return 1
+    web = None
+    if args.web is not None:
+        from litbridge.web import parse_address
+
+        try:
+            web = parse_address(args.web)
+        except ValueError as exc:
+            print(f"litbridge serve: {exc}", file=sys.stderr)
+            return 2
     from litbridge.daemon import run
 
-    coro = run(args.socket, args.port)
+    coro = run(args.socket, args.port, web)
     if sys.platform != "win32":
         try:
             import uvloop

@@ -6,7 +6,7 @@ Speaks the JSON-lines wire protocol only; see `client.py` for the API and docs/c
 """
 
 from litbridge.client.client import TERMINAL_EVENTS, Client, Event, EventStream, Turn, session_key
-from litbridge.client.errors import AuthFailed, ConnectionLost, DaemonNotRunning, LitbridgeError
+from litbridge.client.errors import AuthFailed, ConnectionLost, DaemonNotRunning, LitbridgeError, UnsafeSocket
 from litbridge.client.paths import attach_socket_path, default_socket_path, read_token, token_path
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "EventStream",
     "LitbridgeError",
     "Turn",
+    "UnsafeSocket",
     "attach_socket_path",
     "default_socket_path",
     "read_token",

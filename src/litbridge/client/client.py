@@ -35,8 +35,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from litbridge.client.errors import AuthFailed, ConnectionLost, DaemonNotRunning, LitbridgeError
-from litbridge.client.paths import default_socket_path, read_token
+from litbridge.client.errors import AuthFailed, ConnectionLost, DaemonNotRunning, LitbridgeError, UnsafeSocket
+from litbridge.client.paths import check_peer, check_socket_path, default_socket_path, read_token
 from litbridge.protocol.framing import LineSplitter, TooLarge, decode, encode
 from litbridge.protocol.spec import MAX_LINE, ProtocolError
 
@@ -450,6 +450,7 @@ class Client:
             if self.port is not None:
                 coro = asyncio.open_connection(self.host, self.port, limit=_CLIENT_MAX_LINE)
             else:
+                check_socket_path(str(self.socket_path))
                 coro = asyncio.open_unix_connection(str(self.socket_path), limit=_CLIENT_MAX_LINE)
             reader, writer = await asyncio.wait_for(coro, self.connect_timeout)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
@@ -458,6 +459,12 @@ class Client:
             raise DaemonNotRunning(self.address, "connect timed out") from None
         except OSError as exc:
             raise DaemonNotRunning(self.address, exc.strerror or str(exc)) from None
+        if self.port is None:
+            try:
+                check_peer(writer.get_extra_info("socket"), self.address)  # before the first byte is sent
+            except UnsafeSocket:
+                writer.close()
+                raise
         splitter = LineSplitter(_CLIENT_MAX_LINE)
         hello_id: str | None = None
         hello: Event = {}
@@ -506,7 +513,9 @@ class Client:
             raise LitbridgeError("timeout", f"no handshake from the daemon at {self.address}") from None
         except OSError as exc:
             writer.close()
-            raise ConnectionLost(f"the connection to {self.address} failed during the handshake: {exc}") from None
+            raise ConnectionLost(
+                f"the connection to {self.address} failed during the handshake: {exc}"
+            ) from None
         except BaseException:
             writer.close()
             raise

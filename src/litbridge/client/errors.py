@@ -51,3 +51,11 @@ class AuthFailed(LitbridgeError):
 
     def __init__(self, message: str) -> None:
         super().__init__("auth_failed", message)
+
+
+class UnsafeSocket(LitbridgeError):
+    """The socket, its directory or the process listening on it belongs to another user (or the directory is a
+    symlink or open to others): nothing was sent to it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("unsafe_socket", message)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from litbridge.protocol.framing import encode
+from litbridge.protocol.names import shown
 from litbridge.protocol.spec import session_key
 
 if TYPE_CHECKING:
@@ -81,7 +82,9 @@ class AttachServer:
             buf += ch
         return None
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tcp: bool = False) -> None:
+    async def handle(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tcp: bool = False
+    ) -> None:
         viewer: Viewer | None = None
         try:
             if not tcp and not self.daemon._peer_ok(writer):
@@ -99,13 +102,25 @@ class AttachServer:
                     obj = orjson.loads(text)
             if tcp:
                 token = obj.get("token") if isinstance(obj, dict) else None
-                if not isinstance(token, str) or not self.daemon.token or not hmac.compare_digest(token, self.daemon.token):
-                    writer.write(b"\r\nlitbridge: attach over TCP needs {\"token\":...} in the selector\r\n")
+                if (
+                    not isinstance(token, str)
+                    or not self.daemon.token
+                    or not hmac.compare_digest(token, self.daemon.token)
+                ):
+                    writer.write(b'\r\nlitbridge: attach over TCP needs {"token":...} in the selector\r\n')
                     return
             if text == "list" or (isinstance(obj, dict) and obj.get("list") is True):
-                writer.write(encode({"pid": os.getpid(), "sessions": [
-                    {"name": s.key, "state": s.state, "model": s.model} for s in self.daemon.sessions.values()
-                ]}))
+                writer.write(
+                    encode(
+                        {
+                            "pid": os.getpid(),
+                            "sessions": [
+                                {"name": s.key, "state": s.state, "model": s.model}
+                                for s in self.daemon.sessions.values()
+                            ],
+                        }
+                    )
+                )
                 return
             if isinstance(obj, dict):
                 fields = {"session": obj.get("session") if isinstance(obj.get("session"), str) else ""}
@@ -113,19 +128,24 @@ class AttachServer:
                     fields["channel_id"] = obj["channel_id"]
                 key = session_key(fields)
                 want_control = obj.get("control") is True
+                watch_only = obj.get("control") is False  # explicit false: never the controller (web view)
             else:
-                key, want_control = text, False
+                key, want_control, watch_only = text, False, False
             session = self.daemon.sessions.get(key)
             if session is None or session.dead:
-                keys = ", ".join(sorted(k for k, s in self.daemon.sessions.items() if not s.dead))
-                writer.write(f"\r\n{NO_SUCH_SESSION} '{key}' (pid {os.getpid()} has: [{keys}])\r\n".encode())
+                keys = ", ".join(
+                    shown(k) for k in sorted(k for k, s in self.daemon.sessions.items() if not s.dead)
+                )
+                writer.write(
+                    f"\r\n{NO_SUCH_SESSION} '{shown(key)}' (pid {os.getpid()} has: [{keys}])\r\n".encode()
+                )
                 return
             viewer = Viewer(writer, session)
             self.viewers.add(viewer)
             writer.write(session.terminal.ansi_repaint())
             session.add_output_listener(viewer.on_output)
             current = self.controllers.get(key)
-            if want_control or current is None or current.closed:
+            if want_control or (not watch_only and (current is None or current.closed)):
                 self.controllers[key] = viewer
             while not viewer.closed:
                 data = await reader.read(1024)

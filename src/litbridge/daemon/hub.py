@@ -25,7 +25,15 @@ log = logging.getLogger(__name__)
 
 COALESCE_AT = int(os.environ.get("LITBRIDGE_CLIENT_COALESCE", "256"))
 MAX_QUEUE = int(os.environ.get("LITBRIDGE_CLIENT_QUEUE", "10000"))
+# Bytes a client may have queued (not yet handed to its socket). As large as the ring's own cap, so a full
+# replay fits; the lines are shared with the ring, so most of them cost nothing extra.
+MAX_QUEUE_BYTES = int(os.environ.get("LITBRIDGE_CLIENT_QUEUE_BYTES", str(64 * 1024 * 1024)))
+# A client whose socket accepted nothing for this long while events waited for it is cut off: coalescing
+# keeps the queue of a never-reading client short, so its length alone would never say "too slow".
+STALL_AFTER = float(os.environ.get("LITBRIDGE_CLIENT_STALL", "15"))
 SLOW_ABORT_AFTER = 10.0  # seconds a cut-off slow client gets to read what was already buffered
+BATCH_BYTES = 256 * 1024  # one socket write: bounds what sits in the transport beyond the high-water mark
+HOLD_EVENTS = 1.0  # seconds a new client's events wait for its first command (a hello{since_seq})
 
 
 class _Entry:
@@ -36,7 +44,12 @@ class _Entry:
 
 
 class Client:
-    """One control connection's outbound side (a bounded, coalescing queue + writer task)."""
+    """One control connection's outbound side (a bounded, coalescing queue + writer task).
+
+    Bounded three ways: entries (`MAX_QUEUE`), bytes (`MAX_QUEUE_BYTES`) and time without progress
+    (`STALL_AFTER`); past any of them the client is cut off with `slow_consumer`. A superseded `replace`
+    is dropped from the queue (compacted away), so coalescing itself never grows memory.
+    """
 
     def __init__(self, hub: Hub, writer: asyncio.StreamWriter, peer: str, authed: bool = True) -> None:
         self.hub = hub
@@ -47,13 +60,19 @@ class Client:
         self.covered_from = 0  # every event with seq >= covered_from (and subscribed) was queued for us
         self.closed = False
         self._queue: deque[_Entry] = deque()
-        self._live = 0
+        self._live = 0  # entries in the queue with a line
+        self._blank = 0  # superseded entries still in the deque (compacted once they outnumber live ones)
+        self._bytes = 0  # bytes of the live entries
         self._last_replace: dict[str | None, _Entry] = {}
+        self._expected: deque[tuple[str, Any]] = deque(maxlen=256)  # (session, re) of unsubscribed commands
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._room = asyncio.Event()
         self._room.set()
+        self._held = False  # events after the greeting wait for the first command (see hold)
+        self._blocked_since: float | None = None  # loop time the writer last saw the peer make progress
+        self._blocked_size = 0  # bytes the transport held then
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -62,6 +81,13 @@ class Client:
         if self.subscribed is None or session is None:
             return True
         return session in self.subscribed or session.split(":", 1)[0] in self.subscribed
+
+    def expect_reply(self, session: str, re: Any) -> None:
+        """A command for a session outside the subscription: its replies (events carrying `re`) still come."""
+        self._expected.append((session, re))
+
+    def wants_reply(self, session: str | None, re: Any) -> bool:
+        return re is not None and session is not None and (session, re) in self._expected
 
     def send_event(self, event: dict[str, Any]) -> None:
         """A reply for this client only (no seq)."""
@@ -73,23 +99,66 @@ class Client:
         if kind == "replace" and self._live >= COALESCE_AT:
             older = self._last_replace.get(session)
             if older is not None and older.line is not None:
-                older.line = None  # superseded: only the newest replace of a session is kept
-                self._live -= 1
+                self._drop(older)  # superseded: only the newest replace of a session is kept
         entry = _Entry(line, kind, session)
         self._queue.append(entry)
         self._live += 1
+        self._bytes += len(line)
         if kind == "replace":
             self._last_replace[session] = entry
-        if self._live > MAX_QUEUE:
+        if self._over_limit():
             self._overflow()
             return
         self._wake.set()
+
+    def _drop(self, entry: _Entry) -> None:
+        assert entry.line is not None
+        self._bytes -= len(entry.line)
+        entry.line = None
+        self._live -= 1
+        self._blank += 1
+        if self._blank > 64 and self._blank > self._live:
+            self._queue = deque(e for e in self._queue if e.line is not None)
+            self._blank = 0
+
+    def _over_limit(self) -> bool:
+        if self._live > MAX_QUEUE or self._bytes > MAX_QUEUE_BYTES:
+            return True
+        if self._blocked_since is None:
+            return False
+        now = asyncio.get_running_loop().time()
+        with contextlib.suppress(Exception):
+            pending = self.writer.transport.get_write_buffer_size()
+            if pending < self._blocked_size:  # the peer read something: that is progress
+                self._blocked_size, self._blocked_since = pending, now
+        return now - self._blocked_since > STALL_AFTER
 
     async def wait_room(self) -> None:
         """Backpressure for this client's own commands: wait while its outbound queue is long."""
         while self._live > COALESCE_AT and not self.closed:
             self._room.clear()
             await self._room.wait()
+
+    def hold(self, pending: Callable[[], bool] | None = None) -> None:
+        """Keep everything after the greeting until `release()`: the first command, or HOLD_EVENTS seconds in
+        which the client sent nothing (`pending()` says whether bytes from it wait unread). A hello{since_seq}
+        sent right after connecting then gets its older (replayed) events before the buffered and live ones
+        it would otherwise already have been sent, so replay is always in seq order."""
+        self._held = True
+        loop = asyncio.get_running_loop()
+
+        def timeout() -> None:
+            if self._held and not self.closed and pending is not None and pending():
+                loop.call_later(0.1, timeout)  # its first command arrived but was not read yet: wait for it
+            else:
+                self.release()
+
+        loop.call_later(HOLD_EVENTS, timeout)
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._wake.set()
 
     def send_before_queued(self, items: list[tuple[bytes, str | None, str | None]]) -> None:
         """Replayed (older) events go ahead of live events still waiting in the queue, so a client that
@@ -102,20 +171,33 @@ class Client:
         if head is not None:  # the handshake always stays first
             self._queue.appendleft(head)
         self._live += len(entries)
-        if self._live > MAX_QUEUE:
+        self._bytes += sum(len(e.line) for e in entries if e.line is not None)
+        if self._over_limit():
             self._overflow()
             return
         self._wake.set()
 
     def _overflow(self) -> None:
-        log.warning("client %s is too slow (%d events queued); disconnecting", self.peer, self._live)
+        why = (
+            f"more than {MAX_QUEUE} events"
+            if self._live > MAX_QUEUE
+            else f"more than {MAX_QUEUE_BYTES} bytes"
+            if self._bytes > MAX_QUEUE_BYTES
+            else f"nothing read for {STALL_AFTER:g} s"
+        )
+        log.warning(
+            "client %s is too slow (%s queued: %d events, %d bytes); disconnecting",
+            self.peer,
+            why,
+            self._live,
+            self._bytes,
+        )
         self.closed = True
         self._queue.clear()
-        self._live = 0
+        self._live = self._bytes = self._blank = 0
+        self._last_replace.clear()
         self._room.set()
-        err = ev.error(
-            f"client too slow: more than {MAX_QUEUE} events queued; reconnect with hello{{since_seq}}", "slow_consumer"
-        )
+        err = ev.error(f"client too slow: {why}; reconnect with hello{{since_seq}}", "slow_consumer")
         transport = self.writer.transport
         with contextlib.suppress(Exception):
             self.writer.write(encode(err))
@@ -124,22 +206,39 @@ class Client:
         asyncio.get_running_loop().call_later(SLOW_ABORT_AFTER, transport.abort)
         self.hub.detach(self)
 
+    def _next_batch(self) -> list[bytes]:
+        batch: list[bytes] = []
+        size = 0
+        queue = self._queue
+        while queue and len(batch) < 512 and size < BATCH_BYTES:
+            if self._held and queue[0].kind != "monitor_ready":
+                break
+            entry = queue.popleft()
+            if entry.line is None:
+                self._blank -= 1
+                continue
+            batch.append(entry.line)
+            size += len(entry.line)
+            self._live -= 1
+            self._bytes -= len(entry.line)
+            entry.line = None
+        return batch
+
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
             while not self.closed:
                 await self._wake.wait()
                 self._wake.clear()
                 while self._queue and not self.closed:
-                    batch: list[bytes] = []
-                    while self._queue and len(batch) < 512:
-                        entry = self._queue.popleft()
-                        if entry.line is not None:
-                            batch.append(entry.line)
-                            self._live -= 1
-                            entry.line = None
-                    if batch:
-                        self.writer.write(b"".join(batch))
-                        await self.writer.drain()
+                    batch = self._next_batch()
+                    if not batch:
+                        break
+                    self.writer.write(b"".join(batch))
+                    self._blocked_since = loop.time()
+                    self._blocked_size = _buffered(self.writer)
+                    await self.writer.drain()
+                    self._blocked_since = None
                     if self._live <= COALESCE_AT // 2:
                         self._room.set()
                 if self._closing:
@@ -160,6 +259,7 @@ class Client:
     async def aclose(self) -> None:
         """Flush what is queued (best effort, bounded) and close."""
         self._closing = True
+        self._held = False
         self._wake.set()
         if self._task is not None and not self.closed:
             with contextlib.suppress(Exception):
@@ -169,13 +269,21 @@ class Client:
             self._task.cancel()
 
 
+def _buffered(writer: asyncio.StreamWriter) -> int:
+    try:
+        return int(writer.transport.get_write_buffer_size())
+    except Exception:
+        return 0
+
+
 class _Kept:
     """One ring entry; `line` becomes None when a newer `replace` of the same session supersedes it."""
 
     __slots__ = ("kind", "line", "seq", "session")
 
     def __init__(self, seq: int, session: str | None, kind: str | None, line: bytes) -> None:
-        self.seq, self.session, self.kind, self.line = seq, session, kind, line
+        self.seq, self.session, self.kind = seq, session, kind
+        self.line: bytes | None = line
 
 
 RING_BYTES = int(os.environ.get("LITBRIDGE_RING_BYTES", str(64 * 1024 * 1024)))
@@ -206,8 +314,9 @@ class Hub:
         line = encode(event)
         kind, session = event.get("event"), event.get("session")
         self._keep(_Kept(self.seq, session, kind, line))
+        re = event.get("re")
         for client in list(self.clients):
-            if client.wants(session):
+            if client.wants(session) or client.wants_reply(session, re):
                 client.send(line, kind, session)
 
     def _keep(self, item: _Kept) -> None:
@@ -249,15 +358,28 @@ class Hub:
                 client.send(item.line, item.kind, item.session)
         return len(items)
 
+    def gap(self, since_seq: int, client: Client) -> tuple[int, int] | None:
+        """The seqs (from, to) a replay from `since_seq` cannot deliver: they left the ring."""
+        first_wanted = since_seq + 1
+        oldest = self.ring[0].seq if self.ring else self.seq + 1
+        last_missing = min(oldest, client.covered_from) - 1
+        if first_wanted <= last_missing:
+            return first_wanted, last_missing
+        return None
+
     def replay(self, client: Client, since_seq: int) -> int:
         """Queue ring events with since_seq < seq < client.covered_from (never one it already got)."""
         items = [
             item
             for item in self.ring
-            if since_seq < item.seq < client.covered_from and item.line is not None and client.wants(item.session)
+            if since_seq < item.seq < client.covered_from
+            and item.line is not None
+            and client.wants(item.session)
         ]
         client.covered_from = min(client.covered_from, since_seq + 1)
-        client.send_before_queued([(item.line, item.kind, item.session) for item in items if item.line is not None])
+        client.send_before_queued(
+            [(item.line, item.kind, item.session) for item in items if item.line is not None]
+        )
         return len(items)
 
     @property

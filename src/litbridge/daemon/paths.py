@@ -1,5 +1,6 @@
-"""Where the daemon listens and how it guards that place: default socket path, 0700 dir, 0600 socket and
-token files, the live-daemon check (never steal) and stale-socket reclaim, peer-uid checks.
+"""Where the daemon listens and how it guards that place: default socket path, 0700 dir (never a symlink or
+someone else's), 0600 socket and token files, the lock file that decides which daemon owns the socket
+(never steal), stale-socket reclaim, unlinking only what we still own, peer-uid checks.
 
 No asyncio servers here; `server.py` binds. Clients import `default_socket_path` / `token_path` too.
 """
@@ -14,6 +15,8 @@ import stat
 import struct
 import sys
 import tempfile
+
+from litbridge.protocol.spec import ATTACH_SUFFIX
 
 
 class AlreadyRunning(Exception):
@@ -34,7 +37,7 @@ def default_socket_path() -> str:
 
 
 def attach_path(socket_path: str) -> str:
-    return socket_path + ".attach"
+    return socket_path + ATTACH_SUFFIX
 
 
 def token_path(socket_path: str) -> str:
@@ -42,28 +45,54 @@ def token_path(socket_path: str) -> str:
     return socket_path + ".token"
 
 
-def ensure_private_dir(path: str) -> None:
-    """Create `path` 0700 (whatever the umask); refuse a dir owned by someone else or open to others."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    st = os.stat(path)
+def lock_path(socket_path: str) -> str:
+    """The daemon's lock file beside its socket: whoever holds it owns the socket path."""
+    return socket_path + ".lock"
+
+
+def check_private_dir(path: str, st: os.stat_result) -> None:
+    """Refuse a socket dir that is a symlink, not a directory or not ours (as OpenSSH and tmux do)."""
+    if stat.S_ISLNK(st.st_mode):
+        raise PermissionError(f"{path} is a symlink; refusing to use it (remove it)")
+    if not stat.S_ISDIR(st.st_mode):
+        raise PermissionError(f"{path} is not a directory; refusing to use it")
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         raise PermissionError(f"{path} is owned by uid {st.st_uid}, not us; refusing to use it")
-    if stat.S_IMODE(st.st_mode) != 0o700:
-        os.chmod(path, 0o700)
+
+
+def ensure_private_dir(path: str) -> None:
+    """Create `path` 0700 (whatever the umask); refuse a symlink, a non-directory or a dir owned by someone
+    else, all checked with lstat, and chmod through an fd opened with O_NOFOLLOW (never a link's target)."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    check_private_dir(path, os.lstat(path))
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        check_private_dir(path, st)  # the same inode we lstat'ed, not something swapped in since
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
 
 
 def prepare_socket_dir(socket_path: str) -> None:
     """The default dir is made private (0700); a custom path's dir is only created if missing."""
     sock_dir = os.path.dirname(os.path.abspath(socket_path))
     if os.path.abspath(socket_path) == os.path.abspath(default_socket_path()):
+        parent = os.path.dirname(sock_dir)
+        if not os.path.isdir(parent):
+            os.makedirs(parent, mode=0o700, exist_ok=True)
         ensure_private_dir(sock_dir)
-    elif not os.path.isdir(sock_dir):
+    elif not os.path.lexists(sock_dir):
         os.makedirs(sock_dir, mode=0o700, exist_ok=True)
         os.chmod(sock_dir, 0o700)
 
 
 def is_live(path: str, timeout: float = 1.0) -> bool:
-    """True when something accepts connections on the Unix socket `path`."""
+    """True when something accepts connections on the Unix socket `path` (a hint only: with a full accept
+    backlog a live daemon looks dead; ownership is decided by the lock file)."""
     if not hasattr(socket, "AF_UNIX"):
         return False
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -77,17 +106,73 @@ def is_live(path: str, timeout: float = 1.0) -> bool:
         s.close()
 
 
+class SocketLock:
+    """An exclusive `flock` on `<socket>.lock`, held for the daemon's whole life.
+
+    Liveness is decided by the lock, never by connecting (a live daemon with a full accept backlog or a
+    stopped daemon refuses connections). The lock file stays in place: unlinking it would let two daemons
+    hold locks on two different inodes.
+    """
+
+    def __init__(self, socket_path: str) -> None:
+        self.path = lock_path(socket_path)
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        """Raise AlreadyRunning when another daemon holds the lock."""
+        import fcntl
+
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.path, flags, 0o600)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+                raise PermissionError(f"{self.path} is not a regular file of ours; refusing to use it")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                who = f" (pid {holder})" if holder.isdigit() else ""
+                raise AlreadyRunning(
+                    f"a live daemon{who} already owns {self.path[: -len('.lock')]}; refusing to steal it"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing drops the flock
+            self.fd = None
+
+
 def claim_socket_path(path: str) -> None:
-    """Make `path` (and its .attach) bindable: raise AlreadyRunning if a daemon is live, unlink stale ones."""
+    """Make `path` (and its .attach) bindable once we hold the lock: whatever socket is there is stale."""
     for p in (path, attach_path(path)):
         if not os.path.lexists(p):
             continue
         mode = os.lstat(p).st_mode
         if not stat.S_ISSOCK(mode):
             raise FileExistsError(f"{p} exists and is not a socket; refusing to replace it")
-        if p == path and is_live(p):
-            raise AlreadyRunning(f"a live daemon already owns {p}; refusing to steal it")
         os.unlink(p)
+
+
+def file_id(path: str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of `path` itself (not a link's target), or None when it is gone."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def unlink_if_ours(path: str, ident: tuple[int, int] | None) -> None:
+    """Unlink `path` only when it is still the file we created (another daemon may have replaced it)."""
+    if ident is not None and file_id(path) == ident:
+        unlink_quietly(path)
 
 
 def write_token(path: str) -> str:

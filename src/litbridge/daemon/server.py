@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hmac
 import logging
 import os
 import signal
+import struct
 import sys
 from typing import Any
 
@@ -22,26 +24,41 @@ from litbridge import drivers
 from litbridge.daemon import paths
 from litbridge.daemon.attach import AttachServer
 from litbridge.daemon.hub import Client, Hub
+from litbridge.daemon.resume_store import ResumeStore
 from litbridge.drivers.base import DriverError
 from litbridge.keys import BadKey
 from litbridge.protocol import events as ev
 from litbridge.protocol.framing import TooLarge, decode, encode, read_lines
+from litbridge.protocol.names import control_character, shown
 from litbridge.protocol.spec import DEFAULT_CLI, MAX_LINE, ProtocolError, session_key, validate_command
+from litbridge.pty import WriteQueueFull
 from litbridge.session import Session, SessionCommandError
 
 log = logging.getLogger("litbridge.daemon")
+
+# Seconds a session whose CLI exited by itself stays listed as dead before it is removed.
+REAP_AFTER = float(os.environ.get("LITBRIDGE_REAP_AFTER", "60"))
+MAX_RESUME_TOKENS = 1000
+STOP_WATCH_EVERY = 1.0  # seconds between checks for stopped (SIGSTOP) CLIs
 
 
 class Daemon:
     """One `litbridge serve` process."""
 
-    def __init__(self, socket_path: str | None = None, port: int | None = None, kill_grace: float = 2.0) -> None:
+    def __init__(
+        self,
+        socket_path: str | None = None,
+        port: int | None = None,
+        kill_grace: float = 2.0,
+        reap_after: float | None = None,
+    ) -> None:
         self.socket_path = socket_path or paths.default_socket_path()
         self.port = port
         self.kill_grace = kill_grace
+        self.reap_after = REAP_AFTER if reap_after is None else reap_after
         self.hub = Hub()
         self.sessions: dict[str, Session] = {}
-        self.resume_tokens: dict[str, str] = {}
+        self.resume_tokens = ResumeStore.for_socket(self.socket_path)  # on disk: survives a restart
         self.token: str | None = None
         self._servers: list[asyncio.AbstractServer] = []
         self._stop = asyncio.Event()
@@ -49,6 +66,10 @@ class Daemon:
         self._bg_tasks: set[asyncio.Task[Any]] = set()
         self.attach = AttachServer(self)
         self._unix = sys.platform != "win32"
+        self._lock: paths.SocketLock | None = None
+        self._owned: dict[str, tuple[int, int] | None] = {}  # path -> (dev, ino) of the files we created
+        self._stop_watch: asyncio.Task[None] | None = None
+        self._state_before_stop: dict[str, str] = {}
 
     # ------------------------------------------------------------------ listen / run / stop
     async def start(self) -> None:
@@ -56,35 +77,52 @@ class Daemon:
         Raises paths.AlreadyRunning when a live daemon owns the socket."""
         if self._unix:
             paths.prepare_socket_dir(self.socket_path)
+            self._lock = paths.SocketLock(self.socket_path)
+            self._lock.acquire()  # raises AlreadyRunning; held until shutdown() has unlinked our files
             paths.claim_socket_path(self.socket_path)
         if self.port is not None:
-            self.token = paths.write_token(paths.token_path(self.socket_path))
+            self.issue_token()
             self._servers.append(
-                await asyncio.start_server(lambda r, w: self.attach.handle(r, w, tcp=True), "127.0.0.1", self.port + 1)
+                await asyncio.start_server(
+                    lambda r, w: self.attach.handle(r, w, tcp=True), "127.0.0.1", self.port + 1
+                )
             )
             self._servers.append(
                 await asyncio.start_server(
                     lambda r, w: self._on_control(r, w, tcp=True), "127.0.0.1", self.port, limit=MAX_LINE
                 )
             )
-            log.info("listening on 127.0.0.1:%d (attach :%d), token in %s", self.port, self.port + 1,
-                     paths.token_path(self.socket_path))
+            log.info(
+                "listening on 127.0.0.1:%d (attach :%d), token in %s",
+                self.port,
+                self.port + 1,
+                paths.token_path(self.socket_path),
+            )
         if self._unix:
             old = os.umask(0o177)
             try:
                 attach = paths.attach_path(self.socket_path)
                 try:
                     self._servers.append(await asyncio.start_unix_server(self.attach.handle, path=attach))
+                    self._owned[attach] = paths.file_id(attach)
                     os.chmod(attach, 0o600)
                 except OSError as exc:
                     log.warning("attach socket %s disabled: %s", attach, exc)
                 self._servers.append(
                     await asyncio.start_unix_server(self._on_control, path=self.socket_path, limit=MAX_LINE)
                 )
+                self._owned[self.socket_path] = paths.file_id(self.socket_path)
                 os.chmod(self.socket_path, 0o600)
             finally:
                 os.umask(old)
             log.info("listening on %s (attach %s.attach)", self.socket_path, self.socket_path)
+
+    def issue_token(self) -> str:
+        """Write a fresh token beside the socket (0600) for TCP and web clients; the file is ours to unlink."""
+        token_file = paths.token_path(self.socket_path)
+        self.token = paths.write_token(token_file)
+        self._owned[token_file] = paths.file_id(token_file)
+        return self.token
 
     def install_signal_handlers(self) -> None:
         """SIGTERM/SIGINT -> orderly shutdown (installed before binding, so no signal is lost)."""
@@ -108,6 +146,8 @@ class Daemon:
         log.info("shutting down: %d session(s)", len(self.sessions))
         for server in self._servers:
             server.close()
+        if self._stop_watch is not None:
+            self._stop_watch.cancel()
         sessions = list(self.sessions.values())
         self.sessions.clear()
         await asyncio.gather(*(s.kill() for s in sessions), return_exceptions=True)
@@ -117,11 +157,15 @@ class Daemon:
         for task in list(self._conn_tasks):
             task.cancel()
         await asyncio.gather(*self._conn_tasks, return_exceptions=True)
-        await asyncio.gather(*self._bg_tasks, return_exceptions=True)  # e.g. reaping a child of a cancelled create
-        if self._unix:
-            paths.unlink_quietly(self.socket_path, paths.attach_path(self.socket_path))
-        if self.token is not None:
-            paths.unlink_quietly(paths.token_path(self.socket_path))
+        await asyncio.gather(
+            *self._bg_tasks, return_exceptions=True
+        )  # e.g. reaping a child of a cancelled create
+        for path, ident in self._owned.items():  # only files we created and that are still ours
+            paths.unlink_if_ours(path, ident)
+        self._owned.clear()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     # ------------------------------------------------------------------ control connections
     def _peer_ok(self, writer: asyncio.StreamWriter) -> bool:
@@ -134,7 +178,9 @@ class Daemon:
             return False
         return True
 
-    async def _on_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tcp: bool = False) -> None:
+    async def _on_control(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tcp: bool = False
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._conn_tasks.add(task)
@@ -153,23 +199,28 @@ class Daemon:
             client.start()
             self.hub.attach(
                 client,
-                lambda n: ev.monitor_ready(self._live_count(), n, drivers.clis(), self.hub.seq, self.hub.daemon_id),
+                lambda n: ev.monitor_ready(
+                    self._live_count(), n, drivers.clis(), self.hub.seq, self.hub.daemon_id
+                ),
             )
+            client.hold(lambda: _unread(reader, writer))  # until its first command: replay stays in seq order
             if hello is not None:
                 await self.handle(client, hello)
+                client.release()
             async for item in lines:
                 if client.closed:
                     break
                 if isinstance(item, TooLarge):
                     client.send_event(ev.error(f"line too long: {item.size} bytes > {MAX_LINE}", "too_large"))
-                    continue
-                try:
-                    msg = decode(item)
-                except ProtocolError as exc:
-                    client.send_event(ev.error(exc.message, exc.code))
-                    continue
-                await self.handle(client, msg)
-                await client.wait_room()
+                else:
+                    try:
+                        msg = decode(item)
+                    except ProtocolError as exc:
+                        client.send_event(ev.error(exc.message, exc.code))
+                    else:
+                        await self.handle(client, msg)
+                client.release()  # its first command is handled: its held events may go now
+                await client.wait_room()  # error replies obey the same backpressure as everything else
                 await asyncio.sleep(0)  # one command at a time: other connections and sessions run in between
         except (ConnectionError, OSError) as exc:
             log.debug("control connection ended: %s", exc)
@@ -214,13 +265,20 @@ class Daemon:
         try:
             cmd, fields = validate_command(msg)
             if cmd.per_session:
+                _check_names(cmd.name, fields)
                 key = session_key(fields)
                 channel = fields.get("channel_id")
+                if re is not None and not client.wants(key):
+                    client.expect_reply(key, re)  # every command gets its reply, whatever the subscription
             await getattr(self, f"cmd_{cmd.name}")(client, fields, re)
         except (ProtocolError, SessionCommandError, DriverError) as exc:
             client.send_event(ev.error(exc.message, exc.code, re, key, channel))
+        except WriteQueueFull as exc:
+            client.send_event(ev.error(str(exc), "write_queue_full", re, key, channel))
         except BadKey as exc:
-            client.send_event(ev.error(f"unknown key name: {exc.name!r} (nothing was typed)", "bad_key", re, key, channel))
+            client.send_event(
+                ev.error(f"unknown key name: {exc.name!r} (nothing was typed)", "bad_key", re, key, channel)
+            )
         except Exception as exc:
             log.exception("command failed: %r", msg.get("cmd") if isinstance(msg, dict) else msg)
             client.send_event(ev.error(f"internal error: {exc}", "internal", re, key, channel))
@@ -250,7 +308,9 @@ class Daemon:
         # for the child and reap it.
         self.sessions[key] = session
         try:
-            await session.spawn_async()  # raises SessionCommandError(cli_not_found | spawn_failed | bad_field)
+            await (
+                session.spawn_async()
+            )  # raises SessionCommandError(cli_not_found | spawn_failed | bad_field)
         except BaseException as exc:
             if self.sessions.get(key) is session:
                 del self.sessions[key]
@@ -260,6 +320,8 @@ class Daemon:
         if session.killing or session.dead:
             raise SessionCommandError("spawn_failed", "the session was killed while it was starting")
         session.start(re)
+        if sys.platform.startswith("linux"):
+            self._ensure_stop_watch()
 
     def _background(self, coro: Any) -> None:
         """Run cleanup that must finish even when the command that started it was cancelled."""
@@ -269,18 +331,88 @@ class Daemon:
 
     def _on_dead(self, session: Session) -> None:
         log.info("session %r is dead (exit %s)", session.key, session.exit_code)
+        if session.killing or self._stop.is_set():
+            return  # kill/shutdown remove it themselves
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.reap_after, lambda: self._background(self._reap(session)))
+
+    async def _reap(self, session: Session) -> None:
+        """Remove a session whose CLI exited by itself, once its grace period is over: `reaped_idle{reason:
+        "exited", exit_code}` tells clients; the resume token (when the driver has one) is kept for the key, so
+        a later create resumes; the exit code and stderr tail were already in `exited`."""
+        key = session.key
+        if self.sessions.get(key) is not session or self._stop.is_set():
+            return  # re-created, killed or shutting down meanwhile
+        del self.sessions[key]
+        token: str | None = None
+        try:
+            token = await asyncio.wait_for(session.driver.stop(True), 10.0)
+        except Exception as exc:
+            log.debug("resume token of reaped session %r: %s", key, exc)
+        if token and key not in self.resume_tokens:
+            self._keep_resume_token(key, token)
+        self.hub.publish(ev.reaped_idle(key, session.channel_id, "exited", session.exit_code))
+        log.info("session %r reaped %.0fs after its CLI exited", key, self.reap_after)
+
+    def _keep_resume_token(self, key: str, token: str) -> None:
+        """Bounded: the oldest tokens go first (a token is a few dozen bytes; keys are client-chosen)."""
+        self.resume_tokens.pop(key, None)
+        self.resume_tokens[key] = token
+        while len(self.resume_tokens) > MAX_RESUME_TOKENS:
+            del self.resume_tokens[next(iter(self.resume_tokens))]
+
+    def _running(self, fields: dict[str, Any]) -> Session:
+        """The session, refusing commands that need the CLI to read while it is stopped (SIGSTOP): they would
+        otherwise wait, or end as an empty turn, with no explanation."""
+        s = self._session(fields)
+        child = s.child
+        if child is not None and not s.dead and child.stopped:
+            self._mark_stopped(s)
+            raise SessionCommandError(
+                "cli_stopped",
+                f"the CLI (pid {child.pid}) is stopped (SIGSTOP/SIGTSTP); continue it (kill -CONT) or kill "
+                "the session; nothing was sent",
+            )
+        return s
+
+    def _mark_stopped(self, s: Session) -> None:
+        if s.state != "stopped":
+            self._state_before_stop[s.key] = s.state
+            s.set_state("stopped")
+        self._ensure_stop_watch()
+
+    def _ensure_stop_watch(self) -> None:
+        if self._stop_watch is None or self._stop_watch.done():
+            self._stop_watch = asyncio.get_running_loop().create_task(self._watch_stopped())
+
+    async def _watch_stopped(self) -> None:
+        """Once a second: a stopped CLI is the state `stopped`; when it continues, its earlier state returns.
+        Runs while live sessions exist (one /proc read per session per second)."""
+        while not self._stop.is_set() and self._live_count():
+            for s in list(self.sessions.values()):
+                child = s.child
+                if child is None or s.dead:
+                    self._state_before_stop.pop(s.key, None)
+                    continue
+                if child.stopped:
+                    self._mark_stopped(s)
+                elif s.state == "stopped":
+                    s.set_state(self._state_before_stop.pop(s.key, "idle"))
+            await asyncio.sleep(STOP_WATCH_EVERY)
 
     async def cmd_send(self, client: Client, f: dict[str, Any], re: Any) -> None:
-        self._session(f).send(f.get("content", ""), f.get("id"), re)
+        self._running(f).send(f.get("content", ""), f.get("id"), re)
 
     async def cmd_input(self, client: Client, f: dict[str, Any], re: Any) -> None:
-        self._session(f).input(f.get("content", ""), re)
+        self._running(f).input(f.get("content", ""), re)
 
     async def cmd_keystroke(self, client: Client, f: dict[str, Any], re: Any) -> None:
-        self._session(f).keystroke(f["keys"], re)
+        self._running(f).keystroke(f["keys"], re)
 
     async def cmd_answer(self, client: Client, f: dict[str, Any], re: Any) -> None:
-        await self._session(f).answer(f.get("question_id"), f.get("digit"), f.get("option"), f.get("text"), re)
+        await self._running(f).answer(
+            f.get("question_id"), f.get("digit"), f.get("option"), f.get("text"), re
+        )
 
     async def cmd_interrupt(self, client: Client, f: dict[str, Any], re: Any) -> None:
         self._session(f).interrupt(re)
@@ -298,7 +430,7 @@ class Daemon:
         if self.sessions.get(key) is s:
             del self.sessions[key]
         if token:
-            self.resume_tokens[key] = token
+            self._keep_resume_token(key, token)
         self.hub.publish(ev.killed(key, s.channel_id, code, re))
 
     async def cmd_ping(self, client: Client, f: dict[str, Any], re: Any) -> None:
@@ -316,11 +448,72 @@ class Daemon:
         replayed = 0
         since = f.get("since_seq")
         if since is not None:
+            gap = self.hub.gap(since, client)
             replayed = self.hub.replay(client, since)
+            if gap is not None:  # ahead of the replayed events: the client knows what it missed
+                client.send_before_queued([(encode(ev.replay_gap(gap[0], gap[1], re)), "replay_gap", None)])
         subscribed: list[str] | str = "*" if client.subscribed is None else sorted(client.subscribed)
-        client.send_event(ev.capabilities(
-            drivers.clis(), subscribed, replayed, self.hub.oldest_seq, re, self.hub.seq, self.hub.daemon_id
-        ))
+        client.send_event(
+            ev.capabilities(
+                drivers.clis(),
+                subscribed,
+                replayed,
+                self.hub.oldest_seq,
+                re,
+                self.hub.seq,
+                self.hub.daemon_id,
+            )
+        )
+
+
+def _unread(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    """Bytes from the client wait unread (in the stream's buffer or the kernel's): its first command is on
+    its way even though a busy loop has not handled it yet."""
+    if getattr(reader, "_buffer", None):
+        return True
+    sock = writer.get_extra_info("socket")
+    try:
+        import fcntl
+        import termios
+
+        return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0] > 0
+    except Exception:
+        return False
+
+
+def _listen_problem(socket_path: str, exc: OSError) -> str:
+    """Why the daemon cannot listen, said about the socket's directory when that is the problem: the OS only
+    names the first file we failed to create there (`/proc/lb.sock.lock: No such file or directory`)."""
+    sock_dir = os.path.dirname(os.path.abspath(socket_path))
+    reason = exc.strerror or str(exc)
+    if not os.path.isdir(sock_dir):
+        if os.path.lexists(sock_dir):
+            return f"its directory {sock_dir} is not a directory"
+        return f"its directory {sock_dir} does not exist and cannot be created ({reason})"
+    failed = exc.filename if isinstance(exc.filename, str) else None
+    if (
+        failed is not None
+        and os.path.dirname(os.path.abspath(failed)) == sock_dir
+        and exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS)
+    ):
+        return f"its directory {sock_dir} is not writable (creating {failed}: {reason})"
+    return str(exc)
+
+
+def _check_names(cmd: str, fields: dict[str, Any]) -> None:
+    """Session names and channel ids are shown in terminals (CLI messages, attach, logs): refuse the
+    control characters (C0, DEL, C1) a terminal would act on instead of printing."""
+    for fname, what in (("session", "session name"), ("channel_id", "channel id")):
+        value = fields.get(fname)
+        if not isinstance(value, str):
+            continue
+        bad = control_character(value)
+        if bad is not None:
+            raise ProtocolError(
+                "bad_field",
+                f"{cmd}: {what} '{shown(value)}' contains the control character U+{ord(bad):04X}; "
+                "session names and channel ids cannot contain control characters (C0, DEL, C1)",
+            )
 
 
 def _create_options(f: dict[str, Any], cli: str) -> dict[str, Any]:
@@ -331,18 +524,35 @@ def _create_options(f: dict[str, Any], cli: str) -> dict[str, Any]:
     return options
 
 
-async def run(socket_path: str | None = None, port: int | None = None) -> int:
-    """Start, serve until SIGTERM/SIGINT, clean up. Returns the exit status."""
+async def run(
+    socket_path: str | None = None, port: int | None = None, web: tuple[str, int] | None = None
+) -> int:
+    """Start, serve until SIGTERM/SIGINT, clean up. Returns the exit status. `web` = (host, port) of the
+    web view (`litbridge.web`), a client of this daemon on the same event loop."""
     daemon = Daemon(socket_path, port)
     daemon.install_signal_handlers()
+    web_server = None
     try:
         await daemon.start()
+        if web is not None:
+            from litbridge.web import WebServer
+
+            web_server = WebServer(daemon, *web)
+            await web_server.start()
     except paths.AlreadyRunning as exc:
         print(f"litbridge serve: {exc}", file=sys.stderr)
         return 3
     except (OSError, FileExistsError, PermissionError) as exc:
-        print(f"litbridge serve: cannot listen: {exc}", file=sys.stderr)
+        where = daemon.socket_path + (f" / 127.0.0.1:{port}" if port is not None else "")
+        print(
+            f"litbridge serve: cannot listen on {where}: {_listen_problem(daemon.socket_path, exc)}",
+            file=sys.stderr,
+        )
         await daemon.shutdown()
         return 1
-    await daemon.serve_forever()
+    try:
+        await daemon.serve_forever()
+    finally:
+        if web_server is not None:
+            await web_server.close()
     return 0

@@ -1,7 +1,7 @@
 """The driver registry: `cli` name -> Driver class; unknown CLIs get the generic driver.
 
-Built-ins ("claude", "rift") are imported lazily on first use so a broken or missing driver package
-never breaks the daemon for other CLIs. The contract lives in `drivers/base.py`.
+Built-ins ("claude", "codex", "gemini", "rift") are imported lazily on first use so a broken or missing
+driver package never breaks the daemon for other CLIs. The contract lives in `drivers/base.py`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ _REGISTRY: dict[str, type[Driver]] = {}
 # name -> "module:attribute" (attribute optional: the module's `Driver` / `DRIVER` / first Driver subclass)
 _LAZY: dict[str, str] = {
     "claude": "litbridge.drivers.claude",
+    "codex": "litbridge.drivers.codex",
+    "gemini": "litbridge.drivers.gemini",
     "rift": "litbridge.drivers.rift",
 }
 

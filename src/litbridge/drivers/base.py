@@ -9,8 +9,8 @@ Lifecycle, as the session drives it:
   1. `Driver(host, options)`; `options` = the validated `create` command (session, channel_id, cli, args,
      working_dir (always set; default $HOME), env, model, plus any extra fields the client sent, e.g.
      `preapprove`) and `resume`: the token an earlier `stop(store_resume=True)` returned for this key, or None.
-  2. `launch()` -> LaunchSpec. The session resolves argv[0] on PATH (missing -> `cli_not_found`), strips the
-     daemon's own CLAUDECODE / CLAUDE_CODE_* vars, applies TERM/COLORTERM then `spec.env`, spawns.
+  2. `launch()` -> LaunchSpec. The session resolves argv[0] on PATH (missing -> `cli_not_found`), drops the
+     inherited vars `spec.env_remove` names, applies TERM/COLORTERM then `spec.env`, spawns.
   3. `await startup()` -> {"model": str|None, "resumed": bool, ...}: handle startup dialogs until input is
      live; raise DriverError on failure/timeout. The session then emits `ready` and starts dispatching.
   4. Events in, all on the event loop: `on_output(bytes)` for every raw chunk (PTY or the pipes' stdout),
@@ -37,13 +37,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from litbridge.protocol.spec import ERROR_CODES, TURN_ERROR_KINDS
+
 Transport = Literal["pty", "pipes"]
 
 
 class DriverError(Exception):
-    """A failure reported to the client as `error{code,message}` (e.g. startup timeout, `no_question`)."""
+    """A failure reported to the client as `error{code,message}` (e.g. startup timeout, `no_question`), or,
+    raised by `submit`, as `turn_error{kind}` when `code` is a turn-error kind. `code` must be one of the
+    spec's codes (`protocol.spec.ERROR_CODES` / `TURN_ERROR_KINDS`): an invented code is a ValueError."""
 
     def __init__(self, code: str, message: str) -> None:
+        if code not in ERROR_CODES and code not in TURN_ERROR_KINDS:
+            raise ValueError(f"DriverError code {code!r} is not a protocol error code or turn-error kind")
         super().__init__(message)
         self.code = code
         self.message = message
@@ -52,8 +58,8 @@ class DriverError(Exception):
 @dataclass
 class LaunchSpec:
     """How to start the CLI. `env` holds only the driver's additions. The session builds the child env as:
-    the daemon's env minus CLAUDECODE/CLAUDE_CODE_*, then TERM/COLORTERM, then `env`, then the caller's
-    `create.env` (so the caller always wins). `cwd` None means `options["working_dir"]`.
+    the daemon's env minus `env_remove`, then TERM/COLORTERM, then `env`, then the caller's `create.env`
+    (so the caller always wins). `cwd` None means `options["working_dir"]`.
 
     transport "pty": a 200x50 PTY in its own session/process group; "pipes": stdin/stdout/stderr pipes in
     its own process group (the driver renders a readable transcript into `host.terminal` itself).
@@ -63,6 +69,9 @@ class LaunchSpec:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     transport: Transport = "pty"
+    env_remove: list[str] = field(default_factory=list)
+    """Inherited variables the child must not see: names, or prefixes ending in `*` (e.g. Claude's own
+    CLAUDECODE / CLAUDE_CODE_* when the daemon runs under Claude Code). `env` and `create.env` still apply."""
 
 
 @runtime_checkable
@@ -74,15 +83,24 @@ class DriverHost(Protocol):
     terminal: Any
     """`litbridge.term.Terminal` (200x50). For pipes drivers: feed readable text into it for dump/attach."""
     loop: asyncio.AbstractEventLoop
-    log: logging.Logger
+
+    @property
+    def log(self) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+        """The session's logger (the session's is an adapter that prefixes the session key)."""
+        ...
+
     last_output_at: float
     """`loop.time()` of the most recent output chunk (0.0 before any)."""
     spawned_at: float
     """`loop.time()` of the spawn."""
     state: str
     """The current state as last set (`starting idle thinking responding dialog dead`)."""
-    turn_id: str | None
-    """The open turn's id, or None between turns."""
+
+    @property
+    def turn_id(self) -> str | None:
+        """The open turn's id, or None between turns (read-only: the session owns turn ids)."""
+        ...
+
     pid: int | None
 
     def write(self, data: bytes) -> None:
@@ -107,14 +125,27 @@ class DriverHost(Protocol):
 
     def tool_result(self, tool_use_id: str, content: str, is_error: bool = False) -> None: ...
 
-    def turn_complete(self, content: str, usage: dict[str, int] | None = None, source: str = "screen") -> None:
-        """End the open turn normally (`complete`)."""
+    def turn_complete(
+        self,
+        content: str,
+        usage: dict[str, int] | None = None,
+        source: str = "screen",
+        exit_code: int | None = None,
+    ) -> None:
+        """End the open turn normally (`complete`; source transcript, screen or quiescence; a shell command's
+        `exit_code` when known)."""
 
     def turn_interrupted(self, content: str = "") -> None:
         """End the open turn as `interrupted`."""
 
-    def turn_error(self, message: str, kind: str = "api_error") -> None:
-        """End the open turn as `turn_error` (kind: api_error, cli_exited, timeout)."""
+    def interrupt_noted(self) -> None:
+        """An interrupt of the open turn is under way, whatever started it (the `interrupt` command, keys typed
+        through attach, the CLI's own cancel): the session ends the turn `interrupted` itself if the driver has
+        not ended it within its fallback time (a hung CLI must not hold the turn and the queue behind it)."""
+
+    def turn_error(self, message: str, kind: str = "api_error", detail: str | None = None) -> None:
+        """End the open turn as `turn_error` (kind: api_error, cli_exited, timeout; `detail`: what the CLI
+        showed, when the driver knows)."""
 
     def open_question(
         self,
@@ -183,13 +214,17 @@ class Driver(ABC):
         return None
 
     def on_status(self, fields: dict[str, Any]) -> None:
-        """An OSC 7501 program-status report (decoded fields)."""
+        """An OSC 7501 program-status report, read by `drivers/osc7501.parse` (msg/title decoded)."""
         return None
 
     # -- input ---------------------------------------------------------------------------------------
     def can_accept_input(self) -> bool:
         """True when a send may be typed now (prompt live, no dialog, no spinner)."""
         return True
+
+    def hold_reason(self) -> str | None:
+        """Why a send cannot be typed now (for `dialog_blocked` when one is held), e.g. "question q3 is open"."""
+        return None
 
     def validate_send(self, text: str) -> None:
         """Reject a send before it is accepted (raise DriverError, e.g. bad_field); default: accept all."""
@@ -207,6 +242,11 @@ class Driver(ABC):
         """Raw key bytes from `keystroke` (already encoded by `litbridge.keys`)."""
         self.host.write(data)
 
+    def on_user_input(self, data: bytes) -> None:
+        """Bytes a user typed straight into the CLI (attach), just before they are written: e.g. an Esc that
+        interrupts the running turn. Observe only; the session writes them."""
+        return None
+
     def interrupt(self) -> None:
         """Interrupt the open turn; the driver (or this default) ends it with `turn_interrupted`."""
         self.host.write(b"\x1b")
@@ -217,8 +257,9 @@ class Driver(ABC):
         digit: str | None = None,
         option: str | None = None,
         text: str | None = None,
-    ) -> None:
-        """Answer an open question; raise DriverError("no_question", ...) when none is waiting."""
+    ) -> dict[str, Any] | None:
+        """Answer an open question; raise DriverError("no_question", ...) when none is waiting. May return
+        {"question_id", "digit"} of what it answered (echoed in `answer_sent` for answers by option or text)."""
         raise DriverError("no_question", "no dialog is waiting on this session")
 
     # -- reporting -----------------------------------------------------------------------------------

@@ -1,50 +1,78 @@
-"""The generic driver: any TUI or REPL (bash, python3, ...) driven by output quiescence.
+"""The generic driver: any shell, REPL or TUI, on the shared turn engine.
 
-State is `responding` while output changes and `idle` after a quiescence window (default 0.8 s; the
-`create` field `quiescence` overrides it). A send types the text + Enter; `replace` is the text that
-appeared on screen since the send (minus the echoed input line and the returning prompt); `complete`
-fires at quiescence with source "screen". Knows no CLI specifics; timers are only the quiescence check.
+Turn ends come from the program itself where it can say so: bash, zsh and fish (and the Python REPL) get
+shell integration at spawn (`drivers/shellmarks.py`: OSC 133 prompt/command marks through an rc file, hooks or
+`sys.ps1`, never the user's own dotfiles), so `complete` fires when the prompt returns and carries the command's
+output and `exit_code`. Any other program falls back to output quiescence: `idle` after a quiet window
+(default QUIESCENCE s, the `create` field `quiescence` overrides it) and `complete{source:"quiescence"}` with the
+screen text that appeared since the send. Knows no particular CLI.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
+from dataclasses import dataclass
 from typing import Any
 
+from litbridge.drivers import shellmarks
 from litbridge.drivers.base import Driver, LaunchSpec
+from litbridge.drivers.engine import EngineHooks, Timing, Turn, TurnEngine
+from litbridge.drivers.paste import paste_payload
 
-DEFAULT_QUIET = 0.8
+QUIESCENCE = 3.0  # long enough not to split `echo a; sleep 2; echo b` into two answers
 STARTUP_MAX = 30.0
 SILENT_START = 3.0  # a program that prints nothing at all is taken as ready after this long
+STARTUP_SETTLE = 0.8  # startup: the first settle needs no long window
+INTERRUPT = b"\x03"
+PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+PASTE_WAIT = 0.5  # a multi-line send waits this long for the shell to turn bracketed paste on
+PROMPT_DRAWN_WAIT = 0.5  # after a command ends, the prompt's `B` mark is awaited this long before typing
 
 
-class GenericDriver(Driver):
+@dataclass
+class Reading:
+    """The generic driver's reading of the program: busy while a command runs (shell marks) or output flows."""
+
+    state: str
+    live_prompt: bool = True
+    draft: str = ""
+    dialog: None = None
+    spinner: None = None
+
+
+class GenericDriver(Driver, EngineHooks):
     name = "generic"
 
     def __init__(self, host: Any, options: dict[str, Any]) -> None:
         super().__init__(host, options)
         try:
-            self.quiet = max(0.05, float(options.get("quiescence", DEFAULT_QUIET)))
+            self.quiet = max(0.05, float(options.get("quiescence", QUIESCENCE)))
         except (TypeError, ValueError):
-            self.quiet = DEFAULT_QUIET
-        self.settle = min(self.quiet, DEFAULT_QUIET)  # startup: the first settle needs no long window
+            self.quiet = QUIESCENCE
+        self.settle = min(self.quiet, STARTUP_SETTLE)
+        self.engine = TurnEngine(host, self, Timing(settle=0.05, submit_timeout=3600.0))
+        self.marks: shellmarks.Integration | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._settled: asyncio.Future[None] | None = None
         self._quiet_from = 0.0  # quiescence is measured from max(last output, this)
         self._baseline: list[str] = []
         self._prompt = ""
-        self._sent = ""
+        self._output_seen = asyncio.Event()
 
     # -- launch / startup ----------------------------------------------------------------------------
     def launch(self) -> LaunchSpec:
-        argv = [self.options.get("cli") or "sh", *self.options.get("args", [])]
-        if self.options.get("model"):
-            argv += ["--model", self.options["model"]]
-        return LaunchSpec(argv=argv)
+        program = str(self.options.get("cli") or "sh")
+        args = [str(a) for a in self.options.get("args") or []]
+        self.marks = shellmarks.integrate(program, args, self.options.get("env") or {})
+        if self.marks is None:
+            return LaunchSpec(argv=[program, *args])
+        return LaunchSpec(argv=[program, *self.marks.args], env=self.marks.env)
 
     async def startup(self) -> dict[str, Any]:
-        """Ready when the screen first settles: some output, then none for the quiescence window (or no
-        output at all for SILENT_START seconds, for programs such as `cat`)."""
+        """Ready at the first prompt mark, or when the screen first settles: some output, then none for a short
+        window (or no output at all for SILENT_START seconds, for programs such as `cat`)."""
         self._settled = self.host.loop.create_future()
         self._quiet_from = self.host.loop.time()
         self._arm()
@@ -52,21 +80,62 @@ class GenericDriver(Driver):
             await asyncio.wait_for(asyncio.shield(self._settled), STARTUP_MAX)
         except asyncio.TimeoutError:
             self.host.log.info("screen never settled within %.0fs; ready anyway", STARTUP_MAX)
-        self.host.set_state("idle")
+        self.engine.started = True
+        self.engine.invalidate()
+        self.engine.commit(self.engine.reading())
         return {"model": self.options.get("model"), "resumed": False}
+
+    def on_exit(self, exit_code: int | None) -> None:
+        self.engine.on_exit(exit_code)
+        if self.marks is not None:
+            shutil.rmtree(self.marks.tmpdir, ignore_errors=True)
 
     # -- events --------------------------------------------------------------------------------------
     def on_output(self, data: bytes) -> None:
+        self._output_seen.set()  # after the terminal took it: its modes are current
+        if self.marks is not None:
+            for mark in self.marks.feed(data):
+                self._on_mark(mark)
         self._arm()
 
     def on_screen(self, changed_rows: list[tuple[int, str]]) -> None:
+        """Output is relayed at once (no settle debounce: a shell has no half-drawn dialogs to guard against)."""
         if self._settled is None or not self._settled.done():
             return
-        if self.host.turn_id is not None:
+        eng = self.engine
+        eng.sync_turn()
+        if eng.turn is not None:
             self.host.set_state("responding")
-            self.host.turn_text(self._response())
-        elif self.host.state == "idle":
-            self.host.set_state("responding")
+            text = self.response_text(eng.turn, None)
+            if text:
+                eng.set_text(text)
+        elif self.host.state == "idle" and not (self.marks is not None and self.marks.active):
+            self.host.set_state("responding")  # output outside a turn (a TUI redrawing, a background job)
+
+    def _on_mark(self, mark: shellmarks.Mark) -> None:
+        eng = self.engine
+        eng.invalidate()  # the marks changed what the program reads as
+        if mark.kind == "prompt" and self._settled is not None and not self._settled.done():
+            self._settled.set_result(None)  # the shell's first prompt: ready now
+        if mark.kind == "command" and eng.turn is not None:
+            eng.turn.went_busy = True
+        if mark.kind == "end":
+            self.host.call_later(PROMPT_DRAWN_WAIT, self._prompt_fallback)
+            turn = eng.turn
+            if turn is not None and self.marks is not None and (turn.went_busy or self.marks.no_command_mark):
+                output = self.marks.output()
+                if turn.interrupt_at is not None:
+                    eng.interrupted(output)
+                else:
+                    eng.complete(output, None, "screen", mark.exit_code)
+        if eng.started:
+            eng.commit(eng.reading())
+
+    def _prompt_fallback(self) -> None:
+        """A prompt whose `B` mark never came (a theme rewrote PS1): take it as drawn after a moment."""
+        if self.marks is not None and not self.marks.running and not self.marks.prompt_drawn:
+            self.marks.prompt_drawn = True
+            self.engine.check_input_ready()
 
     def _arm(self) -> None:
         if self._timer is None:
@@ -74,13 +143,16 @@ class GenericDriver(Driver):
             self._timer = self.host.call_later(self.quiet if settled else self.settle, self._check)
 
     def _check(self) -> None:
+        """The quiescence clock: startup settles on it; without shell marks, turns end on it."""
         self._timer = None
-        window = self.quiet if self._settled is not None and self._settled.done() else self.settle
+        settled = self._settled is not None and self._settled.done()
+        window = self.quiet if settled else self.settle
         quiet_for = self.host.loop.time() - max(self.host.last_output_at, self._quiet_from)
         if quiet_for < window:
             self._timer = self.host.call_later(window - quiet_for, self._check)
             return
-        if self._settled is not None and not self._settled.done():
+        if not settled:
+            assert self._settled is not None
             silent_for = self.host.loop.time() - self.host.spawned_at
             if self.host.last_output_at == 0.0 and silent_for < SILENT_START:
                 # nothing printed yet: a slow starter (an interpreter on a loaded box) is not "settled"
@@ -88,32 +160,105 @@ class GenericDriver(Driver):
                 return
             self._settled.set_result(None)
             return
-        if self.host.turn_id is not None:
-            self.host.turn_complete(self._response(), None, "screen")
-        self.host.set_state("idle")
+        eng = self.engine
+        eng.invalidate()
+        if (self.marks is None or not self.marks.active) and eng.turn is not None:
+            eng.complete(self._screen_response(), None, "quiescence")
+        eng.commit(eng.reading())
+
+    # -- EngineHooks ---------------------------------------------------------------------------------
+    def read_screen(self) -> Reading:
+        if self.marks is not None and self.marks.active:
+            return Reading("busy" if self.marks.running else "idle")
+        quiet_for = self.host.loop.time() - max(self.host.last_output_at, self._quiet_from)
+        return Reading("busy" if self.engine.turn is not None and quiet_for < self.quiet else "idle")
+
+    def response_text(self, turn: Turn, reading: Any) -> str | None:
+        if self.marks is not None and self.marks.active:
+            return self.marks.partial_output() if self.marks.running else None
+        return self._screen_response()
+
+    def type_message(self, text: str) -> None:
+        self.host.write(text.encode("utf-8"))
+
+    def interrupt_key(self) -> bytes:
+        return INTERRUPT
+
+    def is_interrupt_key(self, data: bytes) -> bool:
+        return data == INTERRUPT
 
     # -- input ---------------------------------------------------------------------------------------
     def can_accept_input(self) -> bool:
-        return self._settled is not None and self._settled.done()
+        if self._settled is None or not self._settled.done():
+            return False
+        self.engine.sync_turn()
+        if self.marks is not None and self.marks.active:
+            return self.engine.turn is None and not self.marks.running and self.marks.prompt_drawn
+        return self.engine.turn is None
+
+    def hold_reason(self) -> str | None:
+        return "a command is running" if self.marks is not None and self.marks.running else None
 
     async def submit(self, text: str) -> None:
+        if self._pasteable(text):
+            # fish turns bracketed paste back on just after its prompt mark: a multi-line send waits for it
+            deadline = self.host.loop.time() + PASTE_WAIT
+            while not self.host.terminal.modes["bracketed_paste"]:
+                left = deadline - self.host.loop.time()
+                if left <= 0:
+                    break
+                self._output_seen.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._output_seen.wait(), left)
         rows, y = self._rows()
         self._baseline = rows[: y + 1]
         self._prompt = rows[y] if y < len(rows) else ""
-        self._sent = text
         self._quiet_from = self.host.loop.time()
-        self.host.write(text.encode("utf-8") + b"\r")
+        self.engine.begin(text)
+        if self.marks is not None:
+            self.marks.expect_command(text)
+        self.host.write(self._typed(text) + b"\r")
         self._arm()
 
+    def _typed(self, text: str) -> bytes:
+        """A multi-line send to a shell that reads pastes (it set bracketed-paste mode) goes in as one paste, as
+        a terminal pastes it: the shell takes all its lines as one input, so the prompt returns (and the turn
+        ends) once, after the last command, not after the first."""
+        data = text.encode("utf-8")
+        if self._pasteable(text) and self.host.terminal.modes["bracketed_paste"]:
+            return PASTE_START + paste_payload(text) + PASTE_END  # no control byte can end it early
+        return data
+
+    def _pasteable(self, text: str) -> bool:
+        """A multi-line send to a shell with command marks (bash, zsh, fish; not the Python REPL)."""
+        return (
+            "\n" in text and self.marks is not None and self.marks.active and not self.marks.no_command_mark
+        )
+
+    def keys(self, data: bytes) -> None:
+        self.engine.on_keys(data)
+        self.host.write(data)
+
+    def on_user_input(self, data: bytes) -> None:
+        self.engine.on_keys(data)
+
     def interrupt(self) -> None:
-        """Ctrl-C (REPLs and shells understand it; Esc would do nothing there); the turn ends now."""
-        self.host.write(b"\x03")
-        self.host.turn_interrupted(self._response())
+        """Ctrl-C (REPLs and shells understand it; Esc would do nothing there). With shell marks the turn ends
+        when the prompt comes back (`interrupted`); without them at once."""
+        self.engine.interrupt()
+        if self.marks is None or not self.marks.active:
+            self.engine.interrupted(self._screen_response())
+        else:
+            self.marks.interrupted()
 
     def info(self) -> dict[str, Any]:
-        return {"model": self.options.get("model"), "quiescence": self.quiet}
+        return {
+            "model": self.options.get("model"),
+            "quiescence": self.quiet,
+            "shell_integration": self.marks.kind if self.marks is not None else None,
+        }
 
-    # -- response extraction -------------------------------------------------------------------------
+    # -- response extraction (quiescence) -------------------------------------------------------------
     def _rows(self) -> tuple[list[str], int]:
         term = self.host.terminal
         rows = [r.rstrip() for r in term.display]
@@ -121,7 +266,7 @@ class GenericDriver(Driver):
         last = max((i for i, r in enumerate(rows) if r), default=0)
         return rows[: max(y, last) + 1], y
 
-    def _response(self) -> str:
+    def _screen_response(self) -> str:
         """Screen text that appeared since the send, aligned against the pre-send rows (handles scroll)."""
         current, _ = self._rows()
         base = self._baseline
@@ -133,7 +278,9 @@ class GenericDriver(Driver):
                 start = len(kept)
                 break
         new = current[start:]
-        first = self._sent.splitlines()[0].strip() if self._sent.strip() else ""
+        turn = self.engine.turn
+        sent = turn.text if turn is not None else ""
+        first = sent.splitlines()[0].strip() if sent.strip() else ""
         prompt = self._prompt.strip()
         if new and ((prompt and new[0].strip().startswith(prompt)) or (first and first in new[0])):
             new = new[1:]  # the prompt line with the echoed input

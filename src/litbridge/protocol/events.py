@@ -20,7 +20,9 @@ from litbridge.protocol.spec import (
 Ev = dict[str, Any]
 
 
-def _ev(event_name: str, session: str | None = None, channel_id: str | None = None, re: Any = None, **fields: Any) -> Ev:
+def _ev(
+    event_name: str, session: str | None = None, channel_id: str | None = None, re: Any = None, **fields: Any
+) -> Ev:
     out: Ev = {"event": event_name}
     if session is not None:
         out["session"] = session
@@ -37,6 +39,7 @@ def limits() -> dict[str, int]:
 
 
 # --- connection-level -------------------------------------------------------------------------------
+
 
 def _handshake(last_seq: int | None, daemon_id: str | None) -> Ev:
     """What monitor_ready and capabilities both advertise; the additive instance fields when known."""
@@ -57,7 +60,9 @@ def _handshake(last_seq: int | None, daemon_id: str | None) -> Ev:
 def monitor_ready(
     sessions: int, buffered: int, clis: list[str], last_seq: int | None = None, daemon_id: str | None = None
 ) -> Ev:
-    return _ev("monitor_ready", sessions=sessions, buffered=buffered, clis=clis, **_handshake(last_seq, daemon_id))
+    return _ev(
+        "monitor_ready", sessions=sessions, buffered=buffered, clis=clis, **_handshake(last_seq, daemon_id)
+    )
 
 
 def capabilities(
@@ -80,7 +85,9 @@ def capabilities(
     )
 
 
-def error(message: str, code: str, re: Any = None, session: str | None = None, channel_id: str | None = None) -> Ev:
+def error(
+    message: str, code: str, re: Any = None, session: str | None = None, channel_id: str | None = None
+) -> Ev:
     return _ev("error", session, channel_id, re, message=message, code=code)
 
 
@@ -94,7 +101,16 @@ def sessions(items: list[dict[str, Any]], re: Any = None) -> Ev:
 
 # --- per-session ------------------------------------------------------------------------------------
 
-def ready(session: str, channel_id: str | None, *, model: str | None, resumed: bool = False, re: Any = None, **extra: Any) -> Ev:
+
+def ready(
+    session: str,
+    channel_id: str | None,
+    *,
+    model: str | None,
+    resumed: bool = False,
+    re: Any = None,
+    **extra: Any,
+) -> Ev:
     return _ev("ready", session, channel_id, re, state="starting", model=model, resumed=resumed, **extra)
 
 
@@ -131,8 +147,12 @@ def thinking(session: str, channel_id: str | None, text: str) -> Ev:
     return _ev("thinking", session, channel_id, text=text)
 
 
-def tool_use(session: str, channel_id: str | None, tool_use_id: str, name: str, input: Any, turn_id: str | None) -> Ev:
-    return _ev("tool_use", session, channel_id, tool_use_id=tool_use_id, name=name, input=input, turn_id=turn_id)
+def tool_use(
+    session: str, channel_id: str | None, tool_use_id: str, name: str, input: Any, turn_id: str | None
+) -> Ev:
+    return _ev(
+        "tool_use", session, channel_id, tool_use_id=tool_use_id, name=name, input=input, turn_id=turn_id
+    )
 
 
 TOOL_RESULT_MAX = 5000
@@ -143,15 +163,31 @@ def tool_result(
 ) -> Ev:
     if len(content) > TOOL_RESULT_MAX:
         content = content[:TOOL_RESULT_MAX] + "…"
-    return _ev("tool_result", session, channel_id, tool_use_id=tool_use_id, content=content, is_error=is_error, turn_id=turn_id)
+    return _ev(
+        "tool_result",
+        session,
+        channel_id,
+        tool_use_id=tool_use_id,
+        content=content,
+        is_error=is_error,
+        turn_id=turn_id,
+    )
 
 
 def complete(
-    session: str, channel_id: str | None, content: str, turn_id: str | None, usage: dict[str, int] | None, source: str
+    session: str,
+    channel_id: str | None,
+    content: str,
+    turn_id: str | None,
+    usage: dict[str, int] | None,
+    source: str,
+    exit_code: int | None = None,
 ) -> Ev:
     ev = _ev("complete", session, channel_id, content=content, turn_id=turn_id, source=source)
     if usage is not None:
         ev["usage"] = usage
+    if exit_code is not None:
+        ev["exit_code"] = exit_code
     return ev
 
 
@@ -159,8 +195,13 @@ def interrupted(session: str, channel_id: str | None, turn_id: str, content: str
     return _ev("interrupted", session, channel_id, re, turn_id=turn_id, content=content)
 
 
-def turn_error(session: str, channel_id: str | None, turn_id: str, message: str, kind: str) -> Ev:
-    return _ev("turn_error", session, channel_id, turn_id=turn_id, message=message, kind=kind)
+def turn_error(
+    session: str, channel_id: str | None, turn_id: str, message: str, kind: str, detail: str | None = None
+) -> Ev:
+    out = _ev("turn_error", session, channel_id, turn_id=turn_id, message=message, kind=kind)
+    if detail:  # additive: only when a driver has something the CLI showed
+        out["detail"] = detail
+    return out
 
 
 def question(
@@ -174,8 +215,15 @@ def question(
     source: str | None = None,
 ) -> Ev:
     return _ev(
-        "question", session, channel_id, question_id=question_id, kind=kind, text=text, options=options,
-        detail=detail, source=source or "cli-dialog",
+        "question",
+        session,
+        channel_id,
+        question_id=question_id,
+        kind=kind,
+        text=text,
+        options=options,
+        detail=detail,
+        source=source or "cli-dialog",
     )
 
 
@@ -203,8 +251,16 @@ def dialog_dismissed(session: str, channel_id: str | None, dialog: str, keys: li
     return _ev("dialog_dismissed", session, channel_id, dialog=dialog, keys=keys)
 
 
-def reaped_idle(session: str, channel_id: str | None) -> Ev:
-    return _ev("reaped_idle", session, channel_id)
+def reaped_idle(
+    session: str, channel_id: str | None, reason: str | None = None, exit_code: int | None = None
+) -> Ev:
+    if reason is None:
+        return _ev("reaped_idle", session, channel_id)
+    return _ev("reaped_idle", session, channel_id, reason=reason, exit_code=exit_code)
+
+
+def replay_gap(from_seq: int, to_seq: int, re: Any = None) -> Ev:
+    return _ev("replay_gap", re=re, from_seq=from_seq, to_seq=to_seq)
 
 
 def startup_hold(session: str, channel_id: str | None, carried: bool = False) -> Ev:
@@ -222,7 +278,9 @@ def keystroke_sent(session: str, channel_id: str | None, keys: list[str], re: An
     return _ev("keystroke_sent", session, channel_id, re, keys=keys)
 
 
-def answer_sent(session: str, channel_id: str | None, digit: str | None, question_id: str | None, re: Any = None) -> Ev:
+def answer_sent(
+    session: str, channel_id: str | None, digit: str | None, question_id: str | None, re: Any = None
+) -> Ev:
     return _ev("answer_sent", session, channel_id, re, digit=digit, question_id=question_id)
 
 

@@ -118,7 +118,9 @@ class LineSplitter:
         return rest
 
 
-async def read_lines(reader: asyncio.StreamReader, max_line: int = MAX_LINE) -> AsyncIterator[bytes | TooLarge]:
+async def read_lines(
+    reader: asyncio.StreamReader, max_line: int = MAX_LINE
+) -> AsyncIterator[bytes | TooLarge]:
     """Yield lines (blank ones skipped) or TooLarge markers from a stream until EOF."""
     splitter = LineSplitter(max_line)
     while True:

@@ -20,7 +20,8 @@ PROTOCOL_VERSION = 1
 MAX_LINE = 1024 * 1024
 BUFFER_EVENTS = 5000
 
-# Error codes carried by `error.code`.
+# Error codes carried by `error.code`: the one list every component raises from (`DriverError` and
+# `SessionCommandError` reject any other code).
 ERROR_CODES = (
     "bad_json",
     "unknown_command",
@@ -36,9 +37,16 @@ ERROR_CODES = (
     "unauthorized",
     "no_turn",
     "internal",
+    "write_queue_full",
+    "cli_stopped",
+    "timeout",  # a CLI did not reach its prompt (startup) in time
+    "startup_dialog",  # a startup dialog the driver should answer could not be answered
 )
 
-STATES = ("starting", "idle", "thinking", "responding", "dialog", "dead")
+TURN_ERROR_KINDS = ("api_error", "cli_exited", "timeout")
+"""`turn_error.kind`: the CLI reported an API error, the CLI exited, or the turn/submit timed out."""
+
+STATES = ("starting", "idle", "thinking", "responding", "dialog", "dead", "stopped")
 
 
 class ProtocolError(Exception):
@@ -50,9 +58,14 @@ class ProtocolError(Exception):
         self.message = message
 
 
+GRID = (200, 50)
+"""Columns x rows of every session's terminal (PTY and emulator); attach viewers are told to match it."""
+ATTACH_SUFFIX = ".attach"
+"""The attach socket of control socket PATH is PATH + this suffix (TCP: control port + 1)."""
 
 DEFAULT_CLI = "claude"
 """The CLI a `create` without `cli`/`exe` starts (lit-bridge compatibility); decided here only."""
+
 
 @dataclass(frozen=True)
 class Field:
@@ -90,8 +103,13 @@ class Event:
 _S = Field("string")
 _ID = Field(("string", "integer"), doc="client request id; echoed as `re` on replies and errors", new=True)
 _SESSION_FIELDS = {
-    "session": Field("string", required=True, doc="session name; the key is `session` or `session:channel_id`"),
-    "channel_id": Field("string", doc="optional sub-session id"),
+    "session": Field(
+        "string",
+        required=True,
+        doc="session name; the key is `session` or `session:channel_id`; no control characters (C0, DEL, C1: "
+        "`bad_field`)",
+    ),
+    "channel_id": Field("string", doc="optional sub-session id; no control characters, as `session`"),
 }
 
 COMMANDS: dict[str, Command] = {
@@ -107,7 +125,13 @@ COMMANDS: dict[str, Command] = {
                 "args": Field("array", items="string", default=[], doc="extra argv"),
                 "working_dir": Field("string", doc="cwd of the CLI (default $HOME)"),
                 "env": Field("object", values="string", default={}, doc="env applied after the defaults"),
-                "model": Field("string", doc="becomes `--model <model>`", new=True),
+                "model": Field(
+                    "string",
+                    doc="the CLI's model flag: `--model <model>` for claude, gemini and rift, `-m <model>` for "
+                    "codex (claude, codex and gemini add none when `args` already has the flag); the generic "
+                    "driver passes nothing and only reports it (`ready.model`, `list`)",
+                    new=True,
+                ),
             },
             replies=("ready", "error"),
         ),
@@ -135,7 +159,10 @@ COMMANDS: dict[str, Command] = {
             {
                 **_SESSION_FIELDS,
                 "question_id": Field("string", new=True),
-                "digit": Field("string", doc="exactly one digit, as a JSON string"),
+                "digit": Field(
+                    ("string", "integer"),
+                    doc="exactly one digit: a JSON string as `question.options[].digit` carries it, or an integer",
+                ),
                 "option": Field("string", doc="option label", new=True),
                 "text": Field("string", doc="free text answer", new=True),
             },
@@ -143,13 +170,19 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "interrupt",
-            "Interrupt the running turn (Esc for TUIs); the turn ends with `interrupted`.",
+            "Interrupt the running turn (Esc for TUIs); the turn ends with `interrupted` (at the latest 10 s later,"
+            " even if the CLI never reports idle).",
             dict(_SESSION_FIELDS),
             replies=("interrupted", "error"),
             new=True,
         ),
         Command("list", "List the sessions.", {}, replies=("sessions",), per_session=False),
-        Command("dump", "The screen and bookkeeping of one session.", dict(_SESSION_FIELDS), replies=("dump", "error")),
+        Command(
+            "dump",
+            "The screen and bookkeeping of one session.",
+            dict(_SESSION_FIELDS),
+            replies=("dump", "error"),
+        ),
         Command(
             "kill",
             "Kill the CLI and its process group (reaped).",
@@ -209,7 +242,11 @@ EVENTS: dict[str, Event] = {
                 "reused": Field("boolean"),
             },
         ),
-        Event("state", "Detected state changed.", {"from": Field("string", enum=STATES), "to": Field("string", enum=STATES)}),
+        Event(
+            "state",
+            "Detected state changed.",
+            {"from": Field("string", enum=STATES), "to": Field("string", enum=STATES)},
+        ),
         Event(
             "accepted",
             "A send was taken (queued: waiting behind a turn or for live input).",
@@ -217,11 +254,15 @@ EVENTS: dict[str, Event] = {
                 "turn_id": _TURN,
                 "queued": Field("boolean"),
                 "duplicate": Field("boolean", new=True),
-                "organic": Field("boolean", doc="a prompt typed into the CLI itself (attach), not a send", new=True),
+                "organic": Field(
+                    "boolean", doc="a prompt typed into the CLI itself (attach), not a send", new=True
+                ),
             },
             new=True,
         ),
-        Event("replace", "Full response text so far (replace, don't append).", {"text": _S, "turn_id": _TURN}),
+        Event(
+            "replace", "Full response text so far (replace, don't append).", {"text": _S, "turn_id": _TURN}
+        ),
         Event("thinking", "Spinner / progress relay.", {"text": _S}),
         Event(
             "tool_use",
@@ -239,15 +280,38 @@ EVENTS: dict[str, Event] = {
             {
                 "content": _S,
                 "turn_id": _TURN,
-                "usage": Field(("object", "null"), doc="{input_tokens,output_tokens,cache_read_tokens,cache_creation_tokens}"),
-                "source": Field("string", enum=("transcript", "screen"), new=True),
+                "usage": Field(
+                    ("object", "null"),
+                    doc="{input_tokens,output_tokens,cache_read_tokens,cache_creation_tokens}",
+                ),
+                "source": Field(
+                    "string",
+                    enum=("transcript", "screen", "quiescence"),
+                    doc="what ended the turn: the CLI's transcript, its screen (prompt back, shell marks), or "
+                    "output silence (the generic driver's fallback)",
+                    new=True,
+                ),
+                "exit_code": Field(
+                    ("integer", "null"),
+                    doc="a shell command's exit status (generic driver, shell integration)",
+                    new=True,
+                ),
             },
         ),
         Event("interrupted", "The turn was interrupted.", {"turn_id": _TURN, "content": _S}, new=True),
         Event(
             "turn_error",
             "The turn failed.",
-            {"turn_id": _TURN, "message": _S, "kind": Field("string", enum=("api_error", "cli_exited", "timeout"))},
+            {
+                "turn_id": _TURN,
+                "message": _S,
+                "kind": Field("string", enum=TURN_ERROR_KINDS),
+                "detail": Field(
+                    "string",
+                    doc="what the CLI showed when the turn failed (e.g. its retry spinner)",
+                    new=True,
+                ),
+            },
             new=True,
         ),
         Event(
@@ -272,12 +336,34 @@ EVENTS: dict[str, Event] = {
         Event("dialog_cleared", "The dialog went away.", {}),
         Event("dialog_released", "A held message was dispatched.", {}),
         Event("unknown_dialog", "An unparseable modal.", {"dialog": _S}),
-        Event("reaped_idle", "Idle reaper killed the session.", {}),
-        Event("dialog_dismissed", "A startup dialog was handled automatically.", {"dialog": _S, "keys": Field("array", items="string")}),
-        Event("startup_hold", "A message is held until the CLI's input is live.", {"carried": Field("boolean")}),
+        Event(
+            "reaped_idle",
+            "Idle reaper killed the session, or an exited session was removed after its grace period.",
+            {
+                "reason": Field("string", enum=("exited",), doc="`exited`: the CLI had exited", new=True),
+                "exit_code": Field(("integer", "null"), new=True),
+            },
+        ),
+        Event(
+            "dialog_dismissed",
+            "A startup dialog was handled automatically.",
+            {"dialog": _S, "keys": Field("array", items="string")},
+        ),
+        Event(
+            "startup_hold", "A message is held until the CLI's input is live.", {"carried": Field("boolean")}
+        ),
         Event("input_sent", "input ack.", {}),
         Event("keystroke_sent", "keystroke ack.", {"keys": Field("array", items="string")}),
-        Event("answer_sent", "answer ack.", {"digit": _S, "question_id": Field("string", new=True)}),
+        Event(
+            "answer_sent",
+            "answer ack: the question answered and the digit of the option picked (also for answers by option).",
+            {
+                "digit": Field(("string", "null"), doc="null only for a free-text answer"),
+                "question_id": Field(
+                    ("string", "null"), doc="null only when the CLI chose which question", new=True
+                ),
+            },
+        ),
         Event("killed", "kill ack; the process group is gone.", {"exit_code": Field(("integer", "null"))}),
         Event(
             "exited",
@@ -288,8 +374,19 @@ EVENTS: dict[str, Event] = {
         Event(
             "error",
             "A command failed or a client mistake.",
-            {"message": Field("string", required=True), "code": Field("string", enum=ERROR_CODES, new=True), "re": Field("any", new=True)},
+            {
+                "message": Field("string", required=True),
+                "code": Field("string", enum=ERROR_CODES, new=True),
+                "re": Field("any", new=True),
+            },
             per_session=False,
+        ),
+        Event(
+            "replay_gap",
+            "hello{since_seq} reply, before the replayed events: seqs from_seq..to_seq left the ring.",
+            {"from_seq": Field("integer", required=True), "to_seq": Field("integer", required=True)},
+            per_session=False,
+            new=True,
         ),
         Event("pong", "ping reply.", {}, per_session=False),
         Event("sessions", "list reply.", {"sessions": Field("array", items="object")}, per_session=False),
@@ -401,7 +498,8 @@ def validate_command(msg: Any) -> tuple[Command, dict[str, Any]]:
             continue
         if not _type_ok(value, spec.type):
             raise ProtocolError(
-                "bad_field", f"{name}: field '{fname}' must be {_type_name(spec.type)}, got {type(value).__name__}"
+                "bad_field",
+                f"{name}: field '{fname}' must be {_type_name(spec.type)}, got {type(value).__name__}",
             )
         if spec.items and isinstance(value, list):
             for item in value:

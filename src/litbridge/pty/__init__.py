@@ -10,32 +10,44 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from litbridge.pty.base import ChildProcess, SpawnError
+from litbridge.protocol.spec import GRID
+from litbridge.pty.base import ChildProcess, SpawnError, WriteQueueFull
 
-__all__ = ["COLUMNS", "LINES", "ChildProcess", "SpawnError", "check_exec_args", "child_env", "resolve", "spawn"]
+__all__ = [
+    "COLUMNS",
+    "LINES",
+    "ChildProcess",
+    "SpawnError",
+    "WriteQueueFull",
+    "check_exec_args",
+    "child_env",
+    "resolve",
+    "spawn",
+]
 
-COLUMNS, LINES = 200, 50
-
-NESTING_VARS = ("CLAUDECODE",)
-NESTING_PREFIX = "CLAUDE_CODE_"
+COLUMNS, LINES = GRID
 
 
 def child_env(
     driver_env: Mapping[str, str] | None = None,
     caller_env: Mapping[str, str] | None = None,
     base: Mapping[str, str] | None = None,
+    remove: Sequence[str] = (),
 ) -> dict[str, str]:
-    """The daemon's env minus Claude nesting vars, then TERM/COLORTERM, then driver env, then caller env.
+    """The daemon's env minus the driver's `remove` names, then TERM/COLORTERM, then driver env, then caller env.
 
-    A nested Claude Code writes no transcript, so CLAUDECODE / CLAUDE_CODE_* inherited from the daemon are
-    dropped; the same names passed explicitly by the driver or the caller are kept.
+    `remove` comes from the driver's launch spec (`LaunchSpec.env_remove`; e.g. Claude's nesting variables):
+    a name, or a prefix ending in `*`. It applies to the inherited env only: the same names passed explicitly
+    by the driver or the caller are kept.
     """
+    names = {r for r in remove if not r.endswith("*")}
+    prefixes = tuple(r[:-1] for r in remove if r.endswith("*"))
     env = {
         k: v
         for k, v in (os.environ if base is None else base).items()
-        if k not in NESTING_VARS and not k.startswith(NESTING_PREFIX)
+        if k not in names and not (prefixes and k.startswith(prefixes))
     }
     env["TERM"] = "xterm-256color"
     env["COLORTERM"] = "truecolor"
@@ -67,8 +79,12 @@ def check_exec_args(argv: list[str], env: Mapping[str, str], cwd: str | None) ->
 
 
 def spawn(
-    argv: list[str], env: dict[str, str], cwd: str | None, transport: str = "pty",
-    columns: int = COLUMNS, lines: int = LINES,
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str | None,
+    transport: str = "pty",
+    columns: int = COLUMNS,
+    lines: int = LINES,
 ) -> ChildProcess:
     """Start the program (argv[0] should already be resolved). Raises SpawnError."""
     try:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import errno
 import logging
 import os
+import secrets
 import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -23,10 +26,119 @@ OutputCallback = Callable[[bytes], None]
 ExitCallback = Callable[[int | None], None]
 
 READ_SIZE = 65536
+# Bytes queued for a child that is not reading (stopped, or stuck): past this a write fails at once instead of
+# growing the daemon (the largest single input is one 1 MiB protocol line).
+WRITE_QUEUE_MAX = int(os.environ.get("LITBRIDGE_CHILD_WRITE_QUEUE", str(4 * 1024 * 1024)))
 
 
 class SpawnError(Exception):
     """The program could not be started (`spawn_failed`)."""
+
+
+class WriteQueueFull(Exception):
+    """The child is not reading its input and `WRITE_QUEUE_MAX` bytes already wait for it; nothing was queued."""
+
+    def __init__(self, pid: int, queued: int, size: int) -> None:
+        super().__init__(
+            f"the CLI (pid {pid}) is not reading its input: {queued} bytes already wait for it, "
+            f"{size} more would pass the {WRITE_QUEUE_MAX}-byte limit; nothing was written"
+        )
+
+
+def parent_death_preexec() -> Callable[[], None] | None:
+    """A preexec_fn making the child get SIGKILL when the daemon dies (Linux PR_SET_PDEATHSIG), so a CLI that
+    ignores SIGHUP does not outlive a `kill -9` of the daemon. The signal follows the forking thread (the
+    daemon's spawn pool keeps its threads for its whole life). None where the OS has no such thing."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(
+            None, use_errno=True
+        ).prctl  # loaded before the fork: nothing to load in the child
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # the daemon died between fork and prctl
+            os._exit(1)
+
+    return preexec
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _proc_stat(pid: int | str) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the `(comm)` (so [0] is the state, [1] the ppid, [19] the start
+    time), or None when the process is gone or there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
+
+
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """Every process below `pid` as (pid, start time), read from /proc (Linux; empty elsewhere). Catches
+    what left the process group (setsid, setpgid) while it is still below the CLI."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    children: dict[int, list[tuple[int, str]]] = {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        fields = _proc_stat(name)
+        if fields is None or len(fields) < 20:
+            continue
+        children.setdefault(int(fields[1]), []).append((int(name), fields[19]))
+    out: list[tuple[int, str]] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child[0])
+    return out
+
+
+TAG_VAR = "LITBRIDGE_SESSION_TAG"
+
+
+def tagged(tag: str) -> list[tuple[int, str]]:
+    """Every process whose environment carries `TAG_VAR=tag` as (pid, start time): what a session started,
+    even after it was reparented (a double fork, `setsid` as a group leader). Linux /proc; own uid only."""
+    needle = f"{TAG_VAR}={tag}".encode() + b"\0"
+    out: list[tuple[int, str]] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = b"\0" + f.read()
+        except OSError:
+            continue
+        if b"\0" + needle in env or env.endswith(b"\0" + needle[:-1]):
+            fields = _proc_stat(name)
+            if fields is not None and len(fields) >= 20:
+                out.append((int(name), fields[19]))
+    return out
+
+
+def _kill_if_same(procs: list[tuple[int, str]], sig: int) -> None:
+    """Signal each (pid, start time) that is still that same process (a reused pid is left alone)."""
+    for pid, started in procs:
+        fields = _proc_stat(pid)
+        if fields is not None and len(fields) >= 20 and fields[19] == started and fields[0] != "Z":
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
 
 
 class ChildProcess:
@@ -45,9 +157,11 @@ class ChildProcess:
         self._on_exit: ExitCallback = lambda c: None
         self._write_fd: int | None = None
         self._wbuf: deque[bytes] = deque()
+        self._wbuf_bytes = 0
         self._writer_armed = False
         self._pidfd: int | None = None
         self._stdin_closing = False  # close_stdin() was called: accept no more writes
+        self.tag = secrets.token_hex(8)  # in the child's env as TAG_VAR: finds its processes on kill
 
     # -- public --------------------------------------------------------------------------------------
     def start(
@@ -70,11 +184,23 @@ class ChildProcess:
     def alive(self) -> bool:
         return not self.exited
 
+    @property
+    def stopped(self) -> bool:
+        """The child is stopped (SIGSTOP, SIGTSTP, a tracer): it runs nothing and reads nothing (Linux only)."""
+        if self.exited:
+            return False
+        fields = _proc_stat(self.pid)
+        return fields is not None and fields[0] in ("T", "t")
+
     def write(self, data: bytes) -> None:
-        """Queue bytes for the child; written without blocking the loop (EAGAIN -> add_writer)."""
+        """Queue bytes for the child; written without blocking the loop (EAGAIN -> add_writer).
+        Raises WriteQueueFull (queueing nothing) when the child has not read `WRITE_QUEUE_MAX` bytes."""
         if self.exited or self._write_fd is None or self._stdin_closing or not data:
             return
+        if self._wbuf_bytes + len(data) > WRITE_QUEUE_MAX:
+            raise WriteQueueFull(self.pid, self._wbuf_bytes, len(data))
         self._wbuf.append(data)
+        self._wbuf_bytes += len(data)
         self._flush()
 
     def close_stdin(self) -> None:
@@ -86,9 +212,14 @@ class ChildProcess:
 
     async def kill(self, grace: float = 2.0) -> int | None:
         """SIGTERM (+SIGHUP, as a closing terminal would) to the group, SIGKILL after `grace`; reaped."""
+        # also what left the group (setsid) and what was reparented away from the CLI (double fork)
+        below = [] if self.exited else descendants(self.pid)
+        below += [p for p in tagged(self.tag) if p[0] != self.pid and p not in below]
         if not self.exited:
             self._signal_group(signal.SIGTERM)
             self._signal_group(signal.SIGHUP)
+            self._signal_group(signal.SIGCONT)  # a stopped group would not act on SIGTERM until continued
+            _kill_if_same(below, signal.SIGTERM)
             try:
                 await asyncio.wait_for(self.wait(), grace)
             except asyncio.TimeoutError:
@@ -97,6 +228,7 @@ class ChildProcess:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self.wait(), 10.0)
         self._signal_group(signal.SIGKILL)  # leftovers of the group (background jobs)
+        _kill_if_same(below, signal.SIGKILL)  # and of the session: nothing outlives it
         return self.exit_code
 
     # -- subclass hooks ------------------------------------------------------------------------------
@@ -144,7 +276,9 @@ class ChildProcess:
             except OSError as exc:
                 log.debug("write to pid %d failed: %s", self.pid, exc)
                 self._wbuf.clear()
+                self._wbuf_bytes = 0
                 break
+            self._wbuf_bytes -= n
             if n < len(chunk):
                 self._wbuf[0] = chunk[n:]
             else:
@@ -202,6 +336,7 @@ class ChildProcess:
         self.exited = True
         self.exit_code = code
         self._wbuf.clear()
+        self._wbuf_bytes = 0
         if self._writer_armed and self._write_fd is not None and self.loop is not None:
             self.loop.remove_writer(self._write_fd)
             self._writer_armed = False

@@ -10,7 +10,7 @@ import contextlib
 import os
 import subprocess
 
-from litbridge.pty.base import ChildProcess, SpawnError
+from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, parent_death_preexec
 
 
 class PipeProcess(ChildProcess):
@@ -25,15 +25,20 @@ class PipeProcess(ChildProcess):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cwd,
-                env=env,
+                env={**env, TAG_VAR: self.tag},
                 start_new_session=True,
+                preexec_fn=parent_death_preexec(),
             )
         except (OSError, ValueError) as exc:
             raise SpawnError(f"spawn failed: {exc}") from exc
         self.pid = self._proc.pid
         self.pgid = self.pid
         assert self._proc.stdin and self._proc.stdout and self._proc.stderr
-        self._in, self._out, self._err = self._proc.stdin.fileno(), self._proc.stdout.fileno(), self._proc.stderr.fileno()
+        self._in, self._out, self._err = (
+            self._proc.stdin.fileno(),
+            self._proc.stdout.fileno(),
+            self._proc.stderr.fileno(),
+        )
         for fd in (self._in, self._out, self._err):
             os.set_blocking(fd, False)
         self._write_fd = self._in

@@ -1,4 +1,5 @@
-"""Unix PTY host over ptyprocess: spawn under a 200x50 PTY (setsid -> own session and process group).
+"""Unix PTY host over ptyprocess: spawn under a GRID (200x50) PTY (setsid -> own session and process group; on Linux
+the child is killed if the daemon dies).
 
 Reads are event-driven (`loop.add_reader` on the master fd); the exit is noticed through the pidfd /
 waitpid watcher in `base.py`, and we reap the child ourselves (ptyprocess's own wait/close is not used).
@@ -11,7 +12,8 @@ import os
 
 from ptyprocess import PtyProcess
 
-from litbridge.pty.base import ChildProcess, SpawnError
+from litbridge.protocol.spec import GRID
+from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, parent_death_preexec
 
 
 class UnixPty(ChildProcess):
@@ -19,10 +21,23 @@ class UnixPty(ChildProcess):
 
     transport = "pty"
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None, columns: int = 200, lines: int = 50) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None,
+        columns: int = GRID[0],
+        lines: int = GRID[1],
+    ) -> None:
         super().__init__()
         try:
-            self._proc = PtyProcess.spawn(argv, cwd=cwd, env=env, dimensions=(lines, columns))
+            self._proc = PtyProcess.spawn(
+                argv,
+                cwd=cwd,
+                env={**env, TAG_VAR: self.tag},
+                dimensions=(lines, columns),
+                preexec_fn=parent_death_preexec(),
+            )
         except (OSError, ValueError) as exc:
             raise SpawnError(f"spawn failed: {exc}") from exc
         self._proc.delayafterclose = 0

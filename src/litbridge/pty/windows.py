@@ -9,18 +9,28 @@ import contextlib
 import subprocess
 import threading
 
+from litbridge.protocol.spec import GRID
 from litbridge.pty.base import ChildProcess, SpawnError
 
 
 class WinPty(ChildProcess):  # pragma: no cover - Windows only
     transport = "pty"
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None, columns: int = 200, lines: int = 50) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None,
+        columns: int = GRID[0],
+        lines: int = GRID[1],
+    ) -> None:
         super().__init__()
         try:
             from winpty import PtyProcess  # type: ignore[import-not-found]
 
-            self._proc = PtyProcess.spawn(subprocess.list2cmdline(argv), cwd=cwd, env=env, dimensions=(lines, columns))
+            self._proc = PtyProcess.spawn(
+                subprocess.list2cmdline(argv), cwd=cwd, env=env, dimensions=(lines, columns)
+            )
         except Exception as exc:
             raise SpawnError(f"spawn failed: {exc}") from exc
         self.pid = self._proc.pid

@@ -43,7 +43,7 @@ __all__ = [
     "wcwidth",
 ]
 
-if _core.AVAILABLE:
+if _core.AVAILABLE and _core.native is not None:
     Screen = _core.native.Screen
     Cursor = _core.native.Cursor
 
@@ -157,7 +157,7 @@ if _core.AVAILABLE:
                 self.dirty = set(range(self.lines))
 
 else:
-    HistoryScreen = _pscreens.HistoryScreen  # type: ignore[misc]
+    HistoryScreen = _pscreens.HistoryScreen  # type: ignore[misc, assignment]
     Screen = _pscreens.Screen  # type: ignore[misc]
     Cursor = _pscreens.Cursor  # type: ignore[misc]
-    DiffScreen = _pscreens.DiffScreen  # type: ignore[misc]
+    DiffScreen = _pscreens.DiffScreen  # type: ignore[misc, assignment]

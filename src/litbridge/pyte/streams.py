@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import weakref
 from typing import Any
 
 from pyte import streams as _ps
@@ -122,31 +123,105 @@ class _CompatFilter:
         self.marked = False
 
 
+# (screen class, events) -> no event method overridden; classes are not expected to be re-patched after use.
+_CLASS_OK: weakref.WeakKeyDictionary[type, dict[frozenset, bool]] = weakref.WeakKeyDictionary()
+
+
 def fast_path_ok(stream: _ps.Stream, screen: Any) -> bool:
     """True if `screen` can be driven by the fused parser with the same observable result."""
-    if not _core.AVAILABLE or not isinstance(screen, _core.native.Screen):
+    if _core.native is None or not isinstance(screen, _core.native.Screen):
         return False
-    base = _core.native.Screen
     cls = type(screen)
-    inst = getattr(screen, "__dict__", {})
-    for ev in stream.events:
-        if ev in _HOOKS:
-            continue
-        if ev in inst or getattr(cls, ev, None) is not getattr(base, ev, None):
-            return False
-    return True
+    events = stream.events
+    by_events = _CLASS_OK.setdefault(cls, {})
+    ok = by_events.get(events)
+    if ok is None:
+        base = _core.native.Screen
+        ok = by_events[events] = all(
+            getattr(cls, ev, None) is getattr(base, ev, None) for ev in events if ev not in _HOOKS
+        )
+    inst = getattr(screen, "__dict__", None)
+    return ok and not (inst and any(ev in inst for ev in events if ev not in _HOOKS))
 
 
-class Stream(_ps.Stream):
-    """pyte's `Stream` (str input) with the native fast path when the screen allows it."""
+_TABLE_NAMES = frozenset({"basic", "escape", "sharp", "csi"})
+# Streams currently on the fast path; told when any dispatch table changes (rare), so `feed` never compares them.
+_FAST: weakref.WeakSet[Stream] = weakref.WeakSet()
+
+
+def _tables_changed() -> None:
+    for stream in list(_FAST):
+        stream._recheck_tables()
+
+
+class _Table(dict):
+    """A default dispatch table (a copy of pyte's) that tells the fast streams when it is edited in place."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        _tables_changed()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        _tables_changed()
+
+    def _edit(name: str) -> Any:  # type: ignore[misc]
+        def method(self: _Table, *args: Any, **kwargs: Any) -> Any:
+            result = getattr(dict, name)(self, *args, **kwargs)
+            _tables_changed()
+            return result
+
+        method.__name__ = name
+        return method
+
+    update = _edit("update")
+    pop = _edit("pop")
+    popitem = _edit("popitem")
+    clear = _edit("clear")
+    setdefault = _edit("setdefault")
+    __ior__ = _edit("__ior__")
+    del _edit
+
+
+class _StreamType(type):
+    """Assigning a dispatch table on a Stream class (pyte's tests monkeypatch `Stream.escape`) is seen at once."""
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in _TABLE_NAMES:
+            _tables_changed()
+
+    def __delattr__(cls, name: str) -> None:
+        super().__delattr__(name)
+        if name in _TABLE_NAMES:
+            _tables_changed()
+
+
+class Stream(_ps.Stream, metaclass=_StreamType):
+    """pyte's `Stream` (str input) with the native fast path when the screen allows it.
+
+    Whether the fast path applies is decided when a screen is attached and again only when a dispatch table
+    changes (class or instance assignment, or an in-place edit of a default table): on the fast path
+    `stream.feed` is the native parser's own `feed`, so a call costs what `Terminal.feed` costs.
+    """
+
+    basic = _Table(_ps.Stream.basic)
+    escape = _Table(_ps.Stream.escape)
+    sharp = _Table(_ps.Stream.sharp)
+    csi = _Table(_ps.Stream.csi)
 
     _bytes = False
 
     def __init__(self, screen: Any = None, strict: bool = True) -> None:
-        self._native = None
+        self._native: Any = None  # the compiled Parser when fast_path_ok
         self._use_utf8 = True
         self._filter = _CompatFilter()
         super().__init__(screen, strict)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in _TABLE_NAMES:
+            _tables_changed()
 
     @property
     def use_utf8(self) -> bool:
@@ -159,27 +234,50 @@ class Stream(_ps.Stream):
             self._native.use_utf8 = value
 
     def attach(self, screen: Any) -> None:
+        self._leave_fast()
+        self._going_fast = fast_path_ok(self, screen) and self._tables_default()
         super().attach(screen)
-        self._native = None
-        if fast_path_ok(self, screen):
+        if self._going_fast and _core.native is not None:
+            self._going_fast = False
             self._native = _core.native.Parser(screen, str_mode=not self._bytes)
             self._native.use_utf8 = self._use_utf8
+            if type(self).feed in (Stream.feed, ByteStream.feed):  # a subclass's own feed stays in charge
+                object.__setattr__(self, "feed", self._native.feed)
+            _FAST.add(self)
 
     def detach(self, screen: Any) -> None:
         super().detach(screen)
         if self.listener is None:
-            self._native = None
+            self._leave_fast()
+
+    def _initialize_parser(self) -> None:
+        if getattr(self, "_going_fast", False):
+            self._parser = None  # pyte's generator parser is built only if the fast path is ever left
+            return
+        super()._initialize_parser()
+
+    def _leave_fast(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is None:
+            return
+        self._use_utf8 = native.use_utf8
+        self.__dict__.pop("feed", None)
+        object.__setattr__(self, "_native", None)
+        _FAST.discard(self)
+        if self.listener is not None:
+            super()._initialize_parser()
+
+    def _recheck_tables(self) -> None:
+        if not self._tables_default():
+            self._leave_fast()  # tables were patched: pyte's parser from now on
 
     def _tables_default(self) -> bool:
         return (self.basic, self.escape, self.sharp, self.csi) == _DEFAULT_TABLES
 
     def feed(self, data: str) -> None:
-        if self._native is not None and self._tables_default():
+        if self._native is not None:
             self._native.feed(data)
             return
-        if self._native is not None:
-            self._use_utf8 = self._native.use_utf8
-            self._native = None  # tables were patched: pyte's parser from now on
         super().feed(self._filter.feed(data, self.escape, self.csi))
 
 
@@ -189,16 +287,13 @@ class ByteStream(Stream):
     _bytes = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
         self.utf8_decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        super().__init__(*args, **kwargs)
 
     def feed(self, data: bytes) -> None:  # type: ignore[override]
-        if self._native is not None and self._tables_default():
-            self._native.feed(bytes(data))
-            return
         if self._native is not None:
-            self._use_utf8 = self._native.use_utf8
-            self._native = None
+            self._native.feed(data)
+            return
         if self.use_utf8:
             data_str = self.utf8_decoder.decode(data)
         else:

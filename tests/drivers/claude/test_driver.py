@@ -1,25 +1,26 @@
 """ClaudeDriver behaviour against a scripted CLI: launch/pinning, startup dialogs, submit, answer, interrupt, resume.
 
-The CLI is simulated by real capture screens that change when the driver types the keys the real CLI reacted to;
-everything runs on the replay's virtual clock, so timing rules (settle, quiet, gaps) are exercised without sleeping.
+The driver runs inside a real `Session` (its terminal, turn and question bookkeeping) over a fake child that shows
+real capture screens and changes them when the driver types the keys the real CLI reacted to; everything runs on
+a virtual clock, so timing rules (settle, quiet, gaps) are exercised without sleeping.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from claude_captures import FakeTerminal, driver_options, screen
+from claude_captures import ScreenChild, boot, make_session, screen, send
 
+from litbridge.drivers import osc7501
 from litbridge.drivers.base import DriverError
 from litbridge.drivers.claude.driver import ClaudeDriver
-from litbridge.drivers.claude.replay import ReplayHost, VirtualTimeLoop
 from litbridge.drivers.claude.transcript import project_dir
+from litbridge.vclock import VirtualTimeLoop
 
 PASTE = b"\x1b[200~"
 UP, DOWN, ENTER, ESC = b"\x1b[A", b"\x1b[B", b"\r", b"\x1b"
@@ -37,49 +38,8 @@ def s02_screens(*keys: str) -> dict[str, list[str]]:
     return {k: screen("s02_", S02_SCREENS[k]) for k in keys}
 
 
-class FakeCLI:
-    """Screens that change on keys: transitions[(screen name, key bytes)] -> next screen name."""
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        screens: dict[str, list[str]],
-        start: str,
-        transitions: dict[tuple[str, bytes], str],
-        repaint: float = 0.05,
-    ) -> None:
-        self.loop, self.screens, self.current = loop, screens, start
-        self.transitions = transitions
-        self.repaint = repaint
-        self.term = FakeTerminal(list(screens[start]))
-        self.driver: ClaudeDriver | None = None
-        self.host: ReplayHost | None = None
-        self.keys_seen: list[tuple[str, bytes]] = []
-        self.on_write: Callable[[bytes], None] | None = None
-
-    def show(self, name: str) -> None:
-        self.current = name
-        self.term.rows = list(self.screens[name])
-        assert self.host is not None and self.driver is not None
-        self.host.last_output_at = self.loop.time()
-        self.driver.on_screen([(0, "")])
-
-    def write(self, data: bytes) -> None:
-        self.keys_seen.append((self.current, data))
-        if self.on_write is not None:
-            self.on_write(data)
-        nxt = self.transitions.get((self.current, data))
-        if nxt is not None:
-            self.loop.call_later(self.repaint, self.show, nxt)
-
-
-def make(tmp_path: Path, cli: FakeCLI, **options: Any) -> tuple[ClaudeDriver, ReplayHost, list[dict]]:
-    events: list[dict] = []
-    host = ReplayHost(cli.loop, cli.term, "k", events.append)
-    host.write = cli.write  # type: ignore[method-assign]
-    drv = ClaudeDriver(host, driver_options(tmp_path, **options))
-    cli.driver, cli.host = drv, host
-    return drv, host, events
+FakeCLI = ScreenChild
+make = make_session
 
 
 def run(loop: asyncio.AbstractEventLoop, coro: Any, timeout: float = 120.0) -> Any:
@@ -106,23 +66,34 @@ def test_launch_pins_a_session_id_and_passes_model(tmp_path: Path, loop) -> None
     assert len(sid) == 36 and drv.session_id == sid
     assert spec.argv[-2:] == ["--model", "claude-opus-5-5"]
     assert spec.cwd == str(tmp_path / "work")
+    assert spec.env_remove == ["CLAUDECODE", "CLAUDE_CODE_*"]  # a nested Claude Code writes no transcript
     assert (
-        drv.tailer is not None
-        and drv.tailer.path == project_dir(str(tmp_path / "work"), drv.env) / f"{sid}.jsonl"
+        drv.follower is not None
+        and drv.follower.tailer.path == project_dir(str(tmp_path / "work"), drv.env) / f"{sid}.jsonl"
     )
 
 
 def test_launch_respects_callers_resume_flags(tmp_path: Path, loop) -> None:
     cli = FakeCLI(loop, s02_screens("idle"), "idle", {})
-    drv, _, _ = make(tmp_path, cli, args=["--resume", "abc"])
+    drv, _, _ = make(tmp_path, cli, args=["--resume", "0b6f3c1e-8d2a-4c59-9f0e-1a2b3c4d5e6f"])
     spec = drv.launch()
-    assert "--session-id" not in spec.argv and drv.session_id == "abc" and drv.resumed
-    drv2, _, _ = make(tmp_path, cli, resume="sid-1")
+    assert (
+        "--session-id" not in spec.argv
+        and drv.session_id == "0b6f3c1e-8d2a-4c59-9f0e-1a2b3c4d5e6f"
+        and drv.resumed
+    )
+    drv2, _, _ = make(tmp_path, cli, resume="5d41402a-bc4b-4a76-b9e7-19e5a2b0c3d4")
     pdir = project_dir(str(tmp_path / "work"), drv2.env)
     pdir.mkdir(parents=True)
-    (pdir / "sid-1.jsonl").write_bytes(b'{"type":"user","message":{"content":"hi"}}\n')
+    (pdir / "5d41402a-bc4b-4a76-b9e7-19e5a2b0c3d4.jsonl").write_bytes(
+        b'{"type":"user","message":{"content":"hi"}}\n'
+    )
     spec2 = drv2.launch()
-    assert spec2.argv[-2:] == ["--resume", "sid-1"] and "--session-id" not in spec2.argv and drv2.resumed
+    assert (
+        spec2.argv[-2:] == ["--resume", "5d41402a-bc4b-4a76-b9e7-19e5a2b0c3d4"]
+        and "--session-id" not in spec2.argv
+        and drv2.resumed
+    )
 
 
 def test_preapprove_writes_claudes_own_keys(tmp_path: Path, loop) -> None:
@@ -172,12 +143,11 @@ def _startup_cli(loop) -> FakeCLI:
 
 def test_startup_answers_trust_api_key_and_bypass_one_key_per_settled_frame(tmp_path: Path, loop) -> None:
     cli = _startup_cli(loop)
-    drv, _host, events = make(tmp_path, cli)
-    drv.launch()
+    drv, host, events = make(tmp_path, cli)
     times: list[float] = []
     cli.on_write = lambda data: times.append(loop.time())
-    info = run(loop, drv.startup())
-    assert info == {"model": "Opus 5.5", "resumed": False}
+    ready = boot(loop, host, events)
+    assert ready["event"] == "ready" and ready["model"] == "Opus 5.5" and ready["resumed"] is False
     assert [k for _, k in cli.keys_seen] == [DOWN, ENTER, UP, ENTER, DOWN, ENTER]
     # never an Enter while the cursor sat on the refusing default, never a key into the live prompt
     assert all(not (k == ENTER and s in ("trust", "key", "bypass")) for s, k in cli.keys_seen)
@@ -203,9 +173,7 @@ def test_startup_relays_an_unknown_dialog_as_a_question(tmp_path: Path, loop) ->
     rows[47] = " Enter to confirm · Esc to cancel"
     cli = FakeCLI(loop, {"q": rows}, "q", {})
     drv, host, events = make(tmp_path, cli)
-    drv.launch()
-    cli.show("q")
-    run(loop, drv.startup())
+    boot(loop, host, events)
     assert cli.keys_seen == []  # never typed into an unknown modal
     q = next(e for e in events if e["event"] == "question")
     assert q["kind"] == "choice" and q["text"] == "This conversation is large and may be expensive to resume."
@@ -219,12 +187,11 @@ def test_startup_relays_an_unknown_dialog_as_a_question(tmp_path: Path, loop) ->
 
 def test_startup_fails_cleanly_when_the_cli_exits(tmp_path: Path, loop) -> None:
     cli = FakeCLI(loop, {"blank": [""] * 50}, "blank", {})
-    drv, _, _ = make(tmp_path, cli)
-    drv.launch()
-    loop.call_later(1.0, drv.on_exit, 1)
-    with pytest.raises(DriverError) as ei:
-        run(loop, drv.startup())
-    assert ei.value.code == "spawn_failed"
+    _drv, host, events = make(tmp_path, cli)
+    loop.call_later(1.0, cli.exit, 1)
+    err = boot(loop, host, events)
+    assert err["event"] == "error" and err["code"] == "spawn_failed"
+    assert host.dead and [e["to"] for e in events if e["event"] == "state"][-1] == "dead"
 
 
 # ---------------------------------------------------------------------------------------------- turns
@@ -233,15 +200,15 @@ def test_startup_fails_cleanly_when_the_cli_exits(tmp_path: Path, loop) -> None:
 def _ready_driver(tmp_path: Path, loop, screens: dict[str, list[str]], transitions, start="idle", **opts):
     cli = FakeCLI(loop, screens, start, transitions)
     drv, host, events = make(tmp_path, cli, **opts)
-    drv.launch()
-    run(loop, drv.startup())
+    assert boot(loop, host, events)["event"] == "ready"
     return cli, drv, host, events
 
 
 def _append(drv: ClaudeDriver, *entries: dict) -> None:
-    assert drv.tailer is not None and drv.tailer.path is not None
-    drv.tailer.path.parent.mkdir(parents=True, exist_ok=True)
-    with open(drv.tailer.path, "ab") as fh:
+    tailer = drv.follower.tailer
+    assert tailer.path is not None
+    tailer.path.parent.mkdir(parents=True, exist_ok=True)
+    with open(tailer.path, "ab") as fh:
         for e in entries:
             fh.write(orjson.dumps(e) + b"\n")
 
@@ -278,8 +245,7 @@ def test_submit_pastes_then_enters_separately_and_completes_from_the_transcript(
             )
 
     cli.on_write = on_write
-    host.turn_id = "t1"
-    run(loop, drv.submit(text))
+    send(loop, host, text)
     assert writes[0][1] == PASTE + text.encode() + b"\x1b[201~"
     assert writes[1][1] == ENTER and writes[1][0] - writes[0][0] >= 0.1  # a separate write after a gap
     assert len(writes) == 2  # no probe characters, no extra Enter
@@ -297,7 +263,7 @@ def test_submit_pastes_then_enters_separately_and_completes_from_the_transcript(
 
 def test_submit_retries_enter_when_the_text_stays_in_the_box(tmp_path: Path, loop) -> None:
     screens = s02_screens("idle", "typed", "busy")
-    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
+    cli, _drv, host, events = _ready_driver(tmp_path, loop, screens, {})
     enters: list[float] = []
 
     def on_write(data: bytes) -> None:
@@ -309,18 +275,16 @@ def test_submit_retries_enter_when_the_text_stays_in_the_box(tmp_path: Path, loo
                 loop.call_later(0.05, cli.show, "busy")
 
     cli.on_write = on_write
-    host.turn_id = "t1"
-    run(loop, drv.submit("What is the capital of France?"))
+    send(loop, host, "What is the capital of France?")
     assert len(enters) == 2 and enters[1] - enters[0] >= 0.9
     assert not any(e["event"] == "turn_error" for e in events)
 
 
 def test_submit_gives_up_with_a_timeout_error(tmp_path: Path, loop) -> None:
     screens = s02_screens("idle", "typed")
-    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
+    cli, _drv, host, events = _ready_driver(tmp_path, loop, screens, {})
     cli.on_write = lambda data: data.startswith(PASTE) and loop.call_later(0.03, cli.show, "typed")
-    host.turn_id = "t1"
-    run(loop, drv.submit("What is the capital of France?"))
+    send(loop, host, "What is the capital of France?")
     err = [e for e in events if e["event"] == "turn_error"]
     assert len(err) == 1 and err[0]["kind"] == "timeout"
     enters = [k for _, k in cli.keys_seen if k == ENTER]
@@ -336,7 +300,6 @@ def test_permission_question_answered_by_label_moves_then_confirms(tmp_path: Pat
     }
     transitions = {("dialog", DOWN): "dialog_down", ("dialog_down", ENTER): "after"}
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, transitions)
-    host.turn_id = "t1"
     cli.show("dialog")
     run(loop, asyncio.sleep(0.3))
     q = next(e for e in events if e["event"] == "question")
@@ -379,7 +342,6 @@ def test_interrupt_sends_esc_and_ends_the_turn_even_without_a_transcript_marker(
         "back": screen("s06", "05_b_after_esc_0.3s.txt"),
     }
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {("busy", ESC): "back"})
-    host.turn_id = "t1"
     text = "slow first token (Esc before any text)"
 
     def on_write(data: bytes) -> None:
@@ -388,9 +350,9 @@ def test_interrupt_sends_esc_and_ends_the_turn_even_without_a_transcript_marker(
             loop.call_later(0.2, _append, drv, {"type": "user", "message": {"content": text}})
 
     cli.on_write = on_write
-    run(loop, drv.submit(text))
+    send(loop, host, text)
     run(loop, asyncio.sleep(1.0))
-    drv.interrupt()
+    host.interrupt()
     assert cli.keys_seen[-1][1] == ESC
     run(loop, asyncio.sleep(4.0))
     ends = [e for e in events if e["event"] in ("complete", "interrupted", "turn_error")]
@@ -405,12 +367,12 @@ def test_stop_returns_the_session_id_for_resume(tmp_path: Path, loop) -> None:
     _append(drv, {"type": "user", "message": {"content": "hi"}})
     assert run(loop, drv.stop(True)) == drv.session_id
     assert run(loop, drv.stop(False)) is None
-    again, _, _ = make(tmp_path, cli, resume=drv.session_id)
-    spec = again.launch()
-    assert spec.argv[-2:] == ["--resume", drv.session_id]
-    info = run(loop, again.startup())
-    assert info["resumed"] is True
-    assert again.tailer is not None and again.tailer.poll() == []  # history is not replayed
+    cli2 = FakeCLI(loop, s02_screens("idle"), "idle", {})
+    again, host2, events2 = make(tmp_path, cli2, resume=drv.session_id)
+    assert again.launch().argv[-2:] == ["--resume", drv.session_id]
+    ready = boot(loop, host2, events2)
+    assert ready["event"] == "ready" and ready["resumed"] is True
+    assert again.follower is not None and again.follower.tailer.poll() == []  # history is not replayed
 
 
 def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) -> None:
@@ -420,6 +382,8 @@ def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) ->
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
     _append(drv, {"type": "user", "message": {"content": "old prompt, interrupted before any token"}})
     run(loop, asyncio.sleep(0.5))
+    host.interrupt()  # the organic turn of the old prompt: Esc before its first token
+    run(loop, asyncio.sleep(1.5))
     text = "What is the capital of France?"
 
     def on_write(data: bytes) -> None:
@@ -443,15 +407,14 @@ def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) ->
             )
 
     cli.on_write = on_write
-    host.turn_id = "t2"
-    run(loop, drv.submit(text))
+    send(loop, host, text)
     run(loop, asyncio.sleep(2.0))
     ends = [
         (e["event"], e.get("content"))
         for e in events
         if e["event"] in ("complete", "interrupted", "turn_error")
     ]
-    assert ends == [("complete", "Paris.")]
+    assert ends == [("interrupted", ""), ("complete", "Paris.")]
 
 
 def test_screen_fallback_closes_a_turn_only_after_a_silent_transcript(tmp_path: Path, loop) -> None:
@@ -465,8 +428,7 @@ def test_screen_fallback_closes_a_turn_only_after_a_silent_transcript(tmp_path: 
             loop.call_later(3.0, cli.show, "done")
 
     cli.on_write = on_write
-    host.turn_id = "t1"
-    run(loop, drv.submit("What is the capital of France?"))
+    send(loop, host, "What is the capital of France?")
     run(loop, asyncio.sleep(3.0 + 6.0))
     assert not [
         e for e in events if e["event"] == "complete"
@@ -482,17 +444,17 @@ def test_screen_fallback_closes_a_turn_only_after_a_silent_transcript(tmp_path: 
 
 
 def test_screen_rules_are_selected_by_cli_version() -> None:
-    from litbridge.drivers.claude import driver as d
     from litbridge.drivers.claude import v2_1
+    from litbridge.drivers.claude import versions as d
 
-    assert d.rules_for("2.1.328") is v2_1
-    assert d.rules_for(None) is v2_1  # before the header shows: the newest validated module
-    assert d.rules_for("2.10.0") is v2_1  # "2.1" must not prefix-match 2.10; falls back to the newest
-    assert d.rules_for("9.0.0") is v2_1
+    assert d.rules_for("2.1.328") is v2_1.Rules
+    assert d.rules_for(None) is v2_1.Rules  # `claude --version` unreadable: the newest validated rules
+    assert d.rules_for("2.10.0") is v2_1.Rules  # "2.1" must not prefix-match 2.10; falls back to the newest
+    assert d.rules_for("9.0.0") is v2_1.Rules
 
 
 def test_paste_payload_cannot_escape_the_bracketed_paste() -> None:
-    from litbridge.drivers.claude.driver import paste_payload
+    from litbridge.drivers.paste import paste_payload
 
     assert paste_payload("a\r\nb\rc\nd\te") == b"a\nb\nc\nd\te"
     assert paste_payload("x\x1b[201~\x1b[Ay\x03") == b"x[201~[Ay"
@@ -510,10 +472,8 @@ def test_osc_status_is_primary_but_a_stale_working_report_expires(tmp_path: Path
     assert not drv.can_accept_input() and host.state == "thinking"  # OSC leads the screen
     drv.on_status({"state": "done", "app": "claude-code"})
     assert drv.can_accept_input() and host.state == "idle"
-    drv.on_status(
-        {"state": "blocked", "app": "claude-code", "kind": "permission", "msg": "YXBwcm92ZSBXcml0ZQ=="}
-    )
-    assert drv.osc is not None and drv.osc["msg"] == "approve Write"  # base64 decoded
+    drv.on_status(osc7501.parse("state=blocked:app=claude-code:kind=permission:msg=YXBwcm92ZSBXcml0ZQ=="))
+    assert drv.engine.status is not None and drv.engine.status["msg"] == "approve Write"  # base64 decoded
     drv.on_status({"state": "working", "app": "claude-code"})
     assert not drv.can_accept_input()
     ready_calls: list[float] = []
@@ -529,10 +489,8 @@ def test_startup_reports_an_unparseable_modal_and_never_types_into_it(tmp_path: 
     rows[41] = " Something new that has no options at all"
     rows[43] = " Press Enter to continue · Esc to cancel"
     cli = FakeCLI(loop, {"m": rows}, "m", {})
-    drv, _host, events = make(tmp_path, cli)
-    drv.launch()
-    cli.show("m")
-    run(loop, drv.startup())
+    drv, host, events = make(tmp_path, cli)
+    boot(loop, host, events)
     assert cli.keys_seen == []
     unknown = [e for e in events if e["event"] == "unknown_dialog"]
     assert len(unknown) == 1 and "Something new" in unknown[0]["dialog"]
@@ -553,17 +511,21 @@ def test_resume_of_a_missing_conversation_starts_fresh_and_continue_pins_the_new
     assert "--resume" not in spec.argv and "--session-id" in spec.argv and not drv.resumed
     pdir = project_dir(str(tmp_path / "work"), drv.env)
     pdir.mkdir(parents=True, exist_ok=True)
-    (pdir / "older.jsonl").write_bytes(b"{}\n")
-    (pdir / "newer.jsonl").write_bytes(b"{}\n")
-    os.utime(pdir / "older.jsonl", (1, 1))
+    (pdir / "11111111-2222-4333-8444-555555555555.jsonl").write_bytes(b"{}\n")
+    (pdir / "99999999-8888-4777-8666-555555555555.jsonl").write_bytes(b"{}\n")
+    os.utime(pdir / "11111111-2222-4333-8444-555555555555.jsonl", (1, 1))
     drv2, _, _ = make(tmp_path, cli, args=["--continue"])
     spec2 = drv2.launch()
-    assert "--session-id" not in spec2.argv and drv2.session_id == "newer" and drv2.resumed
+    assert (
+        "--session-id" not in spec2.argv
+        and drv2.session_id == "99999999-8888-4777-8666-555555555555"
+        and drv2.resumed
+    )
 
 
 def test_a_swallowed_paste_is_pasted_again_once(tmp_path: Path, loop) -> None:
     screens = s02_screens("idle", "typed", "busy")
-    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
+    cli, _drv, host, events = _ready_driver(tmp_path, loop, screens, {})
     pastes: list[float] = []
 
     def on_write(data: bytes) -> None:
@@ -575,8 +537,7 @@ def test_a_swallowed_paste_is_pasted_again_once(tmp_path: Path, loop) -> None:
             loop.call_later(0.05, cli.show, "busy")
 
     cli.on_write = on_write
-    host.turn_id = "t1"
-    run(loop, drv.submit("What is the capital of France?"))
+    send(loop, host, "What is the capital of France?")
     assert len(pastes) == 2 and pastes[1] - pastes[0] >= 2.5
     assert cli.current == "busy" and not any(e["event"] == "turn_error" for e in events)
 
@@ -584,7 +545,7 @@ def test_a_swallowed_paste_is_pasted_again_once(tmp_path: Path, loop) -> None:
 def test_a_short_busy_blip_counts_as_submitted(tmp_path: Path, loop) -> None:
     """A very fast answer: busy for less than the debounce, no transcript; the driver must not paste again."""
     screens = s02_screens("idle", "typed", "busy", "done")
-    cli, drv, host, _events = _ready_driver(tmp_path, loop, screens, {})
+    cli, _drv, host, _events = _ready_driver(tmp_path, loop, screens, {})
 
     def on_write(data: bytes) -> None:
         if data.startswith(PASTE):
@@ -594,8 +555,7 @@ def test_a_short_busy_blip_counts_as_submitted(tmp_path: Path, loop) -> None:
             loop.call_later(0.06, cli.show, "done")
 
     cli.on_write = on_write
-    host.turn_id = "t1"
-    run(loop, drv.submit("What is the capital of France?"))
+    send(loop, host, "What is the capital of France?")
     run(loop, asyncio.sleep(5.0))
     assert [k for _, k in cli.keys_seen].count(ENTER) == 1
     assert sum(1 for _, k in cli.keys_seen if k.startswith(PASTE)) == 1
@@ -644,7 +604,7 @@ def test_rewind_list_answered_by_digit_and_text_answers_are_refused(tmp_path: Pa
 
 def test_each_frame_is_classified_once(tmp_path: Path, loop) -> None:
     screens = s02_screens("idle", "busy", "done")
-    cli, drv, host, _events = _ready_driver(tmp_path, loop, screens, {})
+    cli, drv, _host, _events = _ready_driver(tmp_path, loop, screens, {})
     rules = drv.rules
     calls: list[int] = []
 
@@ -657,10 +617,126 @@ def test_each_frame_is_classified_once(tmp_path: Path, loop) -> None:
             return rules.classify(rows)
 
     drv.rules = Counting()
-    host.turn_id = "t1"
+    drv.engine.begin_organic("typed into the CLI")
     frames = 0
     for name in ("busy", "busy", "done", "idle", "busy", "done"):
         cli.show(name)  # on_screen -> settle, stream, state: all on the same frame
         frames += 1
         run(loop, asyncio.sleep(0.4))
     assert 0 < len(calls) <= frames
+
+
+# ---------------------------------------------------------------------------------------------- contract
+
+
+def _dialog_session(tmp_path: Path, loop):
+    screens = {
+        "idle": screen("s04a", "01_idle.txt"),
+        "dialog": screen("s04a", "02_t1_bash_permission_dialog.txt"),
+        "dialog_down": screen("s04a", "03_t1_bash_dialog_cursor_down.txt"),
+        "after": screen("s04a", "04_t1_idle.txt"),
+    }
+    transitions = {
+        ("dialog", DOWN): "dialog_down",
+        ("dialog_down", ENTER): "after",
+        ("dialog", ENTER): "after",
+    }
+    cli, _drv, host, events = _ready_driver(tmp_path, loop, screens, transitions)
+    cli.show("dialog")
+    run(loop, asyncio.sleep(0.6))
+    q = next(e for e in events if e["event"] == "question")
+    return cli, host, events, q
+
+
+def test_a_question_option_echoed_back_is_a_valid_answer(tmp_path: Path, loop) -> None:
+    """`options[].digit` is a string, and `answer` takes it back as it came (or as a JSON integer)."""
+    cli, host, events, q = _dialog_session(tmp_path, loop)
+    option = q["options"][0]
+    assert option["digit"] == "1"
+    run(loop, host.answer(None, 1, None, None, re="a1"))  # an integer digit, as some clients send it
+    run(loop, asyncio.sleep(0.5))
+    assert [k for _, k in cli.keys_seen][-1:] == [ENTER]
+    sent = next(e for e in events if e["event"] == "answer_sent")
+    assert sent["digit"] == "1" and sent["question_id"] == q["question_id"]
+
+
+def test_answer_sent_echoes_the_digit_and_question_of_an_answer_by_label(tmp_path: Path, loop) -> None:
+    _cli, host, events, q = _dialog_session(tmp_path, loop)
+    run(loop, host.answer(None, None, "Yes, and always allow access", None, re="a2"))
+    sent = next(e for e in events if e["event"] == "answer_sent")
+    assert sent["digit"] == "2" and sent["question_id"] == q["question_id"] and sent["re"] == "a2"
+
+
+# ---------------------------------------------------------------------------------------------- versions
+
+
+def test_a_new_cli_version_is_a_rules_subclass_overriding_one_marker(
+    tmp_path: Path, loop, monkeypatch
+) -> None:
+    """The extension point: a (test-only) 2.2 whose prompt marker changed is one subclass overriding PROMPT and
+    one line in `versions.RULES`; frames edited to use the new marker are read, with no engine change."""
+    from litbridge.drivers.claude import v2_1, versions
+
+    class V2_2(v2_1.Rules):
+        PROMPT = "›"
+
+    monkeypatch.setitem(versions.RULES, "2.2", V2_2)
+    idle = [r.replace("❯", "›") for r in screen("s02_", "01_idle_before.txt")]
+    assert v2_1.Rules().classify(idle).state == "other"  # the 2.1 rules do not see a prompt there
+    assert versions.rules_for("2.1.328") is v2_1.Rules and versions.rules_for("2.2.0") is V2_2
+
+    cli = FakeCLI(loop, {"idle": idle}, "idle", {})
+    drv, host, events = make(tmp_path, cli, cli_version="2.2.0")
+    assert isinstance(drv.rules, V2_2)
+    assert boot(loop, host, events)["event"] == "ready"
+    assert drv.can_accept_input() and host.state == "idle"
+    cli21 = FakeCLI(loop, {"idle": idle}, "idle", {})
+    drv21, _host21, _ = make(tmp_path / "b", cli21, cli_version="2.1.328")
+    assert type(drv21.rules) is v2_1.Rules
+
+
+def test_the_version_comes_from_claude_version_once_per_binary(tmp_path: Path) -> None:
+    from litbridge.drivers.claude import versions
+
+    calls = tmp_path / "calls"
+    fake = tmp_path / "claude"
+    fake.write_text(f'#!/bin/sh\necho x >> "{calls}"\necho "2.1.328 (Claude Code)"\n')
+    fake.chmod(0o755)
+    assert versions.cli_version(str(fake)) == "2.1.328"
+    assert versions.cli_version(str(fake)) == "2.1.328"
+    assert calls.read_text().count("x") == 1  # cached per binary
+    assert versions.cli_version(str(tmp_path / "missing")) is None
+
+
+def test_a_held_send_is_reported_then_ended_never_held_silently(tmp_path: Path, loop) -> None:
+    """Text the user left in Claude's input box holds a send: `dialog_blocked` says why within seconds, and the
+    send ends with `turn_error{timeout}` if the box never empties (here: after HOLD_LIMIT)."""
+    from litbridge.session import HOLD_LIMIT
+
+    typed = screen("s02_", "02_typed_prompt.txt")  # the prompt holds an unsent draft
+    cli, _drv, host, events = _ready_driver(tmp_path, loop, {"idle": typed}, {}, start="idle")
+    host.send("Queued behind the draft.")
+    assert next(e for e in events if e["event"] == "accepted")["queued"] is True
+    run(loop, asyncio.sleep(3.0))
+    blocked = [e for e in events if e["event"] == "dialog_blocked"]
+    assert len(blocked) == 1 and "unsent text" in blocked[0]["dialog"]
+    assert not [k for _, k in cli.keys_seen if k.startswith(PASTE)]  # nothing typed over the user's draft
+    run(loop, asyncio.sleep(HOLD_LIMIT), timeout=HOLD_LIMIT + 30)
+    err = [e for e in events if e["event"] == "turn_error"]
+    assert len(err) == 1 and err[0]["kind"] == "timeout" and "did not become live" in err[0]["message"]
+    assert host.queue == type(host.queue)() and host.turn is None
+
+
+def test_a_send_into_a_dialog_is_blocked_then_released_after_the_answer(tmp_path: Path, loop) -> None:
+    cli, host, events, q = _dialog_session(tmp_path, loop)
+    host.send("After the dialog.")
+    names = [e["event"] for e in events]
+    assert "dialog_blocked" in names and "dialog_released" not in names
+    run(loop, host.answer(q["question_id"], "1", None, None))
+    run(loop, asyncio.sleep(1.0))
+    names = [e["event"] for e in events]
+    i_clear, i_rel = names.index("dialog_cleared"), names.index("dialog_released")
+    assert i_clear < i_rel
+    after = [e for e in events[i_rel + 1 :] if e["event"] == "state"]
+    assert after and after[0]["to"] == "thinking"  # released, then the turn starts
+    assert [k for _, k in cli.keys_seen if k.startswith(PASTE)]  # and the message was typed

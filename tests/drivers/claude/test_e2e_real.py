@@ -357,11 +357,13 @@ async def test_classic_renderer_qa(
     check_invariants(lb, key)
 
 
+@pytest.mark.parametrize("how", ["command", "attach"])
 async def test_interrupt_before_first_token(
-    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str, how: str
 ) -> None:
     """Esc before any token: Claude puts the prompt back into its input box (reference §7); the turn still ends
-    `interrupted` and the next message is sent alone, not appended to the restored draft."""
+    `interrupted` and the next message is sent alone, not appended to the restored draft. The same whether the
+    interrupt is the `interrupt` command or an Esc a user types through the attach socket."""
     home = preapproved_home(tmp_path)
     mock.push(
         {"label": "never", "text": "Too late.", "first_delay": 60}, {"label": "next", "text": "Recovered."}
@@ -371,8 +373,17 @@ async def test_interrupt_before_first_token(
     await lb.send("send", session=key, content="Slow first token please.")
     acc = await lb.session_event(key, "accepted", start=begin)
     await asyncio.to_thread(mock.wait_for_requests, 1, 60.0)
-    await lb.send("interrupt", session=key)
+    if how == "command":
+        await lb.send("interrupt", session=key)
+    else:
+        reader, writer = await asyncio.open_unix_connection(lb.daemon.socket + ".attach")
+        writer.write(key.encode() + b"\n")
+        await reader.read(1)  # the initial paint: attached (and in control, the first attacher)
+        writer.write(b"\x1b")
+        await writer.drain()
     end = await lb.session_event(key, TERMINAL, start=begin, turn_id=acc["turn_id"])
+    if how == "attach":
+        writer.close()
     assert end["event"] == "interrupted", end
     assert "Too late." not in end["content"]
     # t1 left only its prompt line in the JSONL: when t2's prompt lands, the transcript reports t1 `abandoned`;
@@ -455,7 +466,9 @@ async def test_fast_answers_get_a_replace_before_complete_never_the_previous_tex
     """An answer that is done almost at once still streams at least one `replace` (from the transcript when the
     screen was too quick), and no `replace` of a turn ever carries the previous turn's text."""
     home = preapproved_home(tmp_path)
-    mock.push({"label": "a", "text": "Alpha."}, {"label": "b", "text": "Bravo."}, {"label": "c", "text": "Charlie."})
+    mock.push(
+        {"label": "a", "text": "Alpha."}, {"label": "b", "text": "Bravo."}, {"label": "c", "text": "Charlie."}
+    )
     await create(lb, claude_bin, key, home, mock)
     previous = None
     for prompt, answer in (("one?", "Alpha."), ("two?", "Bravo."), ("three?", "Charlie.")):
@@ -468,4 +481,21 @@ async def test_fast_answers_get_a_replace_before_complete_never_the_previous_tex
         texts = [e["text"] for e in mine if e["event"] == "replace"]
         assert texts[-1] == answer and previous not in texts, texts
         previous = answer
+    check_invariants(lb, key)
+
+
+async def test_a_send_after_a_401_is_delivered_not_held(
+    lb: Any, claude_bin: Path, tmp_path: Path, mock: MockAnthropic, key: str
+) -> None:
+    """After a 401 Claude reports OSC 7501 `blocked` (kind auth) while its prompt is live: the next send must be
+    typed (and answered once the API accepts the key again), never held silently behind the `blocked` report."""
+    home = preapproved_home(tmp_path)
+    mock.push({"label": "auth", "status": 401, "message": "invalid x-api-key", "persistent": True})
+    await create(lb, claude_bin, key, home, mock, env={"CLAUDE_CODE_MAX_RETRIES": "1"})
+    _, end = await turn(lb, key, "This will be refused.")
+    assert end["event"] == "turn_error", end
+    mock.set_script([{"label": "back", "text": "Key accepted."}])
+    begin = len(lb.events)
+    _acc, end2 = await turn(lb, key, "Try again.")
+    assert (end2["event"], end2.get("content")) == ("complete", "Key accepted."), lb.since(key, begin)
     check_invariants(lb, key)

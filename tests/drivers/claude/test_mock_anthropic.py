@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 
 FAKES = Path(__file__).resolve().parents[2] / "fakes"
-if str(FAKES) not in sys.path:
-    sys.path.insert(0, str(FAKES))
 
 from mock_anthropic import DEFAULT_TEXT, MockAnthropic, last_user_text, tool_results  # noqa: E402
 

@@ -11,17 +11,28 @@ from pathlib import Path
 import orjson
 import pytest
 from claude_captures import capture, capture_dirs, or_skip
+from lbd_helpers import TurnOrder, check_event
 
-from litbridge.drivers.claude.replay import Capture, parse_osc7501, replay
 from litbridge.drivers.claude.transcript import TurnTracker
 from litbridge.protocol.spec import STATES
+from litbridge.replay import Capture, replay
 
 TERMINAL = ("complete", "interrupted", "turn_error")
 
 
 @cache
 def _events(name: str) -> tuple[dict, ...]:
-    return tuple(replay(capture(name)))
+    events = tuple(replay(capture(name)))
+    for ev in events:
+        check_event(
+            {k: v for k, v in ev.items() if k != "t"}
+        )  # every replayed event obeys `litbridge schema`
+    return events
+
+
+def _turn_ids(events: tuple[dict, ...]) -> list[str]:
+    """Turn ids in the order the session accepted them (ids are unique per daemon, not per session)."""
+    return [e["turn_id"] for e in events if e["event"] == "accepted"]
 
 
 def _expected_turns(capdir: Path) -> list[tuple[str, str, str]]:
@@ -123,7 +134,8 @@ def test_permission_questions_follow_the_dialogs() -> None:
         "Do you want to proceed?",
     ]
     assert all(q["kind"] == "permission" and q["source"] == "cli-dialog" for q in qs)
-    assert qs[0]["options"][0] == {"digit": 1, "label": "Yes", "selected": True}
+    # `digit` is a string, as `answer{digit}` takes it back (a client echoes the option)
+    assert qs[0]["options"][0] == {"digit": "1", "label": "Yes", "selected": True}
     # the rejected one (Esc) is orphaned by the interrupted turn
     closes = {e["question_id"]: e["reason"] for e in ev if e["event"] == "question_closed"}
     assert closes[qs[-1]["question_id"]] == "orphaned"
@@ -149,19 +161,10 @@ def test_thinking_relays_the_spinner_before_text() -> None:
 
 def test_streaming_answer_reaches_the_full_text_before_complete() -> None:
     ev = _events("s02_")
-    replaces = [e["text"] for e in ev if e["event"] == "replace" and e["turn_id"] == "t1"]
+    first = _turn_ids(ev)[0]
+    replaces = [e["text"] for e in ev if e["event"] == "replace" and e["turn_id"] == first]
     complete = next(e for e in ev if e["event"] == "complete")
     assert replaces[-1] == complete["content"]
-
-
-def test_parse_osc7501() -> None:
-    assert parse_osc7501(b"?") is None
-    assert parse_osc7501(b"state=blocked:app=claude-code:kind=permission:msg=dHJ1c3Q=") == {
-        "state": "blocked",
-        "app": "claude-code",
-        "kind": "permission",
-        "msg": "dHJ1c3Q=",
-    }
 
 
 def test_cast_file_replays_like_chunks() -> None:
@@ -200,9 +203,29 @@ def test_an_answer_longer_than_the_screen_is_stitched_not_windowed() -> None:
     """The prompt scrolls off while a 6 kB answer streams: `replace` keeps growing to the whole answer
     (screen windows stitched on their overlap), read between frames (no half-drawn garbage)."""
     ev = _events("s03")
-    t3 = [e["text"] for e in ev if e["event"] == "replace" and e["turn_id"] == "t3"]
-    done = next(e for e in ev if e["event"] == "complete" and e["turn_id"] == "t3")
+    third = _turn_ids(ev)[2]
+    t3 = [e["text"] for e in ev if e["event"] == "replace" and e["turn_id"] == third]
+    done = next(e for e in ev if e["event"] == "complete" and e["turn_id"] == third)
     assert len(t3) >= 3
     assert all(len(b) >= len(a) for a, b in itertools.pairwise(t3))
     assert all(done["content"].startswith(x.rsplit("\n", 1)[0]) for x in t3)  # every step a true prefix
     assert t3[-1] == done["content"].rstrip("\n")
+
+
+@pytest.mark.parametrize("capdir", or_skip(capture_dirs()), ids=lambda p: getattr(p, "name", p))
+def test_state_settles_before_the_terminal_event(capdir: Path) -> None:
+    """A client that reads `state` after a terminal event never sees the turn's own state (or a dialog the turn
+    left behind): the idle (or next-busy) state comes first."""
+    TurnOrder().check(_events(capdir.name))
+
+
+def test_esc_typed_before_the_first_token_ends_the_turn_within_a_second() -> None:
+    """s06: the recorder pressed Esc before the first token (typed as attach input in the replay); Claude went
+    idle 0.08 s later and put the prompt back. The turn ends `interrupted` within 1 s of that, not 6 s late."""
+    d = capture("s06")
+    keys = [orjson.loads(x) for x in (d / "keys.jsonl").read_bytes().splitlines() if x.strip()]
+    esc = next(k["t"] for k in keys if k["label"].startswith("esc (interrupt before first token)"))
+    ev = _events("s06")
+    ends = [e for e in ev if e["event"] in TERMINAL and e["t"] > esc]
+    assert ends[0]["event"] == "interrupted"
+    assert ends[0]["t"] - esc < 0.08 + 1.0, ends[0]

@@ -9,9 +9,11 @@ import orjson
 import pytest
 from claude_captures import capture, capture_dirs, or_skip, read_screen, screen_files
 
-from litbridge.drivers.claude import v2_1
-from litbridge.drivers.claude.replay import Capture
+from litbridge.drivers.claude import model, v2_1
+from litbridge.replay import Capture
 from litbridge.term import Terminal
+
+R = v2_1.Rules()
 
 # ---------------------------------------------------------------------------------------------- timeline
 
@@ -53,7 +55,7 @@ def test_state_timeline_matches_the_recording(capdir: Path) -> None:
         while ci < len(cap.chunks) and cap.chunks[ci][0] <= until:
             term.feed(cap.chunks[ci][1])
             ci += 1
-        got = v2_1.classify(term.display)
+        got = R.classify(term.display)
         name = got.state + (":" + got.dialog.kind if got.state == "dialog" and got.dialog else "")
         want = _expected(state)
         checked += 1
@@ -64,7 +66,7 @@ def test_state_timeline_matches_the_recording(capdir: Path) -> None:
         if want == "idle" and got.state == "busy" and got.spinner and got.input_text:
             continue
         # The second: the harness files the rewind list (Esc Esc) under `other`; we parse it as a dialog.
-        if want == "other" and name == "dialog:rewind" and v2_1.REWIND_SUB in "\n".join(term.display):
+        if want == "other" and name == "dialog:rewind" and R.REWIND_SUB in "\n".join(term.display):
             continue
         pytest.fail(f"{capdir.name} t={t}: harness says {state}, we say {name} (footer {got.footer!r})")
     assert checked >= 2
@@ -89,10 +91,12 @@ def _screens_expectations() -> list[tuple[Path, str]]:
     return out
 
 
-@pytest.mark.parametrize(("path", "want"), or_skip(_screens_expectations(), 2), ids=lambda x: getattr(x, "name", x))
+@pytest.mark.parametrize(
+    ("path", "want"), or_skip(_screens_expectations(), 2), ids=lambda x: getattr(x, "name", x)
+)
 def test_labelled_screens_classify(path: Path, want: str) -> None:
     _, rows = read_screen(path)
-    st = v2_1.classify(rows)
+    st = R.classify(rows)
     assert st.state == want, f"{path}: {st.state} (footer {st.footer!r})"
 
 
@@ -102,20 +106,20 @@ def test_every_screen_classifies_without_error() -> None:
         pytest.skip("capture corpus not available")
     for f in files:
         _, rows = read_screen(f)
-        st = v2_1.classify(rows)
+        st = R.classify(rows)
         assert st.state in ("blank", "idle", "busy", "dialog", "other")
         if st.state == "busy":
-            assert v2_1.BUSY_MARK in st.footer or st.spinner
+            assert R.BUSY_MARK in st.footer or st.spinner
 
 
 def test_spinner_line_is_relayed_and_thinking_variant_parsed() -> None:
     _, rows = read_screen(capture("s03") / "screens" / "05_thinking_tick2.txt")
-    st = v2_1.classify(rows)
+    st = R.classify(rows)
     assert st.state == "busy"
     assert st.spinner is not None and "thinking" in st.spinner and st.spinner.endswith(")")
-    assert v2_1.SPINNER_RE.match(st.spinner)
+    assert R.SPINNER_RE.match(st.spinner)
     _, rows = read_screen(capture("s02_") / "screens" / "06_streaming_first_line.txt")
-    st = v2_1.classify(rows)
+    st = R.classify(rows)
     assert (
         st.state == "busy" and st.spinner is None
     )  # streaming erases the spinner; the footer still says busy
@@ -124,23 +128,23 @@ def test_spinner_line_is_relayed_and_thinking_variant_parsed() -> None:
 def test_idle_needs_the_nbsp_prompt_not_a_past_prompt() -> None:
     rows = [""] * 50
     rows[5] = "❯ What is the capital of France?"  # a past prompt: normal space
-    assert v2_1.find_prompt_row(rows) is None
-    assert v2_1.classify(rows).state == "other"
+    assert R.find_prompt_row(rows) is None
+    assert R.classify(rows).state == "other"
     rows[47] = "❯\u00a0draft"
     rows[46] = rows[48] = "─" * 200
     rows[49] = "  ⏵⏵ auto mode on (shift+tab to cycle)"
-    st = v2_1.classify(rows)
+    st = R.classify(rows)
     assert st.state == "idle" and st.prompt_row == 47 and st.input_text == "draft"
     rows[49] += " · esc to interrupt"
-    assert v2_1.classify(rows).state == "busy"
+    assert R.classify(rows).state == "busy"
 
 
 # ---------------------------------------------------------------------------------------------- dialogs
 
 
-def _dialog(cap: str, screen: str) -> v2_1.Dialog:
+def _dialog(cap: str, screen: str) -> model.Dialog:
     _, rows = read_screen(capture(cap) / "screens" / screen)
-    st = v2_1.classify(rows)
+    st = R.classify(rows)
     assert st.state == "dialog", st
     assert st.dialog is not None
     return st.dialog
@@ -155,11 +159,11 @@ def test_trust_dialog() -> None:
     ]
     assert "Is this a project you created or one you trust?" in d.text
     assert "/home/dev/work/s01a_startup_dialogs" in d.detail
-    target = d.find(label=v2_1.STARTUP_ACCEPT["trust"])
-    assert v2_1.cursor_keys(d, target) == ["Down"]
+    target = d.find(label=R.STARTUP_ACCEPT["trust"])
+    assert R.cursor_keys(d, target) == ["Down"]
     moved = _dialog("s01a", "02_trust_dialog_cursor_on_yes.txt")
     assert moved.signature() == d.signature()
-    assert v2_1.cursor_keys(moved, target) == ["Enter"]
+    assert R.cursor_keys(moved, target) == ["Enter"]
 
 
 def test_api_key_dialog_default_is_no_and_we_move_up() -> None:
@@ -168,7 +172,7 @@ def test_api_key_dialog_default_is_no_and_we_move_up() -> None:
     assert d.text == "Do you want to use this API key?"
     assert [(o.label, o.selected) for o in d.options] == [("Yes", False), ("No (recommended)", True)]
     assert "ANTHROPIC_API_KEY" in d.detail
-    assert v2_1.cursor_keys(d, d.find(label="Yes")) == ["Up"]
+    assert R.cursor_keys(d, d.find(label="Yes")) == ["Up"]
 
 
 def test_bypass_dialog() -> None:
@@ -176,8 +180,8 @@ def test_bypass_dialog() -> None:
     assert d.kind == "bypass"
     assert [o.label for o in d.options] == ["No, exit", "Yes, I accept"]
     assert d.text.startswith("WARNING: Claude Code running in Bypass Permissions mode")
-    assert v2_1.cursor_keys(d, d.find(label="Yes, I accept")) == ["Down"]
-    assert v2_1.cursor_keys(_dialog("s01d", "06_bypass_dialog_on_accept.txt"), 1) == ["Enter"]
+    assert R.cursor_keys(d, d.find(label="Yes, I accept")) == ["Down"]
+    assert R.cursor_keys(_dialog("s01d", "06_bypass_dialog_on_accept.txt"), 1) == ["Enter"]
 
 
 def test_tool_permission_dialogs() -> None:
@@ -203,12 +207,12 @@ def test_tool_permission_dialogs() -> None:
 def test_auto_mode_fallback_dialogs() -> None:
     d = _dialog("s04b", "02_step0_auto_mode_cannot_check_dialog.txt")
     assert d.kind == "auto_mode_unavailable"
-    assert v2_1.cursor_keys(d, 0) == ["Enter"]
-    assert v2_1.cursor_keys(d, 1) == ["BTab"]
+    assert R.cursor_keys(d, 0) == ["Enter"]
+    assert R.cursor_keys(d, 1) == ["BTab"]
     p = _dialog("s04b", "04_step1_permission_dialog.txt")
     assert p.kind == "permission"
     assert [(o.digit, o.label, o.selected) for o in p.options] == [(1, "No", True), (2, "Yes", False)]
-    assert v2_1.cursor_keys(p, p.find(label="Yes")) == ["Down"]
+    assert R.cursor_keys(p, p.find(label="Yes")) == ["Down"]
 
 
 def test_unknown_picker_is_a_choice_not_a_startup_dialog() -> None:
@@ -218,14 +222,14 @@ def test_unknown_picker_is_a_choice_not_a_startup_dialog() -> None:
     rows[42] = " ❯ 1. Vanilla"
     rows[43] = "   2. Chocolate"
     rows[45] = " Enter to confirm · Esc to cancel"
-    d = v2_1.parse_dialog(rows)
+    d = R.parse_dialog(rows)
     assert d is not None and d.kind == "choice"
     assert d.text == "Which flavour?"
     assert [(o.digit, o.label, o.selected) for o in d.options] == [
         (1, "Vanilla", True),
         (2, "Chocolate", False),
     ]
-    assert d.kind not in v2_1.STARTUP_ACCEPT
+    assert d.kind not in R.STARTUP_ACCEPT
 
 
 def test_dialog_text_quoted_above_a_live_prompt_is_not_a_dialog() -> None:
@@ -236,12 +240,12 @@ def test_dialog_text_quoted_above_a_live_prompt_is_not_a_dialog() -> None:
     rows[46] = rows[48] = "─" * 200
     rows[47] = "❯\u00a0"
     rows[49] = "  ⏵⏵ auto mode on (shift+tab to cycle)"
-    assert v2_1.classify(rows).state == "idle"
+    assert R.classify(rows).state == "idle"
 
 
 def test_header_info() -> None:
     _, rows = read_screen(capture("s02_") / "screens" / "01_idle_before.txt")
-    assert v2_1.header_info(rows) == ("2.1.328", "Opus 5.5")
+    assert R.header_info(rows) == ("2.1.328", "Opus 5.5")
 
 
 # ---------------------------------------------------------------------------------------------- response
@@ -262,9 +266,9 @@ def _transcript_texts(capdir: Path) -> list[str]:
 def test_markdown_response_extraction() -> None:
     capdir = capture("s03")
     _, rows = read_screen(capdir / "screens" / "02_markdown_done.txt")
-    start = v2_1.find_turn_start(rows, "show me all the markdown features")
+    start = R.find_turn_start(rows, "show me all the markdown features")
     assert start is not None
-    text = v2_1.extract_response(rows, start)
+    text = R.extract_response(rows, start)
     lines = text.split("\n")
     source = _transcript_texts(capdir)[0]
     paragraph = next(p for p in source.split("\n\n") if p.startswith("This paragraph"))
@@ -285,16 +289,16 @@ def test_markdown_response_extraction() -> None:
 
 def test_response_never_includes_the_previous_turn() -> None:
     _, rows = read_screen(capture("s02_") / "screens" / "10_idle_after_turn2.txt")
-    start = v2_1.find_turn_start(rows, "And of Germany?")
-    assert v2_1.extract_response(rows, start) == "Berlin."
-    first = v2_1.find_turn_start(rows, "What is the capital of France?")
+    start = R.find_turn_start(rows, "And of Germany?")
+    assert R.extract_response(rows, start) == "Berlin."
+    first = R.find_turn_start(rows, "What is the capital of France?")
     assert first is not None and first < start
 
 
 def test_tool_chrome_is_not_response_text() -> None:
     _, rows = read_screen(capture("s04a") / "screens" / "07_t2_idle.txt")
-    start = v2_1.find_turn_start(rows, "read notes, write hello.py, then edit it")
-    text = v2_1.extract_response(rows, start)
+    start = R.find_turn_start(rows, "read notes, write hello.py, then edit it")
+    text = R.extract_response(rows, start)
     assert text.split("\n\n") == [
         "Reading the notes file.",
         "Now writing a new file.",
@@ -306,8 +310,8 @@ def test_tool_chrome_is_not_response_text() -> None:
 def test_scrolled_off_prompt_long_answer() -> None:
     capdir = capture("s03")
     _, rows = read_screen(capdir / "screens" / "13_very_long_done.txt")
-    assert v2_1.find_turn_start(rows, "now a very long answer") is None  # scrolled away
-    text = v2_1.extract_response(rows, None)
+    assert R.find_turn_start(rows, "now a very long answer") is None  # scrolled away
+    text = R.extract_response(rows, None)
     source = _transcript_texts(capdir)[-1]
     paras = text.split("\n\n")
     assert len(paras) >= 5
@@ -318,10 +322,10 @@ def test_scrolled_off_prompt_long_answer() -> None:
 def test_reflow_rules() -> None:
     w = 40
     rows = ["  " + "a" * 30 + " bbbbbbb", "  cc dd", "  short", "  next line stays separate"]
-    out = v2_1.reflow(rows, cols=w)
+    out = R.reflow(rows, cols=w)
     assert out == ["  " + "a" * 30 + " bbbbbbb cc dd", "  short", "  next line stays separate"]
     boxed = ["  ┌──┐", "  │ab│", "  └──┘"]
-    assert v2_1.reflow(boxed, cols=w) == boxed
+    assert R.reflow(boxed, cols=w) == boxed
 
 
 def test_placeholders_are_not_a_draft() -> None:
@@ -334,7 +338,7 @@ def test_placeholders_are_not_a_draft() -> None:
         ("half a sentence", "half a sentence"),
     ):
         rows[47] = "❯\u00a0" + text
-        st = v2_1.classify(rows)
+        st = R.classify(rows)
         assert st.state == "idle" and st.input_text == text and st.draft == draft
 
 
@@ -348,7 +352,7 @@ def test_prose_that_starts_like_a_tool_summary_is_kept() -> None:
     rows[46] = rows[48] = "─" * 200
     rows[47] = "❯\u00a0"
     rows[49] = "  ⏵⏵ auto mode on (shift+tab to cycle)"
-    assert v2_1.extract_response(rows, 5).split("\n\n") == [
+    assert R.extract_response(rows, 5).split("\n\n") == [
         "Done.",
         "Updated the config as requested, and ran the tests.",
         "Reading the file was enough.",
@@ -377,7 +381,7 @@ def test_screen_agrees_with_the_osc7501_reports(name: str) -> None:
         while ci < len(cap.chunks) and cap.chunks[ci][0] <= until:
             term.feed(cap.chunks[ci][1])
             ci += 1
-        got = v2_1.classify(term.display)
+        got = R.classify(term.display)
         assert got.state == want[state], (t, state, got.state, got.footer)
         if state == "blocked":
             assert got.dialog is not None and got.dialog.kind in ("trust", "permission")
@@ -394,14 +398,14 @@ def test_turn_start_accepts_claudes_paste_placeholder() -> None:
     rows[46] = rows[48] = "─" * 200
     rows[47] = "❯\u00a0"
     rows[49] = "  ⏵⏵ auto mode on (shift+tab to cycle)"
-    assert v2_1.find_turn_start(rows, "line one\nline two\n\nline four") == 7
-    assert v2_1.extract_response(rows, 7) == "new answer"
-    assert v2_1.find_turn_start(rows, "an older prompt") == 3
+    assert R.find_turn_start(rows, "line one\nline two\n\nline four") == 7
+    assert R.extract_response(rows, 7) == "new answer"
+    assert R.find_turn_start(rows, "an older prompt") == 3
 
 
 def test_rewind_list_is_a_question_with_one_option_per_entry() -> None:
     rows = read_screen(capture("s06_") / "screens" / "18_f_after_double_esc.txt")[1]
-    st = v2_1.classify(rows)
+    st = R.classify(rows)
     assert st.state == "dialog" and st.dialog is not None and st.dialog.kind == "rewind"
     d = st.dialog
     assert d.text.startswith("Rewind: Restore the code and/or conversation to the point before")
@@ -414,15 +418,15 @@ def test_rewind_list_is_a_question_with_one_option_per_entry() -> None:
         (6, "(current)", True),
     ]
     assert "1. stream slowly (to be interrupted by Esc) — No code changes" in d.detail  # descriptions kept
-    assert v2_1.cursor_keys(d, 4) == ["Up"] and v2_1.cursor_keys(d, 5) == ["Enter"]
+    assert R.cursor_keys(d, 4) == ["Up"] and R.cursor_keys(d, 5) == ["Enter"]
     # the cursor on an entry: its description row stays out of the labels
     moved = list(rows)
     y = next(i for i, r in enumerate(moved) if r.strip() == "second message typed while busy")
     moved[y] = "  ❯ second message typed while busy"
     moved = [("    (current)" if r.strip() == "❯ (current)" else r) for r in moved]
-    d2 = v2_1.parse_dialog(moved)
+    d2 = R.parse_dialog(moved)
     assert d2 is not None and d2.kind == "rewind" and d2.selected_index == 4
     assert d2.signature() == d.signature()  # the same dialog for the driver while the cursor moves
     # `Rewind` quoted in a conversation above a live prompt is not the list
     idle = read_screen(capture("s06_") / "screens" / "19_f_after_esc_close.txt")[1]
-    assert v2_1.classify(idle).state == "idle"
+    assert R.classify(idle).state == "idle"

@@ -13,12 +13,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_captures import FakeTerminal, driver_options, screen
+from claude_captures import ScreenChild, make_session, screen
 
-from litbridge.drivers.claude import driver as driver_mod
-from litbridge.drivers.claude import watch
-from litbridge.drivers.claude.driver import ClaudeDriver
-from litbridge.drivers.claude.replay import ReplayHost
+from litbridge.drivers import dirwatch as watch
+from litbridge.drivers.claude import follow
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux-only")
 
@@ -111,54 +109,61 @@ def test_driver_completes_from_inotify_with_replace_first_and_closes_the_watch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inotify: bool
 ) -> None:
     if inotify:
-        monkeypatch.setattr(driver_mod, "POLL_WATCHED", 3600.0)  # only the watch can deliver the transcript
+        monkeypatch.setattr(follow, "POLL_WATCHED", 3600.0)  # only the watch can deliver the transcript
     else:
         monkeypatch.setattr(watch, "_lib", lambda: None)  # as on macOS/Windows: the timer poll does it all
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        term = FakeTerminal(_screen("01_idle_before.txt"))
-        events: list[dict] = []
-        host = ReplayHost(loop, term, "k", events.append)
-        opts = driver_options(tmp_path)
-        drv = ClaudeDriver(host, opts)
-        drv.launch()
+        screens = {n: _screen(n) for n in ("01_idle_before.txt", "02_typed_prompt.txt")}
+        screens["busy"] = _screen("04_t+1s_spinner_before_first_token.txt")
+        cli = ScreenChild(loop, screens, "01_idle_before.txt", {})
+        drv, session, events = make_session(tmp_path, cli)
         base = _fds()
 
-        def show(name: str) -> None:
-            term.rows = _screen(name)
-            host.last_output_at = loop.time()
-            drv.on_screen([(0, "")])
-
         def append(*entries: dict) -> None:
-            assert drv.tailer is not None and drv.tailer.path is not None
-            drv.tailer.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(drv.tailer.path, "ab") as fh:
+            path = drv.follower.tailer.path
+            assert path is not None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "ab") as fh:
                 for e in entries:
                     fh.write(orjson.dumps(e) + b"\n")
 
         answer = "Paris is the capital of France."
         text = "What is the capital of France?"
 
-        def write(data: bytes) -> None:
+        def on_write(data: bytes) -> None:
             if data.startswith(PASTE):
-                loop.call_later(0.01, show, "02_typed_prompt.txt")
+                loop.call_later(0.01, cli.show, "02_typed_prompt.txt")
             elif data == ENTER:
-                loop.call_later(0.01, show, "04_t+1s_spinner_before_first_token.txt")
+                loop.call_later(0.01, cli.show, "busy")
                 # the whole answer lands 20 ms after the Enter: before any stream tick
-                loop.call_later(0.02, append, {"type": "user", "message": {"content": text}},
-                                {"type": "assistant", "message": {
-                                    "id": "m1", "stop_reason": "end_turn",
-                                    "usage": {"input_tokens": 5, "output_tokens": 7},
-                                    "content": [{"type": "text", "text": answer}]}},
-                                {"type": "system", "subtype": "turn_duration"})
+                loop.call_later(
+                    0.02,
+                    append,
+                    {"type": "user", "message": {"content": text}},
+                    {
+                        "type": "assistant",
+                        "message": {
+                            "id": "m1",
+                            "stop_reason": "end_turn",
+                            "usage": {"input_tokens": 5, "output_tokens": 7},
+                            "content": [{"type": "text", "text": answer}],
+                        },
+                    },
+                    {"type": "system", "subtype": "turn_duration"},
+                )
 
-        host.write = write  # type: ignore[method-assign]
-        show("01_idle_before.txt")
-        await drv.startup()
-        assert (drv._watch is not None) == inotify  # folder not there yet: awaited through an ancestor
-        host.turn_id = "t1"
-        await drv.submit(text)
+        cli.on_write = on_write
+        session.spawn()
+        session.start()
+        for _ in range(100_000):
+            if session.started:
+                break
+            await asyncio.sleep(0.01)
+        fw = drv.follower
+        assert (fw._watch is not None) == inotify  # folder not there yet: awaited through an ancestor
+        session.send(text)
         for _ in range(500):
             if any(e["event"] == "complete" for e in events):
                 break
@@ -167,9 +172,9 @@ def test_driver_completes_from_inotify_with_replace_first_and_closes_the_watch(
         assert kinds == ["replace", "complete"], kinds
         rep, done = (e for e in events if e["event"] in ("replace", "complete"))
         assert rep["text"] == answer and done["content"] == answer and done["source"] == "transcript"
-        hub = drv._watch.hub if drv._watch is not None else None
-        drv.on_exit(0)
-        assert drv._watch is None and watch._hubs.get(loop) is None
+        hub = fw._watch.hub if fw._watch is not None else None
+        cli.exit(0)
+        assert fw._watch is None and watch._hubs.get(loop) is None
         assert hub is None or hub.fd == -1
         assert _fds() <= base
 
@@ -223,30 +228,36 @@ def test_driver_follows_a_clear_roll_in_the_watched_folder(tmp_path: Path) -> No
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        term = FakeTerminal(_screen("01_idle_before.txt"))
-        host = ReplayHost(loop, term, "k", lambda e: None)
-        opts = driver_options(tmp_path)
-        drv = ClaudeDriver(host, opts)
+        cli = ScreenChild(loop, {"idle": _screen("01_idle_before.txt")}, "idle", {})
+        drv, session, _events = make_session(tmp_path, cli)
         drv.launch()
-        assert drv.tailer is not None and drv.tailer.path is not None
-        drv.tailer.directory.mkdir(parents=True)
-        drv.tailer.path.write_bytes(b"")
-        host.last_output_at = loop.time()
-        drv.on_screen([(0, "")])
-        await drv.startup()
-        assert drv._watch is not None and drv._watch.ready
-        await asyncio.sleep(1.2)  # past the timer's first look; from now on only a new file makes it look
-        old = drv.session_id
-        rolled = "11111111-2222-3333-4444-555555555555"
-        clear = {"type": "user", "cwd": str(tmp_path / "work"),
-                 "message": {"content": "<command-name>/clear</command-name>"}}
-        (drv.tailer.directory / f"{rolled}.jsonl").write_bytes(orjson.dumps(clear) + b"\n")
-        for _ in range(300):
-            if drv.session_id == rolled:
+        tailer = drv.follower.tailer
+        assert tailer.path is not None
+        tailer.directory.mkdir(parents=True)
+        tailer.path.write_bytes(b"")
+        session.spawn()
+        session.start()
+        for _ in range(100_000):
+            if session.started:
                 break
             await asyncio.sleep(0.01)
-        assert old != rolled and drv.session_id == rolled and drv.tailer.session_id == rolled
-        drv.on_exit(0)
+        fw = drv.follower
+        assert fw._watch is not None and fw._watch.ready
+        await asyncio.sleep(1.2)  # past the timer's first look; from now on only a new file makes it look
+        old = fw.session_id
+        rolled = "11111111-2222-3333-4444-555555555555"
+        clear = {
+            "type": "user",
+            "cwd": str(tmp_path / "work"),
+            "message": {"content": "<command-name>/clear</command-name>"},
+        }
+        (fw.tailer.directory / f"{rolled}.jsonl").write_bytes(orjson.dumps(clear) + b"\n")
+        for _ in range(300):
+            if fw.session_id == rolled:
+                break
+            await asyncio.sleep(0.01)
+        assert old != rolled and fw.session_id == rolled and drv.info()["claude_session_id"] == rolled
+        cli.exit(0)
 
     asyncio.run(main())
 

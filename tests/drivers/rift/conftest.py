@@ -22,8 +22,18 @@ import pytest
 FAKE = Path(__file__).resolve().parents[2] / "fakes" / "fake_rift.py"
 RIFT_BIN = os.environ.get("RIFT_BIN")
 EVENT_TIMEOUT = 60.0  # generous: a real local model can be slow; the fake answers in milliseconds
-V1_COMMANDS = ["hello", "prompt", "answer", "edit_decision", "cancel", "undo", "list_sessions", "list_models",
-               "set_model", "set_approval"]
+V1_COMMANDS = [
+    "hello",
+    "prompt",
+    "answer",
+    "edit_decision",
+    "cancel",
+    "undo",
+    "list_sessions",
+    "list_models",
+    "set_model",
+    "set_approval",
+]
 LONG_PROMPT = "[long] Write a very long essay (at least 2000 words) about the history of rivers."
 
 fake_only = pytest.mark.skipif(bool(RIFT_BIN), reason="needs the fake's scripted turns (RIFT_BIN is set)")
@@ -33,8 +43,15 @@ class RiftProc:
     """`rift --serve` on pipes with a reader thread per stream; events are parsed dicts in arrival order."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=env, cwd=cwd, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
         self.events: queue.Queue[dict | None] = queue.Queue()
         self.seen: list[dict] = []
         self.stderr: list[str] = []
@@ -77,7 +94,9 @@ class RiftProc:
         deadline = time.monotonic() + timeout
         while True:
             ev = self.next(max(deadline - time.monotonic(), 0.01))
-            assert ev is not None, f"EOF before {name}; got {[e['event'] for e in out]}; stderr={self.stderr[-5:]}"
+            assert ev is not None, (
+                f"EOF before {name}; got {[e['event'] for e in out]}; stderr={self.stderr[-5:]}"
+            )
             out.append(ev)
             if ev["event"] == name and all(ev.get(k) == v for k, v in match.items()):
                 return out
@@ -167,5 +186,8 @@ def fake_rift_path(tmp_path: Path) -> Path:
 @pytest.fixture
 def rift_env(fake_rift_path: Path, rift_home: Path) -> dict[str, str]:
     """create.env for a rift session on the fake: fake first on PATH, HOME in a temp dir, no delays."""
-    return {"PATH": f"{fake_rift_path}{os.pathsep}{os.environ.get('PATH', os.defpath)}", "HOME": str(rift_home),
-            "FAKE_RIFT_SPEED": "0"}
+    return {
+        "PATH": f"{fake_rift_path}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+        "HOME": str(rift_home),
+        "FAKE_RIFT_SPEED": "0",
+    }

@@ -11,20 +11,48 @@ import pytest
 
 RIFT_BIN = os.environ.get("RIFT_BIN")
 fake_only = pytest.mark.skipif(bool(RIFT_BIN), reason="needs the fake's scripted turns (RIFT_BIN is set)")
-V1_COMMANDS = ["hello", "prompt", "answer", "edit_decision", "cancel", "undo", "list_sessions", "list_models",
-               "set_model", "set_approval"]
+V1_COMMANDS = [
+    "hello",
+    "prompt",
+    "answer",
+    "edit_decision",
+    "cancel",
+    "undo",
+    "list_sessions",
+    "list_models",
+    "set_model",
+    "set_approval",
+]
 LONG_PROMPT = "[long] Write a very long essay (at least 2000 words) about the history of rivers."
 BUSY = "turn in progress — cancel it or wait for done"
-UNKNOWN = ("unknown cmd (expected prompt/answer/edit_decision/cancel/undo/list_sessions/list_models/set_model/"
-           "set_approval)")
-STATS = {"iterations", "prompt_tokens", "billed_prompt_tokens", "output_tokens", "duration_ms", "tokens_per_sec"}
+UNKNOWN = (
+    "unknown cmd (expected prompt/answer/edit_decision/cancel/undo/list_sessions/list_models/set_model/"
+    "set_approval)"
+)
+STATS = {
+    "iterations",
+    "prompt_tokens",
+    "billed_prompt_tokens",
+    "output_tokens",
+    "duration_ms",
+    "tokens_per_sec",
+}
 
 
 def test_ready_first_with_every_field_then_context(spawn, project, sessions_dir):
     r = spawn()
     ready, context = r.startup()
-    assert set(ready) >= {"model", "session", "cwd", "version", "protocol_version", "num_ctx", "approve", "skills",
-                          "commands"}
+    assert set(ready) >= {
+        "model",
+        "session",
+        "cwd",
+        "version",
+        "protocol_version",
+        "num_ctx",
+        "approve",
+        "skills",
+        "commands",
+    }
     assert ready["protocol_version"] == 1
     assert set(V1_COMMANDS) <= set(ready["commands"])
     assert os.path.realpath(ready["cwd"]) == os.path.realpath(project)
@@ -119,7 +147,7 @@ def test_cancel_ordering_warning_then_done(spawn):
     cancelled = names.index("warning")
     assert events[cancelled]["text"] == "turn cancelled"
     assert all(n in ("content", "thinking") for n in names[:cancelled])
-    assert names[cancelled + 1:] == ["done"]
+    assert names[cancelled + 1 :] == ["done"]
     r.until("context")
 
 
@@ -136,8 +164,10 @@ def test_eof_mid_turn_means_no_more_events_exit_0_and_session_saved(spawn):
     while (ev := r.next()) is not None:  # whatever was already in flight; no done after EOF
         assert ev["event"] in ("content", "thinking"), ev
     saved = json.loads(open(ready["session"], encoding="utf-8").read())
-    assert saved["messages"][0] == {"role": "user", "content": "first turn"} or \
-        saved["messages"][0].get("content") == "first turn"
+    assert (
+        saved["messages"][0] == {"role": "user", "content": "first turn"}
+        or saved["messages"][0].get("content") == "first turn"
+    )
 
 
 def test_startup_failure_exits_without_ready(spawn):
@@ -166,7 +196,10 @@ def test_set_approval_and_control_warnings(spawn):
     r.send({"cmd": "set_model", "model": "  "})
     assert r.next() == {"event": "warning", "text": "set_model needs a 'model' field"}
     r.send({"cmd": "undo"})
-    assert r.next() == {"event": "warning", "text": "nothing to undo (only write/edit tool changes are tracked)"}
+    assert r.next() == {
+        "event": "warning",
+        "text": "nothing to undo (only write/edit tool changes are tracked)",
+    }
 
 
 def test_list_models_is_answered_asynchronously(spawn):
@@ -203,6 +236,7 @@ def test_list_sessions_shape(spawn):
 
 
 # ---------- scripted behaviour: the fake only ----------
+
 
 @fake_only
 def test_commands_written_before_ready_are_handled_in_order(spawn):
@@ -252,14 +286,21 @@ def test_edit_review_shares_the_id_counter_and_cancel_closes_it_first(spawn, pro
     r.until("capabilities")
     r.send({"cmd": "prompt", "text": "[write:notes.txt:hello]"})
     review = r.until("edit_review")[-1]
-    assert review["id"] == 2 and review["tool"] == "write" and review["old"] == "" and review["new"] == "hello"
+    assert (
+        review["id"] == 2 and review["tool"] == "write" and review["old"] == "" and review["new"] == "hello"
+    )
     assert review["path"] == str(project / "notes.txt")
     r.send({"cmd": "cancel"})
     events = r.until("done")
     names = [e["event"] for e in events]
     assert names[0] == "edit_review_closed" and events[0]["id"] == 2
     assert names[-2:] == ["warning", "done"] and events[-2]["text"] == "turn cancelled"
-    assert {"event": "tool_result", "name": "write", "ok": False, "preview": "ERROR: cancelled by user"} in events
+    assert {
+        "event": "tool_result",
+        "name": "write",
+        "ok": False,
+        "preview": "ERROR: cancelled by user",
+    } in events
     assert not (project / "notes.txt").exists()
 
 

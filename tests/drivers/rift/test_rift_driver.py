@@ -96,7 +96,16 @@ def test_launch_argv_and_env():
 
     d = RiftDriver(H(), {"model": "qwen3:8b", "args": ["--num-ctx", "8192"], "resume": "/s/1.json"})  # type: ignore[arg-type]
     spec = d.launch()
-    assert spec.argv == ["rift", "--serve", "--model", "qwen3:8b", "--resume", "/s/1.json", "--num-ctx", "8192"]
+    assert spec.argv == [
+        "rift",
+        "--serve",
+        "--model",
+        "qwen3:8b",
+        "--resume",
+        "/s/1.json",
+        "--num-ctx",
+        "8192",
+    ]
     assert spec.transport == "pipes" and spec.env["RIFT_NO_UPDATE_CHECK"] == "1"
     assert RiftDriver(H(), {}).launch().argv == ["rift", "--serve"]  # type: ignore[arg-type]
 
@@ -179,7 +188,10 @@ async def test_tool_turn_with_ask_answered(make, project):
     end = await h.end_of(turn_id)
     assert end["event"] == "complete" and end["content"] == "Running the command.\n\nDone:"
     result = await h.wait("tool_result", mark)
-    assert result["is_error"] is False and result["tool_use_id"] == (await h.wait("tool_use", mark))["tool_use_id"]
+    assert (
+        result["is_error"] is False
+        and result["tool_use_id"] == (await h.wait("tool_use", mark))["tool_use_id"]
+    )
     assert (project / "out.txt").read_text() == "hi\n"
 
 
@@ -247,7 +259,7 @@ async def test_interrupt_with_open_ask_orphans_the_question(make):
     q = await h.wait("question", mark)
     h.session.interrupt()
     await h.wait("interrupted", mark)
-    assert (await h.wait("question_closed", mark)) ["reason"] == "orphaned"
+    assert (await h.wait("question_closed", mark))["reason"] == "orphaned"
     assert h.events[mark:].count({**q}) == 1
     assert h.session.state == "idle"
 
@@ -356,7 +368,9 @@ async def test_realistic_speed_stream_is_coalesced_into_replaces(make):
     assert end["event"] == "complete" and end["content"] == "You said: " + text
     replaces = [e["text"] for e in h.turn_events(turn_id) if e["event"] == "replace"]
     assert replaces and replaces[-1].strip() == end["content"]
-    assert all(b.startswith(a.rstrip()) for a, b in itertools.pairwise(replaces))  # each replace extends the last
+    assert all(
+        b.startswith(a.rstrip()) for a, b in itertools.pairwise(replaces)
+    )  # each replace extends the last
     assert len(replaces) <= len(text.split()) + 2  # never more replaces than content deltas
 
 

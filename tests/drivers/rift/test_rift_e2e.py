@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,6 @@ import pytest_asyncio
 
 TIMEOUT = 30.0
 
-_DAEMON_HELPERS = str(Path(__file__).resolve().parents[2] / "daemon")
-if _DAEMON_HELPERS not in sys.path:
-    sys.path.append(_DAEMON_HELPERS)
 
 from lbd_helpers import start_daemon  # noqa: E402  (the one daemon-spawning helper)
 
@@ -68,8 +64,13 @@ def daemon(tmp_path: Path, fake_rift_path: Path) -> Iterator[tuple[Path, Any]]:
     """(socket path, lbd DaemonProc): a daemon already listening, the fake rift first on its PATH."""
     sock = tmp_path / "run" / "lb.sock"
     sock.parent.mkdir()
-    env = {"PATH": f"{fake_rift_path}{os.pathsep}{os.environ.get('PATH', '')}", "XDG_RUNTIME_DIR": str(tmp_path / "run")}
-    d = start_daemon(str(sock), env=env, log_path=str(tmp_path / "daemon.log"))  # stderr to a file, never a pipe
+    env = {
+        "PATH": f"{fake_rift_path}{os.pathsep}{os.environ.get('PATH', '')}",
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+    }
+    d = start_daemon(
+        str(sock), env=env, log_path=str(tmp_path / "daemon.log")
+    )  # stderr to a file, never a pipe
     yield sock, d
     d.stop()
 

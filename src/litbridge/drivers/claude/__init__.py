@@ -1,7 +1,8 @@
-"""The Claude Code driver package: `ClaudeDriver` (registered as "claude") and its versioned screen rules.
+"""The Claude Code driver package: `ClaudeDriver` (registered as "claude").
 
-`driver.py` holds the behaviour, `v2_1.py` the 2.1.x screen knowledge, `transcript.py` the JSONL side and
-`replay.py` the capture replayer used by `litbridge replay` and the tests.
+`driver.py` plugs Claude into the turn engine; `model.py` holds the types the rules return; `v2_1.py` the
+2.1.x screen rules (a class; later versions subclass it) and `versions.py` which rules read which version;
+`launch.py` the command line and config files; `transcript.py` + `follow.py` the JSONL side.
 """
 
 from __future__ import annotations

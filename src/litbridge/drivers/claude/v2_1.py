@@ -1,389 +1,27 @@
-"""Claude Code 2.1.x screen knowledge: state, dialogs, spinner line and response text from rendered rows.
+"""Claude Code 2.1.x screen rules: state, dialogs, spinner line and response text from rendered rows.
 
-Pure functions over the 200x50 rows a `Terminal` renders (fullscreen and classic renderers alike). Validated
-against the 2.1.328 captures; never edited in place for a new CLI version (add `v2_2.py` beside it).
-It knows nothing about PTYs, timing or transcripts.
+`Rules` is pure (no PTY, timing or transcript) over the 200x50 rows a `Terminal` renders (fullscreen and
+classic renderers alike), validated against the 2.1.328 captures. A later CLI version is a subclass in its own
+module (`v2_2.py`: `class Rules(v2_1.Rules)`) overriding only the markers or methods that changed, registered
+in `drivers/claude/versions.py`; this module is never edited for it. The types it returns live in `model.py`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from wcwidth import wcswidth
 
-VERSIONS = ("2.1",)
-"""CLI version prefixes this module was validated on."""
-
-PROMPT = "❯"
-NBSP = "\u00a0"
-BUSY_MARK = "esc to interrupt"
-
-RULE_RE = re.compile(r"^─{10,}$")
-PANEL_TOP_RE = re.compile(r"^▔{10,}$")
-SPINNER_RE = re.compile(r"^[·✢*✳✶✻✽] \S.*…")
-COMPLETION_RE = re.compile(r"^✻ (Baked|Brewed|Churned|Cogitated|Cooked|Crunched|Sautéed|Worked) for \d+[smh]")
-VERSION_RE = re.compile(r"Claude Code v(\d+\.\d+\.\d+)")
-DIALOG_FOOTER_RE = re.compile(
-    r"(Enter to confirm|Esc to cancel|Enter to select|Esc to close|Enter to continue|Enter to stay in auto mode)"
-)
-PERMISSION_Q_RE = re.compile(r"^ ?Do you want to .*\?$")
-NUMBERED_RE = re.compile(r"^(\d+)\.\s+(\S.*)$")
-TOOL_CALL_RE = re.compile(r"^[A-Z][\w-]*\(")
-TOOL_SUMMARY_RE = re.compile(
-    r"^((Ran|Read|Listed|Searched|Wrote|Edited|Updated|Created|Fetched|Searched for) \d+ \w+"
-    r"|Did not run \d+ |No result recorded for \d+ )"
-)
-THINKING_ROW_RE = re.compile(r"^(Thinking for \d+\w*…?|Thought for \d+\w*)$")
-BOX_CHARS = frozenset(chr(c) for c in range(0x2500, 0x25A0))
-PLACEHOLDER_RE = re.compile(r'^(Resend your message to try again|Press up to edit queued messages|Try ".*")$')
-PASTED_RE = re.compile(r"^\[Pasted text #\d+( \+\d+ lines)?\]")
-LIST_MARKER_RE = re.compile(r"^([-*+•] |\d+[.)] |▎)")
-
-# Startup dialogs: how to recognise them and which option accepts them (label, compared exactly).
-STARTUP_ACCEPT = {
-    "trust": "Yes, I trust this folder",
-    "api_key": "Yes",
-    "bypass": "Yes, I accept",
-}
-QUESTION_KIND = {"permission": "permission", "trust": "trust", "api_key": "trust", "bypass": "trust"}
-
-
-@dataclass
-class Option:
-    digit: int
-    label: str
-    selected: bool
-    row: int = -1
-
-    def as_dict(self) -> dict:
-        return {"digit": self.digit, "label": self.label, "selected": self.selected}
-
-
-@dataclass
-class Dialog:
-    """A modal: `kind` is trust/api_key/bypass/auto_mode_unavailable/permission/choice."""
-
-    kind: str
-    text: str
-    options: list[Option] = field(default_factory=list)
-    detail: str = ""
-    keys: dict[str, list[str]] = field(default_factory=dict)
-    """Options answered by named keys instead of cursor moves (label -> key names)."""
-
-    @property
-    def selected_index(self) -> int | None:
-        for i, o in enumerate(self.options):
-            if o.selected:
-                return i
-        return None
-
-    def find(self, *, digit: int | None = None, label: str | None = None) -> int | None:
-        """Index of the option by digit or label (exact, then case-insensitive prefix)."""
-        if digit is not None:
-            for i, o in enumerate(self.options):
-                if o.digit == digit:
-                    return i
-            return None
-        if label is not None:
-            want = label.strip().lower()
-            for i, o in enumerate(self.options):
-                if o.label.lower() == want:
-                    return i
-            for i, o in enumerate(self.options):
-                if o.label.lower().startswith(want):
-                    return i
-        return None
-
-    def signature(self) -> tuple:
-        """Identity of the dialog ignoring the cursor position (used to tell dialogs apart)."""
-        return (self.kind, self.text, tuple(o.label for o in self.options))
-
-
-@dataclass
-class ScreenState:
-    """What one rendered frame says. `state`: blank, idle, busy, dialog or other."""
-
-    state: str
-    dialog: Dialog | None = None
-    prompt_row: int | None = None
-    footer: str = ""
-    input_text: str = ""
-    spinner: str | None = None
-    version: str | None = None
-
-    @property
-    def live_prompt(self) -> bool:
-        return self.prompt_row is not None
-
-    @property
-    def draft(self) -> str:
-        """Text really typed into the input box (Claude's dim placeholders are not a draft)."""
-        text = self.input_text.strip()
-        return "" if PLACEHOLDER_RE.match(text) else text
+from litbridge.drivers.claude.model import Dialog, Option, ScreenState
 
 
 def _strip(rows: Sequence[str]) -> list[str]:
     return [r.rstrip() for r in rows]
 
 
-def is_prompt_line(row: str) -> bool:
-    """The live input line: `❯` + NBSP (right-stripping turns an empty one into a bare `❯`)."""
-    return row == PROMPT or row.startswith(PROMPT + NBSP)
-
-
-def find_prompt_row(rows: Sequence[str]) -> int | None:
-    for y in range(len(rows) - 1, -1, -1):
-        if is_prompt_line(rows[y]):
-            return y
-    return None
-
-
-def _box_bounds(rows: list[str], prompt_row: int) -> tuple[int | None, int | None]:
-    """Rows of the prompt box's top and bottom rules around `prompt_row`."""
-    top = next((y for y in range(prompt_row - 1, -1, -1) if RULE_RE.match(rows[y])), None)
-    bottom = next((y for y in range(prompt_row + 1, len(rows)) if RULE_RE.match(rows[y])), None)
-    return top, bottom
-
-
-def spinner_line(rows: Sequence[str], end: int | None = None) -> str | None:
-    """The busy spinner/progress line (`✶ Verb… (3s · ↓ 2 tokens)`), scanning up from `end`."""
-    rows = _strip(rows)
-    end = len(rows) if end is None else end
-    for y in range(end - 1, -1, -1):
-        r = rows[y].strip()
-        if not r:
-            continue
-        if SPINNER_RE.match(r):
-            return r
-        if r.startswith("●") or COMPLETION_RE.match(r) or is_prompt_line(rows[y]) or r.startswith("❯ "):
-            return None
-    return None
-
-
-def classify(rows: Sequence[str]) -> ScreenState:
-    """Classify one frame (the capture harness's rules, reference §10, plus dialog parsing)."""
-    rows = _strip(rows)
-    text = "\n".join(rows)
-    version_m = VERSION_RE.search(text)
-    version = version_m.group(1) if version_m else None
-    if not any(rows):
-        return ScreenState("blank")
-    dialog = parse_dialog(rows)
-    if dialog is not None and dialog.kind != "choice":
-        return ScreenState("dialog", dialog=dialog, version=version)
-    prompt_row = find_prompt_row(rows)
-    if prompt_row is None:
-        return ScreenState("other", dialog=dialog, version=version)
-    top, bottom = _box_bounds(rows, prompt_row)
-    input_end = bottom if bottom is not None else prompt_row + 1
-    lines = [rows[prompt_row][2:]] + [r[2:] for r in rows[prompt_row + 1 : input_end]]
-    input_text = "\n".join(lines).rstrip()
-    footer = ""
-    for y in range(input_end + (1 if bottom is not None else 0), len(rows)):
-        if rows[y].strip():
-            footer = rows[y].strip()
-            break
-    spin = spinner_line(rows, top if top is not None else prompt_row)
-    # The footer drops `esc to interrupt` while the input holds a draft; the spinner still shows busy.
-    state = "busy" if BUSY_MARK in footer or spin is not None else "idle"
-    return ScreenState(
-        state, prompt_row=prompt_row, footer=footer, input_text=input_text, spinner=spin, version=version
-    )
-
-
-# ---------------------------------------------------------------------------------------------- dialogs
-
-
-def _dialog_kind(rows: list[str]) -> str | None:
-    text = "\n".join(rows)
-    if "Yes, I trust this folder" in text:
-        return "trust"
-    if "Do you want to use this API key?" in text:
-        return "api_key"
-    if "Bypass Permissions mode" in text and "Yes, I accept" in text:
-        return "bypass"
-    if "Auto mode can't check actions in this session" in text and "Enter to stay in auto mode" in text:
-        return "auto_mode_unavailable"
-    if "Esc to cancel" in text and any(PERMISSION_Q_RE.match(r) for r in rows):
-        return "permission"
-    if REWIND_SUB in text and any(r.strip() == "Rewind" for r in rows) and find_prompt_row(rows) is None:
-        return "rewind"
-    return None
-
-
-REWIND_SUB = "Restore the code and/or conversation to the point before"
-
-
-def _parse_blocks(rows: list[str], footer: int) -> tuple[list[Option], int | None, str]:
-    """The rewind list [s06]: entries separated by blank rows, each a prompt row with its description rows
-    at the same indent below it (`No code changes`); the `❯` marks the selected entry. -> (options, first row,
-    one `label — description` line per entry for the detail)."""
-    head = next((y for y in range(footer) if REWIND_SUB in rows[y]), None)
-    if head is None:
-        return [], None, ""
-    blocks: list[list[int]] = []
-    cur: list[int] = []
-    for y in range(head + 1, footer):
-        if rows[y].strip():
-            cur.append(y)
-        elif cur:
-            blocks.append(cur)
-            cur = []
-    if cur:
-        blocks.append(cur)
-    options: list[Option] = []
-    lines: list[str] = []
-    for i, block in enumerate(blocks):
-        first = rows[block[0]].strip()
-        selected = first.startswith(PROMPT + " ")
-        label = first[2:].strip() if selected else first
-        desc = " ".join(rows[y].strip() for y in block[1:])
-        options.append(Option(i + 1, label, selected, block[0]))
-        lines.append(f"{i + 1}. {label}" + (f" — {desc}" if desc else ""))
-    return options, (blocks[0][0] if blocks else None), "\n".join(lines)
-
-
-def _footer_row(rows: list[str]) -> int | None:
-    for y in range(len(rows) - 1, -1, -1):
-        if DIALOG_FOOTER_RE.search(rows[y]):
-            return y
-    return None
-
-
 def _indent(row: str) -> int:
     return len(row) - len(row.lstrip(" "))
-
-
-def _parse_options(rows: list[str], footer: int) -> tuple[list[Option], int | None]:
-    """Options drawn above `footer`: the `❯` row and its siblings whose text starts in the same column."""
-    sel = None
-    for y in range(footer - 1, -1, -1):
-        r = rows[y]
-        s = r.lstrip(" ")
-        if s.startswith(PROMPT + " ") and not is_prompt_line(r):
-            sel = y
-            break
-        if RULE_RE.match(r) or PANEL_TOP_RE.match(r):
-            break
-    if sel is None:
-        return [], None
-    col = _indent(rows[sel]) + 2
-
-    def is_sibling(y: int) -> bool:
-        r = rows[y]
-        return len(r) > col and r[:col].strip() == "" and r[col] != " "
-
-    first = sel
-    while first - 1 >= 0 and is_sibling(first - 1):
-        first -= 1
-    opt_rows = []
-    y = first
-    while y < footer:
-        r = rows[y]
-        if y == sel or is_sibling(y):
-            opt_rows.append(y)
-        elif not r.strip() or _indent(r) < col:
-            # a blank or shallower row ends the list, unless another sibling follows a blank (spaced lists)
-            if r.strip():
-                break
-        y += 1
-    options: list[Option] = []
-    for i, y in enumerate(opt_rows):
-        label = rows[y][col:].strip()
-        m = NUMBERED_RE.match(label)
-        digit = i + 1
-        if m:
-            digit, label = int(m.group(1)), m.group(2).strip()
-        options.append(Option(digit, label, y == sel, y))
-    return options, first
-
-
-def parse_dialog(rows: Sequence[str]) -> Dialog | None:
-    """Parse the modal at the bottom of the screen into {kind, text, options, detail}; None if no modal."""
-    rows = _strip(rows)
-    kind = _dialog_kind(rows)
-    footer = _footer_row(rows)
-    if footer is None:
-        return None
-    if kind is None:
-        prompt = find_prompt_row(rows)
-        if prompt is not None and prompt > footer:
-            return None  # modal text quoted in the conversation above a live prompt
-        kind = "choice"
-    options, first = _parse_options(rows, footer)
-    keys: dict[str, list[str]] = {}
-    if kind == "rewind":
-        options, _first, listing = _parse_blocks(rows, footer)
-        if not any(o.selected for o in options):
-            return None
-        head = next(r.strip() for r in rows if REWIND_SUB in r)
-        return Dialog(kind, f"Rewind: {head}", options, listing)
-    if kind == "auto_mode_unavailable":
-        options = [
-            Option(1, "Stay in auto mode", True),
-            Option(2, "Leave for accept edits mode and stop", False),
-            Option(3, "Cancel", False),
-        ]
-        keys = {
-            "Stay in auto mode": ["Enter"],
-            "Leave for accept edits mode and stop": ["BTab"],
-            "Cancel": ["Esc"],
-        }
-        first = footer
-    if kind == "choice" and len(options) < 2:
-        return None
-    # The dialog's body: from its top rule down to the options.
-    top = 0
-    for y in range((first if first is not None else footer) - 1, -1, -1):
-        if RULE_RE.match(rows[y]) or PANEL_TOP_RE.match(rows[y]):
-            top = y + 1
-            break
-    body = [r for r in rows[top : first if first is not None else footer]]
-    body = [r for r in body if not re.match(r"^╌+$", r.strip())]
-    while body and not body[-1].strip():
-        body.pop()
-    while body and not body[0].strip():
-        body.pop(0)
-    question_idx = next((i for i in range(len(body) - 1, -1, -1) if body[i].strip().endswith("?")), None)
-    if question_idx is None:
-        question_idx = next((i for i in range(len(body) - 1, -1, -1) if "?" in body[i]), None)
-    if question_idx is None and body:
-        question_idx = 0
-    if kind == "auto_mode_unavailable":
-        question_idx = 0
-    text = body[question_idx].strip() if question_idx is not None else ""
-    detail_rows = [r for i, r in enumerate(body) if i != question_idx]
-    base = min((_indent(r) for r in detail_rows if r.strip()), default=0)
-    detail = "\n".join(r[base:] for r in detail_rows).strip("\n")
-    detail = re.sub(r"\n{3,}", "\n\n", detail)
-    return Dialog(kind, text, options, detail, keys)
-
-
-def modal_excerpt(rows: Sequence[str]) -> str | None:
-    """The bottom of the screen when a modal we cannot parse owns it (a dialog footer, no live prompt)."""
-    rows = _strip(rows)
-    if find_prompt_row(rows) is not None or parse_dialog(rows) is not None or _footer_row(rows) is None:
-        return None
-    tail = [r for r in rows if r.strip()][-12:]
-    return "\n".join(tail)[-600:]
-
-
-def cursor_keys(dialog: Dialog, target: int) -> list[str]:
-    """Named keys moving the dialog's cursor one step toward option `target` (or Enter when on it)."""
-    label = dialog.options[target].label
-    if label in dialog.keys:
-        return list(dialog.keys[label])
-    cur = dialog.selected_index
-    if cur is None:
-        return []
-    if cur == target:
-        return ["Enter"]
-    return ["Down"] if target > cur else ["Up"]
-
-
-# ---------------------------------------------------------------------------------------------- response
 
 
 def _width(s: str) -> int:
@@ -391,195 +29,531 @@ def _width(s: str) -> int:
     return w if w >= 0 else len(s)
 
 
-def _is_chrome(row: str) -> bool:
-    s = row.strip()
-    return bool(
-        not s
-        or SPINNER_RE.match(s)
-        or COMPLETION_RE.match(s)
-        or s.startswith("⎿  Tip:")
-        or (s.startswith("◐ ") and "/effort" in s)
-        or s in ("ctrl+g to edit in Vim",)
-        or _indent(row) >= 60  # right-aligned transient hints above the prompt box
-    )
-
-
-def _content_end(lines: list[str]) -> int:
-    """Index one past the last conversation line (above the prompt box / dialog / spinner / hints)."""
-    prompt = find_prompt_row(lines)
-    end = len(lines)
-    if prompt is not None:
-        top, _ = _box_bounds(lines, prompt)
-        end = top if top is not None else prompt
-    else:
-        footer = _footer_row(lines)
-        if footer is not None:
-            for y in range(footer - 1, -1, -1):
-                if RULE_RE.match(lines[y]) or PANEL_TOP_RE.match(lines[y]):
-                    end = y
-                    break
-    while end > 0 and _is_chrome(lines[end - 1]):
-        end -= 1
-    return end
-
-
 def _first_word(s: str) -> str:
     s = s.strip()
     return s.split(" ", 1)[0] if s else ""
 
 
-def reflow(rows: list[str], cols: int = 200) -> list[str]:
-    """Rejoin prose rows the renderer wrapped at `cols`; box-drawn rows and list items stay as drawn.
+class Screen:
+    """Claude Code 2.1.x markers (class attributes) and a frame's state. `Rules` below is the whole set: every
+    marker, dialog text and key choice is a class attribute or a method, so a later version subclasses `Rules`
+    and overrides only what changed (`versions.py`). Instances hold no state (one per session is cheap)."""
 
-    `rows` keep their screen indentation. A row continues the previous one iff it is prose with the
-    continuation indent of the current logical line and its first word could not have fitted on the
-    previous display row (the break was a wrap, not a newline).
-    """
-    out: list[str] = []
-    cont_indent: int | None = None
-    prev_width = 0
-    for row in rows:
-        s = row.strip()
-        ind = _indent(row)
-        boxy = any(ch in BOX_CHARS for ch in s)
-        if (
-            out
-            and s
-            and not boxy
-            and cont_indent is not None
-            and ind == cont_indent
-            and not LIST_MARKER_RE.match(s)
-            and prev_width + 1 + _width(_first_word(s)) > cols - 1
-        ):
-            out[-1] = out[-1].rstrip() + " " + s
-            prev_width = _width(row)
-            continue
-        out.append(row.rstrip())
-        prev_width = _width(row)
-        if not s or boxy:
-            cont_indent = None
-        else:
-            m = LIST_MARKER_RE.match(s)
-            cont_indent = ind + (len(m.group(1)) if m and not s.startswith("▎") else 0)
-    return out
+    VERSIONS = ("2.1",)
+    """CLI version prefixes this module was validated on."""
 
+    PROMPT = "❯"
 
-def _block_is_tool(head: str, following: list[str]) -> bool:
-    if TOOL_CALL_RE.match(head) or STATUS_ELLIPSIS_RE.match(head) or head.startswith("API Error"):
-        return True
-    nxt = next((r.strip() for r in following if r.strip()), "")
-    return nxt.startswith("⎿")
+    NBSP = "\u00a0"
 
+    BUSY_MARK = "esc to interrupt"
 
-STATUS_ELLIPSIS_RE = re.compile(r"^[A-Z][a-z]+ing\b[^.!?]*…$")
+    RULE_RE = re.compile(r"^─{10,}$")
 
+    PANEL_TOP_RE = re.compile(r"^▔{10,}$")
 
-def _paragraph_is_tool(first: str, following: list[str]) -> bool:
-    """A paragraph that is tool chrome: a condensed tool summary, a thinking row, a status, or a call + `⎿`."""
-    if TOOL_SUMMARY_RE.match(first) or THINKING_ROW_RE.match(first) or STATUS_ELLIPSIS_RE.match(first):
-        return True
-    return bool(following) and following[0].strip().startswith("⎿")
+    SPINNER_RE = re.compile(r"^[·✢*✳✶✻✽] \S.*…")
 
+    COMPLETION_RE = re.compile(
+        r"^✻ (Baked|Brewed|Churned|Cogitated|Cooked|Crunched|Sautéed|Worked) for \d+[smh]"
+    )
 
-def find_turn_start(lines: Sequence[str], prompt_text: str | None = None) -> int | None:
-    """Row of the current turn's user prompt (`❯ text`, normal space), matched on its first line if given."""
-    rows = _strip(lines)
-    end = _content_end(rows)
-    needle = ""
-    if prompt_text and prompt_text.strip():
-        needle = prompt_text.strip().splitlines()[0].strip()[:40]
-    paste_like = bool(prompt_text) and ("\n" in prompt_text.strip() or len(prompt_text) > 200)
-    for y in range(end - 1, -1, -1):
-        r = rows[y]
-        if r.startswith(PROMPT + " ") and not is_prompt_line(r):
-            shown = r[2:].strip()
-            if not needle or shown.startswith(needle) or needle.startswith(shown[:40]):
+    VERSION_RE = re.compile(r"Claude Code v(\d+\.\d+\.\d+)")
+
+    DIALOG_FOOTER_RE = re.compile(
+        r"(Enter to confirm|Esc to cancel|Enter to select|Esc to close|Enter to continue|Enter to stay in auto mode)"
+    )
+
+    PERMISSION_Q_RE = re.compile(r"^ ?Do you want to .*\?$")
+
+    NUMBERED_RE = re.compile(r"^(\d+)\.\s+(\S.*)$")
+
+    TOOL_CALL_RE = re.compile(r"^[A-Z][\w-]*\(")
+
+    TOOL_SUMMARY_RE = re.compile(
+        r"^((Ran|Read|Listed|Searched|Wrote|Edited|Updated|Created|Fetched|Searched for) \d+ \w+"
+        r"|Did not run \d+ |No result recorded for \d+ )"
+    )
+
+    THINKING_ROW_RE = re.compile(r"^(Thinking for \d+\w*…?|Thought for \d+\w*)$")
+
+    BOX_CHARS = frozenset(chr(c) for c in range(0x2500, 0x25A0))
+
+    PLACEHOLDER_RE = re.compile(
+        r"^(Resend your message to try again|Once fixed, resend your message|Press up to edit queued messages"
+        r'|Try ".*")$'
+    )
+    """Dim hints Claude draws inside an empty input box (not a draft): after an API error, after a 401
+    (`Once fixed, resend your message`), while a message is queued, and the idle suggestions."""
+
+    PASTED_RE = re.compile(r"^\[Pasted text #\d+( \+\d+ lines)?\]")
+
+    LIST_MARKER_RE = re.compile(r"^([-*+•] |\d+[.)] |▎)")
+
+    # Startup dialogs: how to recognise them and which option accepts them (label, compared exactly).
+
+    STARTUP_ACCEPT = {
+        "trust": "Yes, I trust this folder",
+        "api_key": "Yes",
+        "bypass": "Yes, I accept",
+    }
+
+    QUESTION_KIND = {"permission": "permission", "trust": "trust", "api_key": "trust", "bypass": "trust"}
+
+    REWIND_SUB = "Restore the code and/or conversation to the point before"
+
+    STATUS_ELLIPSIS_RE = re.compile(r"^[A-Z][a-z]+ing\b[^.!?]*…$")
+
+    _LOGO_CHARS = " " + "".join(chr(c) for c in range(0x2580, 0x25A0))
+
+    def is_prompt_line(self, row: str) -> bool:
+        """The live input line: `❯` + self.NBSP (right-stripping turns an empty one into a bare `❯`)."""
+        return row == self.PROMPT or row.startswith(self.PROMPT + self.NBSP)
+
+    def find_prompt_row(self, rows: Sequence[str]) -> int | None:
+        for y in range(len(rows) - 1, -1, -1):
+            if self.is_prompt_line(rows[y]):
                 return y
-            if paste_like and PASTED_RE.match(shown):
-                return y  # Claude collapsed our pasted message into a placeholder
-    return None
+        return None
+
+    def _box_bounds(self, rows: list[str], prompt_row: int) -> tuple[int | None, int | None]:
+        """Rows of the prompt box's top and bottom rules around `prompt_row`."""
+        top = next((y for y in range(prompt_row - 1, -1, -1) if self.RULE_RE.match(rows[y])), None)
+        bottom = next((y for y in range(prompt_row + 1, len(rows)) if self.RULE_RE.match(rows[y])), None)
+        return top, bottom
+
+    def spinner_line(self, rows: Sequence[str], end: int | None = None) -> str | None:
+        """The busy spinner/progress line (`✶ Verb… (3s · ↓ 2 tokens)`), scanning up from `end`."""
+        rows = _strip(rows)
+        end = len(rows) if end is None else end
+        for y in range(end - 1, -1, -1):
+            r = rows[y].strip()
+            if not r:
+                continue
+            if self.SPINNER_RE.match(r):
+                return r
+            if (
+                r.startswith("●")
+                or self.COMPLETION_RE.match(r)
+                or self.is_prompt_line(rows[y])
+                or r.startswith("❯ ")
+            ):
+                return None
+        return None
+
+    def parse_dialog(self, rows: Sequence[str]) -> Dialog | None:
+        """The modal on the screen, or None: implemented by `Dialogs` below (`classify` needs it)."""
+        raise NotImplementedError
+
+    def classify(self, rows: Sequence[str]) -> ScreenState:
+        """Classify one frame (the capture harness's rules, reference §10, plus dialog parsing)."""
+        rows = _strip(rows)
+        text = "\n".join(rows)
+        version_m = self.VERSION_RE.search(text)
+        version = version_m.group(1) if version_m else None
+        if not any(rows):
+            return ScreenState("blank")
+        dialog = self.parse_dialog(rows)
+        if dialog is not None and dialog.kind != "choice":
+            return ScreenState("dialog", dialog=dialog, version=version)
+        prompt_row = self.find_prompt_row(rows)
+        if prompt_row is None:
+            return ScreenState("other", dialog=dialog, version=version)
+        top, bottom = self._box_bounds(rows, prompt_row)
+        input_end = bottom if bottom is not None else prompt_row + 1
+        lines = [rows[prompt_row][2:]] + [r[2:] for r in rows[prompt_row + 1 : input_end]]
+        input_text = "\n".join(lines).rstrip()
+        footer = ""
+        for y in range(input_end + (1 if bottom is not None else 0), len(rows)):
+            if rows[y].strip():
+                footer = rows[y].strip()
+                break
+        spin = self.spinner_line(rows, top if top is not None else prompt_row)
+        # The footer drops `esc to interrupt` while the input holds a draft; the spinner still shows busy.
+        state = "busy" if self.BUSY_MARK in footer or spin is not None else "idle"
+        draft = "" if self.PLACEHOLDER_RE.match(input_text.strip()) else input_text.strip()
+        return ScreenState(
+            state,
+            prompt_row=prompt_row,
+            footer=footer,
+            input_text=input_text,
+            draft=draft,
+            spinner=spin,
+            version=version,
+        )
+
+    # ---------------------------------------------------------------------------------------------- dialogs
 
 
-def extract_response(lines: Sequence[str], start: int | None = None, cols: int = 200) -> str:
-    """The current turn's assistant text from rendered logical lines, chrome removed, prose rejoined.
+class Dialogs(Screen):
+    """Claude Code 2.1.x modals: kind, question text, options, the keys that answer them."""
 
-    `start` is the row of the turn's user prompt (or None when it scrolled off the top: everything
-    visible belongs to the turn). Only text blocks (`● prose`) are kept; tool calls, results, thinking
-    and spinner/completion lines are chrome.
-    """
-    lines = _strip(lines)
-    end = _content_end(lines)
-    y = 0 if start is None else start + 1
-    header = start is None and any(VERSION_RE.search(r) for r in lines[: min(end, 6)])
-    if header:
-        return ""  # the prompt row should be visible below the logo; without it nothing is this turn's
-    blocks: list[list[str]] = []
-    current: list[str] | None = None
-    in_tool = False
-    seen_bullet = False
-    if start is None:
-        # the turn's prompt scrolled off the top: the first visible rows continue a text block
-        current = []
-        blocks.append(current)
-        seen_bullet = True
-    while y < end:
-        r = lines[y]
-        s = r.strip()
-        if r.startswith("● ") or r == "●":
-            seen_bullet = True
-            head = r[2:].strip()
-            in_tool = _block_is_tool(head, lines[y + 1 : y + 3])
-            current = None
-            if not in_tool and head:
-                current = [" " * 2 + head]
-                blocks.append(current)
-            elif not in_tool:
-                current = []
-                blocks.append(current)
-            y += 1
-            continue
-        if not seen_bullet:
-            y += 1
-            continue
+    def _dialog_kind(self, rows: list[str]) -> str | None:
+        text = "\n".join(rows)
+        if "Yes, I trust this folder" in text:
+            return "trust"
+        if "Do you want to use this API key?" in text:
+            return "api_key"
+        if "Bypass Permissions mode" in text and "Yes, I accept" in text:
+            return "bypass"
+        if "Auto mode can't check actions in this session" in text and "Enter to stay in auto mode" in text:
+            return "auto_mode_unavailable"
+        if "Esc to cancel" in text and any(self.PERMISSION_Q_RE.match(r) for r in rows):
+            return "permission"
         if (
-            r.startswith("  ")
-            and s
-            and (y == 0 or not lines[y - 1].strip())
-            and _paragraph_is_tool(s, lines[y + 1 : y + 2])
+            self.REWIND_SUB in text
+            and any(r.strip() == "Rewind" for r in rows)
+            and self.find_prompt_row(rows) is None
         ):
-            in_tool = True
-            current = None
+            return "rewind"
+        return None
+
+    def _parse_blocks(self, rows: list[str], footer: int) -> tuple[list[Option], int | None, str]:
+        """The rewind list [s06]: entries separated by blank rows, each a prompt row with its description rows
+        at the same indent below it (`No code changes`); the `❯` marks the selected entry. -> (options, first row,
+        one `label — description` line per entry for the detail)."""
+        head = next((y for y in range(footer) if self.REWIND_SUB in rows[y]), None)
+        if head is None:
+            return [], None, ""
+        blocks: list[list[int]] = []
+        cur: list[int] = []
+        for y in range(head + 1, footer):
+            if rows[y].strip():
+                cur.append(y)
+            elif cur:
+                blocks.append(cur)
+                cur = []
+        if cur:
+            blocks.append(cur)
+        options: list[Option] = []
+        lines: list[str] = []
+        for i, block in enumerate(blocks):
+            first = rows[block[0]].strip()
+            selected = first.startswith(self.PROMPT + " ")
+            label = first[2:].strip() if selected else first
+            desc = " ".join(rows[y].strip() for y in block[1:])
+            options.append(Option(i + 1, label, selected, block[0]))
+            lines.append(f"{i + 1}. {label}" + (f" — {desc}" if desc else ""))
+        return options, (blocks[0][0] if blocks else None), "\n".join(lines)
+
+    def _footer_row(self, rows: list[str]) -> int | None:
+        for y in range(len(rows) - 1, -1, -1):
+            if self.DIALOG_FOOTER_RE.search(rows[y]):
+                return y
+        return None
+
+    def _parse_options(self, rows: list[str], footer: int) -> tuple[list[Option], int | None]:
+        """Options drawn above `footer`: the `❯` row and its siblings whose text starts in the same column."""
+        sel = None
+        for y in range(footer - 1, -1, -1):
+            r = rows[y]
+            s = r.lstrip(" ")
+            if s.startswith(self.PROMPT + " ") and not self.is_prompt_line(r):
+                sel = y
+                break
+            if self.RULE_RE.match(r) or self.PANEL_TOP_RE.match(r):
+                break
+        if sel is None:
+            return [], None
+        col = _indent(rows[sel]) + 2
+
+        def is_sibling(y: int) -> bool:
+            r = rows[y]
+            return len(r) > col and r[:col].strip() == "" and r[col] != " "
+
+        first = sel
+        while first - 1 >= 0 and is_sibling(first - 1):
+            first -= 1
+        opt_rows = []
+        y = first
+        while y < footer:
+            r = rows[y]
+            if y == sel or is_sibling(y):
+                opt_rows.append(y)
+            elif not r.strip() or _indent(r) < col:
+                # a blank or shallower row ends the list, unless another sibling follows a blank (spaced lists)
+                if r.strip():
+                    break
             y += 1
-            continue
-        if s.startswith("⎿") or (in_tool and (not s or r.startswith("  "))):
+        options: list[Option] = []
+        for i, y in enumerate(opt_rows):
+            label = rows[y][col:].strip()
+            m = self.NUMBERED_RE.match(label)
+            digit = i + 1
+            if m:
+                digit, label = int(m.group(1)), m.group(2).strip()
+            options.append(Option(digit, label, y == sel, y))
+        return options, first
+
+    def parse_dialog(self, rows: Sequence[str]) -> Dialog | None:
+        """Parse the modal at the bottom of the screen into {kind, text, options, detail}; None if no modal."""
+        rows = _strip(rows)
+        kind = self._dialog_kind(rows)
+        footer = self._footer_row(rows)
+        if footer is None:
+            return None
+        if kind is None:
+            prompt = self.find_prompt_row(rows)
+            if prompt is not None and prompt > footer:
+                return None  # modal text quoted in the conversation above a live prompt
+            kind = "choice"
+        options, first = self._parse_options(rows, footer)
+        keys: dict[str, list[str]] = {}
+        if kind == "rewind":
+            options, _first, listing = self._parse_blocks(rows, footer)
+            if not any(o.selected for o in options):
+                return None
+            head = next(r.strip() for r in rows if self.REWIND_SUB in r)
+            return Dialog(kind, f"Rewind: {head}", options, listing)
+        if kind == "auto_mode_unavailable":
+            options = [
+                Option(1, "Stay in auto mode", True),
+                Option(2, "Leave for accept edits mode and stop", False),
+                Option(3, "Cancel", False),
+            ]
+            keys = {
+                "Stay in auto mode": ["Enter"],
+                "Leave for accept edits mode and stop": ["BTab"],
+                "Cancel": ["Esc"],
+            }
+            first = footer
+        if kind == "choice" and len(options) < 2:
+            return None
+        # The dialog's body: from its top rule down to the options.
+        top = 0
+        for y in range((first if first is not None else footer) - 1, -1, -1):
+            if self.RULE_RE.match(rows[y]) or self.PANEL_TOP_RE.match(rows[y]):
+                top = y + 1
+                break
+        body = [r for r in rows[top : first if first is not None else footer]]
+        body = [r for r in body if not re.match(r"^╌+$", r.strip())]
+        while body and not body[-1].strip():
+            body.pop()
+        while body and not body[0].strip():
+            body.pop(0)
+        question_idx = next((i for i in range(len(body) - 1, -1, -1) if body[i].strip().endswith("?")), None)
+        if question_idx is None:
+            question_idx = next((i for i in range(len(body) - 1, -1, -1) if "?" in body[i]), None)
+        if question_idx is None and body:
+            question_idx = 0
+        if kind == "auto_mode_unavailable":
+            question_idx = 0
+        text = body[question_idx].strip() if question_idx is not None else ""
+        detail_rows = [r for i, r in enumerate(body) if i != question_idx]
+        base = min((_indent(r) for r in detail_rows if r.strip()), default=0)
+        detail = "\n".join(r[base:] for r in detail_rows).strip("\n")
+        detail = re.sub(r"\n{3,}", "\n\n", detail)
+        return Dialog(kind, text, options, detail, keys)
+
+    def modal_excerpt(self, rows: Sequence[str]) -> str | None:
+        """The bottom of the screen when a modal we cannot parse owns it (a dialog footer, no live prompt)."""
+        rows = _strip(rows)
+        if (
+            self.find_prompt_row(rows) is not None
+            or self.parse_dialog(rows) is not None
+            or self._footer_row(rows) is None
+        ):
+            return None
+        tail = [r for r in rows if r.strip()][-12:]
+        return "\n".join(tail)[-600:]
+
+    def cursor_keys(self, dialog: Dialog, target: int) -> list[str]:
+        """Named keys moving the dialog's cursor one step toward option `target` (or Enter when on it)."""
+        label = dialog.options[target].label
+        if label in dialog.keys:
+            return list(dialog.keys[label])
+        cur = dialog.selected_index
+        if cur is None:
+            return []
+        if cur == target:
+            return ["Enter"]
+        return ["Down"] if target > cur else ["Up"]
+
+    # ---------------------------------------------------------------------------------------------- response
+
+
+class Rules(Dialogs):
+    """Claude Code 2.1.x screen rules (see the module docstring): this level reads the response text."""
+
+    def _is_chrome(self, row: str) -> bool:
+        s = row.strip()
+        return bool(
+            not s
+            or self.SPINNER_RE.match(s)
+            or self.COMPLETION_RE.match(s)
+            or s.startswith("⎿  Tip:")
+            or (s.startswith("◐ ") and "/effort" in s)
+            or s in ("ctrl+g to edit in Vim",)
+            or _indent(row) >= 60  # right-aligned transient hints above the prompt box
+        )
+
+    def _content_end(self, lines: list[str]) -> int:
+        """Index one past the last conversation line (above the prompt box / dialog / spinner / hints)."""
+        prompt = self.find_prompt_row(lines)
+        end = len(lines)
+        if prompt is not None:
+            top, _ = self._box_bounds(lines, prompt)
+            end = top if top is not None else prompt
+        else:
+            footer = self._footer_row(lines)
+            if footer is not None:
+                for y in range(footer - 1, -1, -1):
+                    if self.RULE_RE.match(lines[y]) or self.PANEL_TOP_RE.match(lines[y]):
+                        end = y
+                        break
+        while end > 0 and self._is_chrome(lines[end - 1]):
+            end -= 1
+        return end
+
+    def reflow(self, rows: list[str], cols: int = 200) -> list[str]:
+        """Rejoin prose rows the renderer wrapped at `cols`; box-drawn rows and list items stay as drawn.
+
+        `rows` keep their screen indentation. A row continues the previous one iff it is prose with the
+        continuation indent of the current logical line and its first word could not have fitted on the
+        previous display row (the break was a wrap, not a newline).
+        """
+        out: list[str] = []
+        cont_indent: int | None = None
+        prev_width = 0
+        for row in rows:
+            s = row.strip()
+            ind = _indent(row)
+            boxy = any(ch in self.BOX_CHARS for ch in s)
+            if (
+                out
+                and s
+                and not boxy
+                and cont_indent is not None
+                and ind == cont_indent
+                and not self.LIST_MARKER_RE.match(s)
+                and prev_width + 1 + _width(_first_word(s)) > cols - 1
+            ):
+                out[-1] = out[-1].rstrip() + " " + s
+                prev_width = _width(row)
+                continue
+            out.append(row.rstrip())
+            prev_width = _width(row)
+            if not s or boxy:
+                cont_indent = None
+            else:
+                m = self.LIST_MARKER_RE.match(s)
+                cont_indent = ind + (len(m.group(1)) if m and not s.startswith("▎") else 0)
+        return out
+
+    def _block_is_tool(self, head: str, following: list[str]) -> bool:
+        if (
+            self.TOOL_CALL_RE.match(head)
+            or self.STATUS_ELLIPSIS_RE.match(head)
+            or head.startswith("API Error")
+        ):
+            return True
+        nxt = next((r.strip() for r in following if r.strip()), "")
+        return nxt.startswith("⎿")
+
+    def _paragraph_is_tool(self, first: str, following: list[str]) -> bool:
+        """A paragraph that is tool chrome: a condensed tool summary, a thinking row, a status, or a call + `⎿`."""
+        if (
+            self.TOOL_SUMMARY_RE.match(first)
+            or self.THINKING_ROW_RE.match(first)
+            or self.STATUS_ELLIPSIS_RE.match(first)
+        ):
+            return True
+        return bool(following) and following[0].strip().startswith("⎿")
+
+    def find_turn_start(self, lines: Sequence[str], prompt_text: str | None = None) -> int | None:
+        """Row of the current turn's user prompt (`❯ text`, normal space), matched on its first line if given."""
+        rows = _strip(lines)
+        end = self._content_end(rows)
+        needle = ""
+        if prompt_text and prompt_text.strip():
+            needle = prompt_text.strip().splitlines()[0].strip()[:40]
+        paste_like = bool(prompt_text and ("\n" in prompt_text.strip() or len(prompt_text) > 200))
+        for y in range(end - 1, -1, -1):
+            r = rows[y]
+            if r.startswith(self.PROMPT + " ") and not self.is_prompt_line(r):
+                shown = r[2:].strip()
+                if not needle or shown.startswith(needle) or needle.startswith(shown[:40]):
+                    return y
+                if paste_like and self.PASTED_RE.match(shown):
+                    return y  # Claude collapsed our pasted message into a placeholder
+        return None
+
+    def extract_response(self, lines: Sequence[str], start: int | None = None, cols: int = 200) -> str:
+        """The current turn's assistant text from rendered logical lines, chrome removed, prose rejoined.
+
+        `start` is the row of the turn's user prompt (or None when it scrolled off the top: everything
+        visible belongs to the turn). Only text blocks (`● prose`) are kept; tool calls, results, thinking
+        and spinner/completion lines are chrome.
+        """
+        lines = _strip(lines)
+        end = self._content_end(lines)
+        y = 0 if start is None else start + 1
+        header = start is None and any(self.VERSION_RE.search(r) for r in lines[: min(end, 6)])
+        if header:
+            return ""  # the prompt row should be visible below the logo; without it nothing is this turn's
+        blocks: list[list[str]] = []
+        current: list[str] | None = None
+        in_tool = False
+        seen_bullet = False
+        if start is None:
+            # the turn's prompt scrolled off the top: the first visible rows continue a text block
+            current = []
+            blocks.append(current)
+            seen_bullet = True
+        while y < end:
+            r = lines[y]
+            s = r.strip()
+            if r.startswith("● ") or r == "●":
+                seen_bullet = True
+                head = r[2:].strip()
+                in_tool = self._block_is_tool(head, lines[y + 1 : y + 3])
+                current = None
+                if not in_tool and head:
+                    current = [" " * 2 + head]
+                    blocks.append(current)
+                elif not in_tool:
+                    current = []
+                    blocks.append(current)
+                y += 1
+                continue
+            if not seen_bullet:
+                y += 1
+                continue
+            if (
+                r.startswith("  ")
+                and s
+                and (y == 0 or not lines[y - 1].strip())
+                and self._paragraph_is_tool(s, lines[y + 1 : y + 2])
+            ):
+                in_tool = True
+                current = None
+                y += 1
+                continue
+            if s.startswith("⎿") or (in_tool and (not s or r.startswith("  "))):
+                y += 1
+                continue
+            if current is not None and (not s or r.startswith("  ")):
+                current.append(r)
             y += 1
-            continue
-        if current is not None and (not s or r.startswith("  ")):
-            current.append(r)
-        y += 1
-    texts = []
-    for b in blocks:
-        while b and not b[-1].strip():
-            b.pop()
-        if not b:
-            continue
-        flowed = reflow(b, cols)
-        texts.append("\n".join(x[2:] if x.startswith("  ") else x.lstrip() for x in flowed).strip("\n"))
-    return "\n\n".join(t for t in texts if t)
+        texts = []
+        for b in blocks:
+            while b and not b[-1].strip():
+                b.pop()
+            if not b:
+                continue
+            flowed = self.reflow(b, cols)
+            texts.append("\n".join(x[2:] if x.startswith("  ") else x.lstrip() for x in flowed).strip("\n"))
+        return "\n\n".join(t for t in texts if t)
 
-
-_LOGO_CHARS = " " + "".join(chr(c) for c in range(0x2580, 0x25A0))
-
-
-def header_info(rows: Sequence[str]) -> tuple[str | None, str | None]:
-    """(CLI version, model display name) from the logo header, e.g. ("2.1.328", "Opus 5.5")."""
-    rows = _strip(rows)
-    for i, r in enumerate(rows[:12]):
-        m = VERSION_RE.search(r)
-        if m:
-            model = None
-            if i + 1 < len(rows):
-                rest = rows[i + 1].lstrip(_LOGO_CHARS).strip()
-                model = rest.split(" · ", 1)[0].strip() or None
-            return m.group(1), model
-    return None, None
+    def header_info(self, rows: Sequence[str]) -> tuple[str | None, str | None]:
+        """(CLI version, model display name) from the logo header, e.g. ("2.1.328", "Opus 5.5")."""
+        rows = _strip(rows)
+        for i, r in enumerate(rows[:12]):
+            m = self.VERSION_RE.search(r)
+            if m:
+                model = None
+                if i + 1 < len(rows):
+                    rest = rows[i + 1].lstrip(self._LOGO_CHARS).strip()
+                    model = rest.split(" · ", 1)[0].strip() or None
+                return m.group(1), model
+        return None, None

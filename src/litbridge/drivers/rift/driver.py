@@ -49,7 +49,9 @@ class RiftDriver(Driver):
         super().__init__(host, options)
         approve = _flag(options, "approve")
         preapprove = _flag(options, "preapprove")
-        self.approve = approve if approve is not None else (not preapprove if preapprove is not None else True)
+        self.approve = (
+            approve if approve is not None else (not preapprove if preapprove is not None else True)
+        )
         self.edit_review = _flag(options, "edit_review") is True
         self.resume: str | None = options.get("resume") if isinstance(options.get("resume"), str) else None
         self._stdout = LineSplitter(MAX_EVENT_LINE)
@@ -105,8 +107,9 @@ class RiftDriver(Driver):
         try:
             ready = await asyncio.wait_for(asyncio.shield(self._ready), timeout)
         except asyncio.TimeoutError:
-            raise DriverError("spawn_failed", f"rift sent no `ready` within {timeout:g}s"
-                              + self._tail_suffix()) from None
+            raise DriverError(
+                "spawn_failed", f"rift sent no `ready` within {timeout:g}s" + self._tail_suffix()
+            ) from None
         return {
             "model": ready.get("model"),
             "resumed": self.resume is not None,
@@ -125,8 +128,11 @@ class RiftDriver(Driver):
         self.exit_code = exit_code
         self._drain_stderr_partial()
         if self._ready is not None and not self._ready.done():
-            self._ready.set_exception(DriverError(
-                "spawn_failed", f"rift exited (code {exit_code}) before `ready`" + self._tail_suffix()))
+            self._ready.set_exception(
+                DriverError(
+                    "spawn_failed", f"rift exited (code {exit_code}) before `ready`" + self._tail_suffix()
+                )
+            )
             self._ready.exception()  # mark retrieved: startup() may already have given up
         self.mapping.on_exit(exit_code)
         if self._exited is not None:
@@ -209,7 +215,9 @@ class RiftDriver(Driver):
     def validate_send(self, text: str) -> None:
         """Reject what rift would silently drop: an empty prompt never gets a `done`, so the turn would hang."""
         if not text.strip():
-            raise DriverError("bad_field", "empty message: rift ignores empty prompts (the turn would never end)")
+            raise DriverError(
+                "bad_field", "empty message: rift ignores empty prompts (the turn would never end)"
+            )
 
     async def submit(self, text: str) -> None:
         self.validate_send(text)
@@ -273,17 +281,26 @@ class RiftDriver(Driver):
     def interrupt(self) -> None:
         self.mapping.cancel()
 
-    async def answer(self, question_id: str | None, digit: str | None = None, option: str | None = None,
-                     text: str | None = None) -> None:
+    async def answer(
+        self,
+        question_id: str | None,
+        digit: str | None = None,
+        option: str | None = None,
+        text: str | None = None,
+    ) -> dict[str, Any]:
         qid = question_id
         if qid is None:
             if not self.mapping.questions:
                 raise DriverError("no_question", "no rift question is waiting on this session")
             qid = next(iter(self.mapping.questions))
+        q = self.mapping.questions.get(qid)
+        labels = self.mapping.labels(q) if q is not None else []
         try:
-            self.mapping.answer(qid, digit=digit, option=option, text=text)
+            label = self.mapping.answer(qid, digit=digit, option=option, text=text)
         except AnswerError as e:
             raise DriverError(e.code, str(e)) from None
+        # the option answered, echoed in `answer_sent` (a free-text answer has no digit)
+        return {"question_id": qid, "digit": str(labels.index(label) + 1) if label in labels else None}
 
     # ---------- reporting ----------
     def info(self) -> dict[str, Any]:

@@ -36,9 +36,7 @@ class MappingHost(Protocol):
     def turn_complete(self, content: str, usage: dict | None, source: str) -> None: ...
     def turn_interrupted(self, content: str) -> None: ...
     def turn_error(self, message: str, kind: str) -> None: ...
-    def open_question(
-        self, kind: str, text: str, options: list[dict], detail: Any, source: str
-    ) -> str: ...
+    def open_question(self, kind: str, text: str, options: list[dict], detail: Any, source: str) -> str: ...
     def close_question(self, question_id: str, reason: str) -> None: ...
     def input_ready(self) -> None: ...
 
@@ -122,7 +120,7 @@ def thinking_line(reasoning: str) -> str:
     """`thinking{text}` is a progress line, not a transcript: the tail of the reasoning on one line (sending the
     whole buffer on every flush would be O(n^2) bytes)."""
     flat = " ".join(reasoning.split())
-    return flat if len(flat) <= THINKING_TAIL else "…" + flat[-(THINKING_TAIL - 1):]
+    return flat if len(flat) <= THINKING_TAIL else "…" + flat[-(THINKING_TAIL - 1) :]
 
 
 def ask_kind(question: str, choices: list[str]) -> str:
@@ -206,13 +204,18 @@ class RiftMapping:
             self.send({"cmd": "cancel"})
         return True
 
-    def answer(self, question_id: str, digit: str | int | None = None, option: str | None = None,
-               text: str | None = None) -> str:
+    def answer(
+        self,
+        question_id: str,
+        digit: str | int | None = None,
+        option: str | None = None,
+        text: str | None = None,
+    ) -> str:
         """Map a litbridge answer onto rift `answer`/`edit_decision`; returns the label sent."""
         q = self.questions.get(question_id)
         if q is None:
             raise AnswerError("no_question", f"no open question {question_id!r}")
-        labels = list(REVIEW_OPTIONS) if q.kind == "review" else q.choices
+        labels = self.labels(q)
         label = self._choose(labels, digit, option, text)
         if q.kind == "review":
             self.send({"cmd": "edit_decision", "id": q.rift_id, "apply": label == "apply"})
@@ -221,6 +224,11 @@ class RiftMapping:
         self.feed(render.answered(label))
         self._close(question_id, "answered")
         return label
+
+    @staticmethod
+    def labels(q: Any) -> list[str]:
+        """The option labels of a question, in digit order ([] for a free-text ask)."""
+        return list(REVIEW_OPTIONS) if q.kind == "review" else list(q.choices)
 
     @staticmethod
     def _choose(labels: list[str], digit: str | int | None, option: str | None, text: str | None) -> str:
@@ -297,8 +305,12 @@ class RiftMapping:
 
     def _ev_approval_changed(self, ev: dict) -> None:
         self.meta["approve"] = ev.get("approve")
-        self.feed(render.notice("approval " + ("on: tools ask first" if ev.get("approve") else "off: tools run "
-                                                                                               "without asking")))
+        self.feed(
+            render.notice(
+                "approval "
+                + ("on: tools ask first" if ev.get("approve") else "off: tools run without asking")
+            )
+        )
 
     def _ev_model_changed(self, ev: dict) -> None:
         self.meta["model"] = ev.get("model")
@@ -390,7 +402,10 @@ class RiftMapping:
         tool_id, content = pending
         if diff is not None:
             lines = [str(x) for x in diff.get("diff") or []]
-            content += f"\n{diff.get('path', '')} +{diff.get('added', 0)} -{diff.get('removed', 0)}\n" + "\n".join(lines)
+            content += (
+                f"\n{diff.get('path', '')} +{diff.get('added', 0)} -{diff.get('removed', 0)}\n"
+                + "\n".join(lines)
+            )
         self.host.tool_result(tool_id, content, False)
 
     def _ev_edit_diff(self, ev: dict) -> None:
@@ -408,8 +423,13 @@ class RiftMapping:
         kind = ask_kind(question, choices)
         self._flush()
         self.feed(render.ask(question, choices, detail))
-        self._open(OpenQuestion(rid, "ask", choices, turn_bound=kind != "trust"), kind, question, options_for(choices),
-                   detail)
+        self._open(
+            OpenQuestion(rid, "ask", choices, turn_bound=kind != "trust"),
+            kind,
+            question,
+            options_for(choices),
+            detail,
+        )
 
     def _ev_edit_review(self, ev: dict) -> None:
         rid = ev.get("id")
@@ -417,12 +437,24 @@ class RiftMapping:
             return
         path = str(ev.get("path", ""))
         text = f"Apply this {ev.get('tool', 'edit')} to {path}?"
-        detail = {"path": path, "tool": ev.get("tool"), "old": ev.get("old", ""), "new": ev.get("new", ""),
-                  "segments": ev.get("segments")}
+        detail = {
+            "path": path,
+            "tool": ev.get("tool"),
+            "old": ev.get("old", ""),
+            "new": ev.get("new", ""),
+            "segments": ev.get("segments"),
+        }
         self._flush()
         self.feed(render.review(ev))
-        self._open(OpenQuestion(rid, "review", list(REVIEW_OPTIONS), turn_bound=True, proposal=str(ev.get("new", ""))),
-                   "permission", text, options_for(REVIEW_OPTIONS), detail)
+        self._open(
+            OpenQuestion(
+                rid, "review", list(REVIEW_OPTIONS), turn_bound=True, proposal=str(ev.get("new", ""))
+            ),
+            "permission",
+            text,
+            options_for(REVIEW_OPTIONS),
+            detail,
+        )
 
     def _ev_edit_review_closed(self, ev: dict) -> None:
         qid = self.by_rift_id.get(ev.get("id"))  # type: ignore[arg-type]
@@ -434,7 +466,7 @@ class RiftMapping:
         if self.turn is not None and text == CANCELLED_WARNING:
             self.turn.cancelled = True
         elif self.turn is not None and text.startswith(ERROR_PREFIX):
-            self.turn.error = text[len(ERROR_PREFIX):]
+            self.turn.error = text[len(ERROR_PREFIX) :]
         self._notice(text, warn=True)
 
     def _ev_info(self, ev: dict) -> None:
@@ -465,7 +497,8 @@ class RiftMapping:
         self._flush()
         for qid in [q for q, o in self.questions.items() if o.turn_bound]:
             self._close(qid, "orphaned", settle=False)  # rift never closes asks itself
-        stats = ev.get("stats") if isinstance(ev.get("stats"), dict) else {}
+        raw_stats = ev.get("stats")
+        stats: dict[str, Any] = raw_stats if isinstance(raw_stats, dict) else {}
         self.meta["last_stats"] = stats
         self.turn = None
         text = turn.text(final=True)

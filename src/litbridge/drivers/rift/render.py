@@ -24,8 +24,10 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 
 def banner(ready: dict) -> bytes:
-    return _b(f"{BOLD}rift {ready.get('version', '?')}{RESET} · {ready.get('model', '?')} · "
-              f"session {ready.get('session', '?')}\n{CYAN}cwd {ready.get('cwd', '?')}{RESET}\n")
+    return _b(
+        f"{BOLD}rift {ready.get('version', '?')}{RESET} · {ready.get('model', '?')} · "
+        f"session {ready.get('session', '?')}\n{CYAN}cwd {ready.get('cwd', '?')}{RESET}\n"
+    )
 
 
 def history(messages: list[dict]) -> bytes:
@@ -106,8 +108,10 @@ def plan(items: list[dict]) -> bytes:
 def done(stats: dict, reason: str) -> bytes:
     label = {"ok": "done", "cancelled": "cancelled", "error": "failed"}.get(reason, reason)
     secs = (stats.get("duration_ms") or 0) / 1000
-    return _b(f"\n{CYAN}· {label} · {stats.get('iterations', 0)} iteration(s) · "
-              f"{stats.get('output_tokens', 0)} tokens · {secs:.1f}s{RESET}\n")
+    return _b(
+        f"\n{CYAN}· {label} · {stats.get('iterations', 0)} iteration(s) · "
+        f"{stats.get('output_tokens', 0)} tokens · {secs:.1f}s{RESET}\n"
+    )
 
 
 def notice(text: str, warn: bool = False) -> bytes:

@@ -1,0 +1,319 @@
+"""The Codex CLI driver: `codex --no-daemon` under a 200x50 PTY on the shared turn engine (`drivers/engine.py`).
+
+What is Codex's own lives here and in the versioned rules (`v0_169`): the launch line (`-c` overrides, never the
+user's config.toml), OSC 7501 meanings (Codex emits them unprompted), reading the screen, the startup dialogs it
+answers, and the rollout JSONL (`rollout.py`) that ends each turn (`task_complete` / `turn_aborted`), tailed
+through the shared inotify watch (drivers/dirwatch.py). The engine owns settle/state/submit/interrupt/questions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from litbridge.drivers import osc7501
+from litbridge.drivers.base import DriverError, DriverHost, LaunchSpec
+from litbridge.drivers.codex import rollout as ro
+from litbridge.drivers.codex import v0_169
+from litbridge.drivers.codex.follow import RolloutFollower
+from litbridge.drivers.engine import Timing, Turn
+from litbridge.drivers.engine_driver import EngineDriver
+from litbridge.drivers.paste import paste_payload
+from litbridge.drivers.versions import binary_version, logo_version_re, pick, recorded_version
+
+TIMING = Timing(
+    settle=0.1,
+    dialog_quiet=0.5,  # trust / migration dialogs are drawn ~0.4 s after the composer (reference §0.7)
+    enter_gap=0.12,  # text + CR in one write is a newline, not a submit (reference §7)
+    interrupt_grace=1.0,  # the rollout's `turn_aborted` normally ends an interrupted turn first
+    ready_stable=0.3,
+    ready_stable_status=0.15,
+)
+READY_NO_OSC = 3.0  # no OSC 7501 report at all (never seen with 0.169): a live composer counts after this
+SCREEN_FALLBACK = 4.0  # OSC done/error and no rollout line this long: end the turn from the screen
+POLL_FIND = 0.2  # looking for this session's rollout file (it appears at the first prompt)
+POLL_WATCHED = 0.5  # with an inotify watch the timer poll is only a safety net
+FULL_SCAN_EVERY = (
+    2.0  # the whole sessions/ tree is walked at most this often (normally: the dated folders only)
+)
+
+RULES: dict[str, type[v0_169.Rules]] = {"0.169": v0_169.Rules}
+"""Rules class by CLI version prefix (a new Codex version: `v0_170.Rules(v0_169.Rules)` and one line here)."""
+
+
+HEADER_VERSION_RE = logo_version_re(b"OpenAI", b"Codex")
+"""The version the header prints (`>_ OpenAI Codex (v0.169.0)`), in raw output: what a replay reads."""
+
+
+def rules_for(version: str | None) -> type[v0_169.Rules]:
+    """The rules class for a CLI version (`drivers/versions.pick`: newest for an unknown one)."""
+    return pick(RULES, version)
+
+
+def _toml_str(s: str) -> str:
+    """A TOML basic string (JSON escapes are valid TOML escapes)."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+class CodexDriver(EngineDriver):
+    """Codex CLI (0.169.x) under a 200x50 PTY."""
+
+    name = "codex"
+
+    def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
+        super().__init__(host, options, TIMING)
+        self.model_label: str | None = None
+        self.cli_version = options.get("cli_version")  # replay: what the recording printed
+        self.rules = rules_for(self.cli_version)()
+        self.follower = RolloutFollower(host, self.env, self.cwd, self._wanted, self._on_turn_events)
+        self._rollout_end_at: float | None = None  # when the rollout last ended a turn (loop time)
+        self._osc_end: tuple[str, float] | None = None  # ("done"|"error", when) reported during the open turn
+
+    # ------------------------------------------------------------------------------------------ launch
+    def launch(self) -> LaunchSpec:
+        argv = [str(self.options.get("cli") or "codex")]
+        if self.cli_version is None:  # before the first frame: the rules of this binary's version read it
+            self.cli_version = binary_version(argv[0], {**os.environ, **self.env})
+            self.rules = rules_for(self.cli_version)()
+        args = list(self.args)
+        if "--no-daemon" not in args:
+            # the default mode starts two detached app-server processes that outlive the TUI (reference §0.2)
+            args.insert(0, "--no-daemon")
+        if self.model and not any(a in ("-m", "--model") or a.startswith("--model=") for a in args):
+            args += ["-m", str(self.model)]
+        if self.options.get("preapprove"):
+            # trust the cwd for this run only, as a `-c` override (the user's config.toml is never rewritten).
+            # The dotted form `projects."<cwd>".trust_level=...` is ignored by 0.169 (the dialog still shows);
+            # an inline table works. It stands in for the `projects` table during this run only.
+            cwd = _toml_str(os.path.abspath(self.cwd))
+            args += ["-c", f"projects={{{cwd}={{trust_level={_toml_str('trusted')}}}}}"]
+        root = ro.sessions_dir(self.env)
+        thread_id = None
+        if "resume" in args:
+            # `codex resume <id>` given by the caller: follow that thread's file (found again if not there yet)
+            i = args.index("resume")
+            if i + 1 < len(args) and not args[i + 1].startswith("-"):
+                thread_id = args[i + 1]
+                self.resumed = True
+        elif self.resume_token:
+            if ro.find_thread(root, str(self.resume_token)) is None:
+                # `codex resume` of a thread that is not on disk opens a picker: start a fresh one instead
+                self.host.log.warning(
+                    "codex: no rollout for resume token %s; starting fresh", self.resume_token
+                )
+            else:
+                args += ["resume", str(self.resume_token)]
+                thread_id = str(self.resume_token)
+                self.resumed = True
+        if thread_id:
+            self.follower.follow_thread(thread_id)  # its history is not replayed as events
+        self.host.log.debug("codex argv: %s", argv + args)
+        return LaunchSpec(argv=argv + args, env={}, cwd=self.cwd, transport="pty")
+
+    # ------------------------------------------------------------------------------------------ engine hooks
+    def read_screen(self) -> v0_169.ScreenState:
+        return self.rules.classify(list(self.host.terminal.display))
+
+    def _title(self) -> str:
+        try:
+            return str(self.host.terminal.title or "")
+        except Exception:
+            return ""
+
+    def dialog_keys(self, dialog: Any, index: int) -> list[str]:
+        return self.rules.answer_keys(dialog, index)
+
+    def startup_answer(self, dialog: Any) -> str | None:
+        if dialog.kind == "login":  # never a hang on a screen we cannot pass by ourselves
+            raise DriverError("spawn_failed", self.rules.LOGIN_HELP)
+        return self.rules.STARTUP_ACCEPT.get(dialog.kind)
+
+    def question_kind(self, dialog: Any) -> str:
+        return self.rules.QUESTION_KIND.get(dialog.kind, "choice")
+
+    def unknown_modal(self) -> str | None:
+        if osc7501.state_of(self.engine.status) == "clear":
+            return None  # Codex is exiting: the main screen's goodbye text is no modal
+        return self.rules.modal_excerpt(list(self.host.terminal.display))
+
+    def type_message(self, text: str) -> None:
+        self.write_paste(paste_payload(text))
+
+    def input_live(self) -> bool:
+        """Codex reports OSC 7501 `idle` only once its startup dialogs are gone: before that a painted composer
+        is not enough (the trust dialog comes ~0.4 s after it and typed text would pick its options)."""
+        if self.engine.status is not None:
+            title = self._title()
+            return not (self.rules.title_busy(title) or self.rules.title_action_required(title))
+        return self.host.loop.time() - self.host.spawned_at >= READY_NO_OSC
+
+    def status_busy(self, status: osc7501.ProgramStatus) -> bool:
+        """`working`, unless the rollout ended the turn after that report (the `done` report is a few ms
+        behind the rollout line: the turn's end must not read busy in between)."""
+        if self.rules.osc_state(status)[0] != "working":
+            return False
+        return self._rollout_end_at is None or self._rollout_end_at < self.engine.status_at
+
+    def status_idle(self, status: osc7501.ProgramStatus) -> bool:
+        return self.rules.osc_state(status)[0] in ("idle", "done", "error")
+
+    def response_text(self, turn: Turn, reading: Any) -> str | None:
+        """The answer as the screen shows it, until the rollout's first agent message (exact text) takes over."""
+        if self.follower.tracker.parts:
+            return None
+        rows = list(self.host.terminal.display)
+        comp = self.rules.composer_row(rows)
+        text = self.rules.extract_response(rows, self.rules.find_prompt(rows, turn.text, comp), comp)
+        return text or None
+
+    def on_tick(self, turn: Turn) -> None:
+        self.follower.poll()
+        self._check_fallback()
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    async def startup(self) -> dict[str, Any]:
+        self.follower.start()
+        await self.engine.startup()
+        rows = list(self.host.terminal.display)
+        self.cli_version = self.rules.version_of(rows) or self.cli_version
+        if self.cli_version and not isinstance(self.rules, rules_for(self.cli_version)):
+            self.rules = rules_for(self.cli_version)()
+            self.engine.invalidate()
+        self.model_label = _footer_model(self.rules, rows)
+        return self.ready_fields()
+
+    def reported_model(self) -> str | None:
+        return self.model or self.model_label
+
+    def on_status(self, fields: dict[str, Any]) -> None:
+        state, _kind = self.rules.osc_state(fields)
+        if state is None:
+            return
+        self.engine.on_status(fields)
+        turn = self.engine.turn
+        if turn is not None and state in ("done", "error") and turn.went_busy:
+            self._osc_end = (state, self.engine.now())
+        if self.engine.started:
+            self.follower.poll()  # the rollout line lands within ~10 ms of the report (reference §8)
+
+    def on_exit(self, exit_code: int | None) -> None:
+        super().on_exit(exit_code)
+        self.follower.close()
+
+    # ------------------------------------------------------------------------------------------ input
+    async def submit(self, text: str) -> None:
+        self._osc_end = None
+        await super().submit(text)
+
+    def input(self, text: str) -> None:
+        """Type `text` + Enter without observing (slash commands); Enter is its own write, as for `send`."""
+        self.type_message(text)
+        self.host.call_later(TIMING.enter_gap, lambda: self.host.write(b"\r"))
+
+    # ------------------------------------------------------------------------------------------ rollout
+    def _wanted(self) -> tuple[bool, str | None]:
+        """For the follower: did a first prompt go in (a send, or Codex busy), and the send's text if any."""
+        turn = self.engine.turn
+        prompted = turn is not None or self.status_busy(self.engine.status or {})
+        want = paste_payload(turn.text).decode("utf-8") if turn is not None and not turn.organic else None
+        return prompted, want
+
+    def _on_turn_events(self, events: list[ro.TurnEvent]) -> None:
+        self.engine.sync_turn()
+        for ev in events:
+            self._on_turn_event(ev)
+
+    def _on_turn_event(self, ev: ro.TurnEvent) -> None:
+        engine = self.engine
+        turn = engine.turn
+        if ev.kind == "prompt":
+            if turn is not None and not turn.witnessed:
+                engine.witness()
+            elif turn is None:
+                engine.begin_organic(ev.text)  # typed into Codex itself (attach)
+            return
+        if ev.kind in ("complete", "error", "interrupted"):
+            self._rollout_end_at = engine.now()
+        if turn is None or not turn.witnessed:
+            return  # lines of an older turn never touch one whose prompt is not in the rollout yet
+        if ev.kind == "text":
+            engine.set_text(ev.text)
+        elif ev.kind == "tool_use":
+            self.host.tool_use(str(ev.data.get("tool_use_id") or ""), ev.text, ev.data.get("input"))
+        elif ev.kind == "tool_result":
+            self.host.tool_result(
+                str(ev.data.get("tool_use_id") or ""), ev.text, bool(ev.data.get("is_error"))
+            )
+        elif ev.kind == "complete":
+            if ev.text and ev.text != turn.last_text:
+                engine.set_text(ev.text)
+            engine.complete(ev.text, ev.data.get("usage"), "transcript")
+        elif ev.kind == "error":
+            engine.failed(ev.text, "api_error")
+        elif ev.kind == "interrupted":
+            engine.interrupted(ev.text or turn.last_text)
+
+    def _check_fallback(self) -> None:
+        """Codex reported the end on OSC but its rollout said nothing for a while (e.g. it could not be found):
+        end the turn from the screen (source `screen`)."""
+        turn, end = self.engine.turn, self._osc_end
+        if turn is None or end is None or self.engine.status_working():
+            return
+        now = self.engine.now()
+        if now - max(end[1], self.follower.last_line_at) < SCREEN_FALLBACK:
+            return
+        rows = list(self.host.terminal.display)
+        self._osc_end = None
+        if end[0] == "done":
+            comp = self.rules.composer_row(rows)
+            text = self.rules.extract_response(rows, self.rules.find_prompt(rows, turn.text, comp), comp)
+            self.engine.complete(text or turn.last_text, None, "screen")
+        else:
+            msg = next((r[2:].strip() for r in reversed(rows) if r.startswith(self.rules.ERROR_MARK)), "")
+            self.engine.failed(msg or "Codex reported an error", "api_error")
+
+    # ------------------------------------------------------------------------------------------ replay
+    @staticmethod
+    def replay_setup(capture: Any, home: Path) -> tuple[dict[str, Any], Path]:
+        """`litbridge replay` of a Codex capture: a private HOME, the version the recording printed, and the rollout
+        folder as recorded."""
+        rel = next(iter(capture.transcript_dirs.values()), "sessions")
+        options = {
+            "env": {"HOME": str(home)},
+            "cli_version": recorded_version(capture.chunks, HEADER_VERSION_RE),
+        }
+        return options, home / ".codex" / rel
+
+    # ------------------------------------------------------------------------------------------ stop/info
+    def transcript_path(self) -> Path | None:
+        return self.follower.path
+
+    def resume_record(self) -> tuple[str | None, Path | None]:
+        return self.follower.thread_id, self.follower.path
+
+    async def stop(self, store_resume: bool) -> str | None:
+        token = await super().stop(store_resume)
+        self.follower.close()
+        return token
+
+    def info_fields(self) -> dict[str, Any]:
+        screen = self.engine.screen
+        return {
+            "codex_thread_id": self.follower.thread_id,
+            "osc_state": osc7501.state_of(self.engine.status),
+            **super().info_fields(),
+            "screen_state": screen.state if screen is not None else None,
+        }
+
+
+def _footer_model(rules: v0_169.Rules, rows: list[str]) -> str | None:
+    """`GPT-6-Astra default` from the footer row `  GPT-6-Astra default · ~/work/x` under the composer."""
+    comp = rules.composer_row(rows)
+    if comp is None:
+        return None
+    for row in rows[comp + 1 :]:
+        if " · " in row and not row.lstrip().startswith("←"):
+            return row.strip().split(" · ", 1)[0] or None
+    return None

@@ -1,0 +1,308 @@
+"""Codex CLI 0.169.x screen, title and OSC 7501 knowledge as pure functions (no I/O, no driver state).
+
+Everything here is read off the recordings in `captures-codex/` and `reference/codex-0.169.0.md` §3-§5, §7. A later
+Codex version gets a sibling module (`v0_170.py`) with `class Rules(v0_169.Rules)` overriding what changed, and one
+line in `RULES` in `driver.py`, which picks the class by the version the header row shows (`>_ OpenAI Codex
+(v0.169.0)`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Option:
+    digit: str
+    label: str
+    selected: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"digit": self.digit, "label": self.label, "selected": self.selected}
+
+
+@dataclass
+class Dialog:
+    """A modal: `kind` is permission / trust / model_migration / login."""
+
+    kind: str
+    text: str
+    options: list[Option] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def signature(self) -> tuple:
+        return (
+            self.kind,
+            self.text,
+            tuple(o.label for o in self.options),
+            tuple(sorted(self.detail.items())),
+        )
+
+    def selected_index(self) -> int | None:
+        for i, o in enumerate(self.options):
+            if o.selected:
+                return i
+        return None
+
+    def find(self, digit: str | int | None = None, label: str | None = None) -> int | None:
+        """Index of the option with this digit, or whose label equals / starts with `label` (case-insensitive)."""
+        if digit is not None:
+            for i, o in enumerate(self.options):
+                if o.digit == str(digit).strip():
+                    return i
+            return None
+        if label:
+            want = label.strip().lower()
+            for i, o in enumerate(self.options):
+                if o.label.lower() == want:
+                    return i
+            for i, o in enumerate(self.options):
+                if o.label.lower().startswith(want):
+                    return i
+        return None
+
+
+@dataclass
+class ScreenState:
+    """One frame read (the engine's `Reading`): `state` blank / dialog / busy / idle / other (a screen without
+    composer we cannot parse); `composer` the composer row index or None; `draft` the composer's unsent text."""
+
+    state: str
+    dialog: Dialog | None = None
+    composer: int | None = None
+    busy_row: str | None = None
+    version: str | None = None
+    draft: str = ""
+
+    @property
+    def spinner(self) -> str | None:
+        """The `• Working (3s • esc to interrupt)` row, relayed as `thinking`."""
+        return self.busy_row
+
+    @property
+    def live_prompt(self) -> bool:
+        return self.composer is not None and self.dialog is None
+
+
+class Rules:
+    """Codex 0.169.x rules: every marker and reading is an attribute or method, so a later version's
+    `class Rules(v0_169.Rules)` overrides one thing at a time (methods call each other through `self`)."""
+
+    VERSION = "0.169"
+
+    SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    """Braille frames that prefix the window title while Codex works (reference §3.2)."""
+    ACTION_REQUIRED_RE = re.compile(r"^\[ [!.] \] Action Required\b")
+    HEADER_RE = re.compile(r">_ OpenAI Codex \(v(\d+\.\d+\.\d+)\)")
+    WORKING_RE = re.compile(
+        r"^[•◦] (Working|Reconnecting\.\.\.|Server is busy)[^(]*\((\d+)s • esc to interrupt\)"
+    )
+    ESC_TO_INTERRUPT = "esc to interrupt"
+    COMPOSER_PREFIX = "› "
+    PLACEHOLDER = "Ask Codex to do anything"
+    """The empty composer's dim placeholder (the only one in every 0.169 recording)."""
+    PROMPT_PREFIX = "› "
+    COMPLETION_RE = re.compile(r"^  Worked for \S+( \d+m)?( \d+s)? • \d{2}:\d{2}$")
+    OPTION_RE = re.compile(r"^\s{0,2}([›>])?\s*(\d+)\. (\S.*?)\s*$")
+    SHORTCUT_RE = re.compile(r"\((y|p|n|a|esc)\)$")
+    INTERRUPTED_MARK = "■ Conversation interrupted"
+    ERROR_MARK = "■ "
+
+    # Dialog markers, by kind (reference §5). A dialog is recognised by its marker row and its option rows below it.
+    TRUST_MARK = "Trust this folder?"
+    MIGRATION_RE = re.compile(r"^  Meet (GPT-\S+.*)$")
+    LOGIN_MARK = "Choose how you want to use Codex."
+    APPROVAL_MARKS = (
+        "Would you like to run the following command?",
+        "Would you like to make the following edits?",
+    )
+
+    STARTUP_ACCEPT = {"trust": "Trust and continue", "model_migration": "Use existing model"}
+    """Startup dialogs answered by the driver, and the option it picks: the user chose the cwd and the model."""
+    QUESTION_KIND = {"permission": "permission", "trust": "trust", "model_migration": "choice"}
+    LOGIN_HELP = (
+        "Codex wants you to sign in (its login screen is open): run `codex login` (or `codex login --with-api-key`) "
+        "once in a terminal, or configure a provider in ~/.codex/config.toml or with `-c model_provider=...` args"
+    )
+    TOOL_ITEM_RE = re.compile(r"^(• (Running|Ran|Exited|Waiting|Explored|Edited|Read|Searched) |[✔✗■] )")
+    """Rows that start a tool/status item in the conversation (not the assistant's words)."""
+
+    def _options_below(self, rows: list[str], start: int) -> tuple[list[Option], int]:
+        """Consecutive numbered options from `start` on (blank/indented description rows between them allowed)."""
+        opts: list[Option] = []
+        last = start
+        for i in range(start, min(len(rows), start + 20)):
+            row = rows[i].rstrip()
+            m = self.OPTION_RE.match(row)
+            if m and int(m.group(2)) == len(opts) + 1:
+                opts.append(Option(m.group(2), m.group(3), bool(m.group(1))))
+                last = i
+            elif opts and row and not row.startswith("     "):
+                break
+        return opts, last
+
+    def parse_dialog(self, rows: list[str]) -> Dialog | None:
+        """The modal on screen, if any (its marker row, then numbered options under it)."""
+        for i, raw in enumerate(rows):
+            row = raw.rstrip()
+            if not row:
+                continue
+            text = row.strip()
+            if text in self.APPROVAL_MARKS:
+                opts, _ = self._options_below(rows, i + 1)
+                if not opts:
+                    continue
+                detail: dict[str, Any] = {}
+                for r in rows[i + 1 : i + 12]:
+                    s = r.strip()
+                    if s.startswith("Reason: "):
+                        detail["reason"] = s[len("Reason: ") :]
+                    elif s.startswith("Environment: "):
+                        detail["environment"] = s[len("Environment: ") :]
+                    elif s.startswith("$ ") and "command" not in detail:
+                        detail["command"] = s[2:]
+                    elif self.OPTION_RE.match(r.rstrip()):
+                        break
+                return Dialog("permission", text, opts, detail)
+            if text.startswith(self.TRUST_MARK):
+                opts, _ = self._options_below(rows, i + 1)
+                if opts:
+                    above = [r.strip() for r in rows[max(0, i - 3) : i] if r.strip()]
+                    folder = above[-1] if above and above[-1][:1] in "/~" else ""
+                    return Dialog("trust", self.TRUST_MARK, opts, {"folder": folder} if folder else {})
+            m = self.MIGRATION_RE.match(row)
+            if m:
+                opts, _ = self._options_below(rows, i + 1)
+                if opts and any("existing model" in o.label for o in opts):
+                    return Dialog("model_migration", f"Meet {m.group(1)}", opts)
+            if text == self.LOGIN_MARK:
+                opts, _ = self._options_below(rows, i + 1)
+                return Dialog("login", self.LOGIN_MARK, opts)
+        return None
+
+    def composer_row(self, rows: list[str]) -> int | None:
+        """Index of the composer (`› …` row just above the model/cwd footer), or None (no live composer)."""
+        n = len(rows)
+        for i in range(n - 1, max(n - 12, -1), -1):
+            row = rows[i]
+            if row.startswith(self.COMPOSER_PREFIX):
+                below = [r for r in rows[i + 1 :] if r.strip()]
+                if below and all(r.startswith("  ") for r in below):
+                    return i
+        return None
+
+    def version_of(self, rows: list[str]) -> str | None:
+        for row in rows[:6]:
+            m = self.HEADER_RE.search(row)
+            if m:
+                return m.group(1)
+        return None
+
+    def draft_of(self, rows: list[str], composer: int | None) -> str:
+        """The composer's unsent text (its first line; "" for the placeholder)."""
+        if composer is None:
+            return ""
+        text = rows[composer][len(self.COMPOSER_PREFIX) :].rstrip()
+        return "" if text == self.PLACEHOLDER else text
+
+    def classify(self, rows: list[str]) -> ScreenState:
+        """What the frame shows. Busy only from the `• Working (Ns • esc to interrupt)` row: it disappears while text
+        streams, so the driver prefers OSC 7501 and the title spinner (`title_busy`)."""
+        if not any(r.strip() for r in rows):
+            return ScreenState("blank")
+        version = self.version_of(rows)
+        dialog = self.parse_dialog(rows)
+        if dialog is not None:
+            return ScreenState("dialog", dialog, None, None, version)
+        comp = self.composer_row(rows)
+        draft = self.draft_of(rows, comp)
+        busy = None
+        for row in rows[max(0, len(rows) - 12) :]:
+            if self.ESC_TO_INTERRUPT in row and self.WORKING_RE.match(row.strip()):
+                busy = row.strip()
+        if busy is not None:
+            return ScreenState("busy", None, comp, busy, version, draft)
+        return ScreenState("idle" if comp is not None else "other", None, comp, None, version, draft)
+
+    def title_busy(self, title: str | None) -> bool:
+        """The window title carries a spinner frame while Codex works."""
+        return bool(title and title[0] in self.SPINNER)
+
+    def title_action_required(self, title: str | None) -> bool:
+        return bool(title) and bool(self.ACTION_REQUIRED_RE.match(title or ""))
+
+    def osc_state(self, fields: dict[str, Any]) -> tuple[str | None, str | None]:
+        """(state, kind) of an OSC 7501 report from Codex (`state=blocked:app=codex:kind=permission`)."""
+        state = fields.get("state")
+        if not isinstance(state, str) or not state or state == "?":
+            return None, None
+        kind = fields.get("kind")
+        return state, kind if isinstance(kind, str) else None
+
+    def answer_keys(self, dialog: Dialog, index: int) -> list[str]:
+        """Key names (litbridge.keys) that pick option `index`: its shortcut letter when it shows one (`y` approves
+        without Enter), else arrows from the selected row and Enter."""
+        m = self.SHORTCUT_RE.search(dialog.options[index].label)
+        sc = m.group(1) if m else None
+        if sc == "esc":
+            return ["Esc"]
+        if sc:
+            return [sc]
+        cur = dialog.selected_index()
+        if cur is None:
+            cur = 0
+        step = "Down" if index > cur else "Up"
+        return [step] * abs(index - cur) + ["Enter"]
+
+    def find_prompt(self, rows: list[str], prompt: str | None, composer: int | None) -> int | None:
+        """Row index of the turn's `› <prompt>` row in the conversation (the newest one above the composer)."""
+        stop = composer if composer is not None else len(rows)
+        first = (prompt or "").strip().split("\n", 1)[0][:60]
+        best = None
+        for i in range(stop):
+            row = rows[i]
+            if row.startswith(self.PROMPT_PREFIX) and (
+                not first or row[2:].startswith(first) or first.startswith(row[2:])
+            ):
+                best = i
+        return best
+
+    def extract_response(self, rows: list[str], start: int | None, composer: int | None) -> str:
+        """The assistant's words drawn below the prompt row: its `• ` items with the 2-space continuation indent
+        removed; tool items (`• Running …`, `  └ …`), status lines and any dialog left out. A best-effort stream:
+        the rollout has the exact text."""
+        if start is None:
+            return ""
+        stop = composer if composer is not None else len(rows)
+        out: list[str] = []
+        skipping = False
+        for row in rows[start + 1 : stop]:
+            r = row.rstrip()
+            s = r.strip()
+            if r.startswith(self.PROMPT_PREFIX) or s in self.APPROVAL_MARKS or s.startswith(self.TRUST_MARK):
+                break
+            if self.COMPLETION_RE.match(r) or self.WORKING_RE.match(s) or r.startswith(self.INTERRUPTED_MARK):
+                break
+            if self.TOOL_ITEM_RE.match(r):
+                skipping = True
+                continue
+            if r.startswith("• ") or r.startswith("◦ "):
+                skipping = False
+                out.append(r[2:])
+            elif skipping:
+                continue
+            elif r.startswith("  "):
+                out.append(r[2:])
+            else:
+                out.append(r)
+        text = "\n".join(out)
+        return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+
+    def modal_excerpt(self, rows: list[str]) -> str | None:
+        """A few non-empty rows of an unknown full-screen modal (no composer, not blank), for `unknown_dialog`."""
+        if self.composer_row(rows) is not None:
+            return None
+        text = [r.strip() for r in rows if r.strip()]
+        return "\n".join(text[-8:]) if text else None

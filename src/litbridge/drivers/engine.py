@@ -1,0 +1,986 @@
+"""The turn engine: the settle/dialog/submit/interrupt machinery every screen-driven CLI driver shares.
+
+A driver knows its CLI (how to read a screen, which keys a dialog takes, where a turn's text is, when the CLI's
+own record says a turn ended); the engine knows none of that and owns the bookkeeping around it:
+
+- **settle debounce**: a reading (state + dialog) must hold `Timing.settle` seconds before it is committed
+  (half-drawn frames never open a question or end a turn);
+- **state**: `dialog` while a question is open, `thinking`/`responding` while the CLI is busy or a turn is
+  open, `idle` otherwise; OSC 7501 (`drivers/osc7501.py`) leads the screen when the CLI reports it, and a
+  `working` report contradicted by an idle screen for `Timing.status_stale` is dropped;
+- **input readiness**: `can_accept_input()`; `host.input_ready()` on every not-ready -> ready edge;
+- **verified submit**: type the message, press Enter as its own write, then re-press Enter / re-type until the
+  CLI shows the turn started (busy, or the driver's `witness()`), or end it with `turn_error{timeout}`;
+- **one terminal event per turn**: `complete()` / `interrupted()` / `failed()` end the engine's turn once; the
+  state is updated *before* the host emits the terminal event;
+- **interrupts, whatever started them**: `interrupt()` (the `interrupt` command), an Esc typed through attach or
+  `keystroke` (`on_keys()`), the CLI's own cancel (`note_interrupt("cli")`): once the CLI reads idle for
+  `Timing.interrupt_grace` the turn ends `interrupted` (unless the driver's record ends it first); every
+  interrupt is reported to the host (`DriverHost.interrupt_noted`), whose fallback ends the turn if the CLI
+  never reads idle;
+- **questions**: a settled dialog opens one `question`, a new dialog closes the old one (`answered` when we
+  answered it, else `dismissed`), the dialog going away closes it; `answer()` drives the cursor one key per
+  settled frame (never a blind Enter);
+- **startup**: the dialog loop (one key per settled frame, `dialog_dismissed` per dialog), `unknown_dialog` for
+  modals it cannot parse, ready once a live prompt holds;
+- **hold reasons**: `hold_reason()` says in words why input is not live (an open question, a `blocked`
+  status, a busy CLI, a draft in the box...); the session reports a held send with it (`dialog_blocked`);
+- **deadlines**: a per-turn deadline (`Timing.turn_deadline`, None = none) ends a turn with `turn_error{timeout}`.
+
+What a driver supplies is the `EngineHooks` interface (subclass it; every method but `read_screen` has a
+default). Readings are any object with the `Reading` attributes (Claude's `ScreenState` is one). The engine
+never reads rows itself and never decides what text a turn produced: `EngineHooks.response_text` does.
+
+Wiring: the driver creates `TurnEngine(host, hooks, timing)` in `__init__` and forwards the `Driver` calls
+(`on_screen`, `on_status`, `on_exit`, `can_accept_input`, `submit`, `interrupt`, `keys`, `answer`, `startup`)
+to it; `drivers/engine_driver.EngineDriver` does both for a driver that subclasses it. The session (`DriverHost`) still owns turn ids, the FIFO queue and message-id de-duplication.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from litbridge.drivers import osc7501
+from litbridge.drivers.base import DriverError, DriverHost
+from litbridge.keys import encode_keys
+
+ESC = b"\x1b"
+
+
+# ---------------------------------------------------------------------------------------------- readings
+
+
+# Members are read-only properties: the engine only reads them, and a read-only member accepts what the
+# drivers pass (dataclass fields of narrower types, e.g. `list[Option]`, `Dialog | None`, or a property).
+
+
+class OptionLike(Protocol):
+    @property
+    def digit(self) -> Any: ...
+
+    @property
+    def label(self) -> str: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+class DialogLike(Protocol):
+    """A parsed modal: what the question shows and how to find an option."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def detail(self) -> Any: ...
+
+    @property
+    def options(self) -> Sequence[OptionLike]: ...
+
+    def signature(self) -> tuple[Any, ...]: ...
+
+    def find(self, *, digit: int | None = None, label: str | None = None) -> int | None: ...
+
+
+class Reading(Protocol):
+    """One screen as the driver's rules read it.
+
+    `state`: "blank" (nothing drawn yet), "idle" (input prompt shown), "busy" (the CLI is working),
+    "dialog" (a modal the driver parsed into `dialog`), "other" (anything else, e.g. an unparseable modal).
+    """
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def dialog(self) -> DialogLike | None: ...
+
+    @property
+    def spinner(self) -> str | None: ...
+
+    @property
+    def live_prompt(self) -> bool:
+        """The input box accepts typing (no dialog over it)."""
+        ...
+
+    @property
+    def draft(self) -> str:
+        """Text sitting unsent in the input box ("" when empty)."""
+        ...
+
+
+@dataclass
+class Timing:
+    """The engine's clocks (seconds). A driver passes its own values where its CLI needs them."""
+
+    settle: float = 0.15
+    """A reading must hold this long before it is committed."""
+    dialog_quiet: float = 0.5
+    """Output quiet this long after a dialog first paints before a key is sent."""
+    key_quiet: float = 0.2
+    """... and this long after the repaint our previous key caused, before the next key."""
+    enter_gap: float = 0.12
+    """Message typed -> Enter, as separate writes (an Enter in the same read is taken as part of a paste)."""
+    startup_timeout: float = 60.0
+    submit_timeout: float = 15.0
+    interrupt_grace: float = 0.5
+    """After an interrupt, the CLI reading idle this long ends the turn `interrupted`."""
+    status_stale: float = 3.0
+    ready_stable: float = 0.3
+    """Startup: an idle live prompt must hold this long before `ready` (screen evidence only)."""
+    ready_stable_status: float = 0.05
+    """... when the CLI itself has reported status `idle`."""
+    unknown_modal_wait: float = 5.0
+    frame_quiet: float = 0.03
+    """Response text is read only after output paused this long (whole frames)."""
+    stream_every: float = 0.1
+    tick: float = 0.25
+    """The bookkeeping timer (interrupt grace, deadlines, `EngineHooks.on_tick`) while a turn is open."""
+    turn_deadline: float | None = None
+    """A turn still open this long after it started ends with `turn_error{timeout}` (None: no deadline)."""
+
+
+@dataclass
+class Turn:
+    """The engine's record of the open turn (the session holds the authoritative id)."""
+
+    text: str
+    started: float
+    host_id: str | None = None
+    organic: bool = False
+    witnessed: bool = False
+    """The CLI's own record (transcript) holds this turn's prompt."""
+    went_busy: bool = False
+    last_text: str = ""
+    interrupt_at: float | None = None
+    interrupt_source: str | None = None
+    enters: int = 0
+    retypes: int = 0
+    data: dict[str, Any] = field(default_factory=dict)
+    """Driver-private per-turn values."""
+
+
+@dataclass
+class Question:
+    id: str
+    dialog: DialogLike
+    signature: tuple[Any, ...]
+    first_paint: float
+    answered: bool = False
+
+
+# ---------------------------------------------------------------------------------------------- hooks
+
+
+class EngineHooks:
+    """What a driver supplies to the engine. Override `read_screen`; the rest have working defaults."""
+
+    def read_screen(self) -> Reading:
+        """The current screen's reading (the engine caches it per frame)."""
+        raise NotImplementedError
+
+    def dialog_keys(self, dialog: DialogLike, index: int) -> list[str]:
+        """Key names (`litbridge.keys`) that move the cursor to option `index` and confirm it. The engine
+        sends the first one, waits for the repaint, and asks again; [] means it cannot be answered."""
+        return []
+
+    def startup_answer(self, dialog: DialogLike) -> str | None:
+        """At startup: the option label to pick by ourselves in this dialog, or None to relay it as a question."""
+        return None
+
+    def question_kind(self, dialog: DialogLike) -> str:
+        """`question.kind` for a dialog (permission, trust, choice, text)."""
+        return "choice"
+
+    def unknown_modal(self) -> str | None:
+        """An excerpt of a modal the rules cannot parse (reported as `unknown_dialog`), or None."""
+        return None
+
+    def type_message(self, text: str) -> None:
+        """Write the message into the CLI's input (without Enter)."""
+        raise NotImplementedError
+
+    def submit_key(self) -> bytes:
+        """The bytes that submit a typed message."""
+        return b"\r"
+
+    def interrupt_key(self) -> bytes:
+        """The bytes that interrupt a running turn."""
+        return ESC
+
+    def input_live(self) -> bool:
+        """An extra condition for typing (e.g. the CLI has enabled bracketed paste); default True."""
+        return True
+
+    def is_interrupt_key(self, data: bytes) -> bool:
+        """Keys typed by a user (attach, `keystroke`) that interrupt this CLI's running turn."""
+        return data == ESC
+
+    def response_text(self, turn: Turn, reading: Reading) -> str | None:
+        """The open turn's response as the screen shows it now, or None (nothing to show yet)."""
+        return None
+
+    def status_busy(self, status: osc7501.ProgramStatus) -> bool:
+        """Whether a program-status report means the CLI is working."""
+        return osc7501.state_of(status) == "working"
+
+    def status_idle(self, status: osc7501.ProgramStatus) -> bool:
+        return osc7501.state_of(status) in ("idle", "done")
+
+    def on_committed(self, reading: Reading) -> None:
+        """A reading was committed (settled); called after the engine's own bookkeeping."""
+
+    def on_tick(self, turn: Turn) -> None:
+        """Every `Timing.tick` while a turn is open: driver fallbacks (e.g. a screen-only turn end)."""
+
+    def on_turn_end(self, turn: Turn, how: str) -> None:
+        """The engine's turn ended (`complete`, `interrupted`, `error`); e.g. clear a put-back draft."""
+
+    def interrupt_settled(self, turn: Turn) -> bool:
+        """After an interrupt the CLI reads idle: may the engine end the turn now? (e.g. False while the
+        CLI's own record of the interrupt, which carries the partial text, may still be on its way)."""
+        return True
+
+    def on_interrupt_ended(self, turn: Turn, reading: Reading) -> None:
+        """The engine ended a turn `interrupted` by itself (idle after an interrupt)."""
+
+
+# ---------------------------------------------------------------------------------------------- engine
+
+
+class _EngineState:
+    """The engine's screen side: clocks, events in, the settle debounce, questions, state and readiness."""
+
+    def __init__(self, host: DriverHost, hooks: EngineHooks, timing: Timing | None = None) -> None:
+        self.host = host
+        self.hooks = hooks
+        self.timing = timing or Timing()
+        self.started = False
+        self.exited = False
+        self.exit_code: int | None = None
+        self.screen: Reading | None = None
+        """The last committed (settled) reading."""
+        self.status: osc7501.ProgramStatus | None = None
+        """The last OSC 7501 report (None before any)."""
+        self.status_at = 0.0
+        self.turn: Turn | None = None
+        self.question: Question | None = None
+        self.prev_final = ""
+        self.last_change = 0.0
+        self._frame = 0
+        self._cache_key: tuple[int, float] | None = None
+        self._cache: Reading | None = None
+        self._pending_key: tuple[Any, ...] | None = None
+        self._pending_since = 0.0
+        self._settle_handle: asyncio.TimerHandle | None = None
+        self._stream_handle: asyncio.TimerHandle | None = None
+        self._tick_handle: asyncio.TimerHandle | None = None
+        self._last_stream_at = 0.0
+        self._waiters: list[asyncio.Future[None]] = []
+        self._dialog_paint: dict[tuple[Any, ...], float] = {}
+        self._idle_since: float | None = None
+        self._input_was_ready = False
+        self._unknown_reported: str | None = None
+        self._last_spinner_body: str | None = None
+        self._after_turn = False
+        """A turn just ended: busy signals trailing its end (a spinner still drawn, a working status not yet
+        withdrawn) do not make the session `thinking` again until the CLI reads not busy or a turn starts."""
+        self._ended_dialog: tuple[Any, ...] | None = None
+        """The dialog of a question closed with its turn while still drawn: not asked again until it goes."""
+
+    # ------------------------------------------------------------------------------------------ clocks
+    def now(self) -> float:
+        return self.host.loop.time()
+
+    def quiet_for(self) -> float:
+        """Seconds since the last output chunk or screen change."""
+        last = max(getattr(self.host, "last_output_at", 0.0) or 0.0, self.last_change)
+        return self.now() - last
+
+    def reading(self) -> Reading:
+        """The current screen's reading, computed once per frame."""
+        key = (self._frame, getattr(self.host, "last_output_at", 0.0) or 0.0)
+        if self._cache is None or key != self._cache_key:
+            self._cache = self.hooks.read_screen()
+            self._cache_key = key
+        return self._cache
+
+    def invalidate(self) -> None:
+        """Forget the cached reading (e.g. the driver switched rules)."""
+        self._cache = None
+
+    def _wake(self) -> None:
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self._waiters.clear()
+
+    async def wait_change(self, timeout: float) -> None:
+        """Until the screen changes, a status report arrives or the CLI exits; at most `timeout` seconds."""
+        fut: asyncio.Future[None] = self.host.loop.create_future()
+        self._waiters.append(fut)
+        try:
+            await asyncio.wait_for(fut, max(timeout, 0.0))
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            if fut in self._waiters:
+                self._waiters.remove(fut)
+
+    def write_keys(self, names: list[str]) -> None:
+        self.host.write(encode_keys(names))
+
+    # ------------------------------------------------------------------------------------------ events in
+    def on_screen(self) -> None:
+        """The screen changed (the driver's `on_screen`)."""
+        self._frame += 1
+        now = self.now()
+        self.last_change = now
+        self._wake()
+        cls = self.reading()
+        if cls.state == "busy" and self.turn is not None:
+            self.turn.went_busy = True  # even a busy blip shorter than the debounce proves the Enter landed
+        sig = cls.dialog.signature() if cls.dialog is not None else None
+        key = (cls.state, sig)
+        if key != self._pending_key:
+            self._pending_key, self._pending_since = key, now
+            if sig is not None:
+                self._dialog_paint.setdefault(sig, now)
+        if self._settle_handle is None:
+            self._settle_handle = self.host.call_later(self.timing.settle, self._settle)
+        if (self.turn is not None or cls.state == "busy") and self._stream_handle is None:
+            # leading edge after a pause (the first text shows at once), then at most every stream_every
+            since = now - self._last_stream_at
+            delay = (
+                self.timing.frame_quiet
+                if since >= self.timing.stream_every
+                else self.timing.stream_every - since
+            )
+            self._stream_handle = self.host.call_later(max(delay, self.timing.frame_quiet), self.stream)
+
+    def on_status(self, status: osc7501.ProgramStatus | None) -> None:
+        """An OSC 7501 report (already parsed by `osc7501.parse`)."""
+        if osc7501.state_of(status) is None:
+            return
+        assert status is not None
+        self.status = status
+        self.status_at = self.now()
+        self._wake()
+        if self.turn is not None and self.hooks.status_busy(status):
+            self.turn.went_busy = True
+        if self.started:
+            self.update_state()
+            self.check_input_ready()
+            if self.hooks.status_busy(status):
+                # re-check once the report could have gone stale (nothing else may wake the session)
+                self.host.call_later(self.timing.status_stale + 0.05, self._recheck)
+
+    def on_exit(self, exit_code: int | None) -> None:
+        self.exited = True
+        self.exit_code = exit_code
+        self._wake()
+        for h in (self._settle_handle, self._stream_handle, self._tick_handle):
+            if h is not None:
+                h.cancel()
+        self._settle_handle = self._stream_handle = self._tick_handle = None
+
+    def on_keys(self, data: bytes) -> None:
+        """Keys a user typed (attach or `keystroke`): an interrupt key during a turn is an interrupt."""
+        if self.turn is not None and self.hooks.is_interrupt_key(data):
+            self.note_interrupt("keys")
+
+    def _recheck(self) -> None:
+        if not self.exited:
+            self.update_state()
+            self.check_input_ready()
+
+    # ------------------------------------------------------------------------------------------ settle
+    def _settle(self) -> None:
+        self._settle_handle = None
+        cls = self.reading()
+        key = (cls.state, cls.dialog.signature() if cls.dialog is not None else None)
+        now = self.now()
+        if key != self._pending_key:
+            self._pending_key, self._pending_since = key, now
+        if now - self._pending_since >= self.timing.settle - 1e-6:
+            self.commit(cls)
+        else:
+            self._settle_handle = self.host.call_later(
+                self.timing.settle - (now - self._pending_since), self._settle
+            )
+
+    def _set_screen(self, cls: Reading) -> None:
+        if cls.state != "idle":
+            self._idle_since = None
+        elif self._idle_since is None:
+            self._idle_since = self.now()
+        self.screen = cls
+
+    def commit(self, cls: Reading) -> None:
+        """Take `cls` as the settled screen: questions, unknown modals, state, streaming, input readiness."""
+        self._set_screen(cls)
+        if not self.started:
+            return
+        dialog = cls.dialog if cls.state in ("dialog", "other") else None
+        if dialog is not None and dialog.signature() == self._ended_dialog:
+            dialog = None  # the CLI's record ended this dialog's turn before the screen took it down
+        if dialog is not None:
+            sig = dialog.signature()
+            if self.question is None or self.question.signature != sig:
+                self.close_question()
+                qid = self.host.open_question(
+                    self.hooks.question_kind(dialog),
+                    dialog.text,
+                    [o.as_dict() for o in dialog.options],
+                    dialog.detail or None,
+                    "cli-dialog",
+                )
+                self.question = Question(qid, dialog, sig, self._dialog_paint.get(sig, self.now()))
+            else:
+                self.question.dialog = dialog
+        elif self.question is not None and cls.state != "blank":
+            self.close_question()
+        if cls.dialog is None:
+            self._dialog_paint.clear()
+            self._ended_dialog = None
+        if cls.state == "other" and cls.dialog is None:
+            excerpt = self.hooks.unknown_modal()
+            if excerpt is not None and excerpt != self._unknown_reported:
+                self._unknown_reported = excerpt  # a modal we cannot parse: say so once, never type into it
+                self.host.emit("unknown_dialog", dialog=excerpt)
+        elif cls.state in ("idle", "busy"):
+            self._unknown_reported = None
+        if self.turn is not None and cls.state == "busy":
+            self.turn.went_busy = True
+        self.update_state()
+        if self.turn is not None:
+            self.stream()
+        self.hooks.on_committed(cls)
+        self.check_input_ready()
+
+    def close_question(self) -> None:
+        q, self.question = self.question, None
+        if q is not None:
+            self.host.close_question(q.id, "answered" if q.answered else "dismissed")
+
+    # ------------------------------------------------------------------------------------------ state
+    def status_working(self) -> bool:
+        """The status says working, unless an idle screen has contradicted it for `status_stale` (a lost
+        `done` report must not hold the session busy forever)."""
+        if self.status is None or not self.hooks.status_busy(self.status):
+            return False
+        if self.screen is not None and self.screen.state == "idle" and self._idle_since is not None:
+            return self.now() - max(self._idle_since, self.status_at) < self.timing.status_stale
+        return True
+
+    def status_blocked(self) -> bool:
+        return osc7501.state_of(self.status) == "blocked"
+
+    def busy(self) -> bool:
+        screen = self.screen
+        if self.status is not None:
+            # the status leads the screen by a few ms both ways; a busy screen with status idle needs a spinner
+            return self.status_working() or (
+                screen is not None and screen.state == "busy" and screen.spinner is not None
+            )
+        return screen is not None and screen.state == "busy"
+
+    def update_state(self) -> None:
+        """Set the session state from the question, the busy signals and the open turn."""
+        if not self.started:
+            self.host.set_state("starting")
+            return
+        if self.exited:
+            return
+        turn = self.turn
+        busy = self.busy()
+        if self.question is not None:
+            state = "dialog"
+        elif turn is not None or (busy and not self._after_turn):
+            state = "responding" if turn is not None and turn.last_text else "thinking"
+        elif self._after_turn or (self.screen is not None and self.screen.state in ("idle", "busy")):
+            state = "idle"
+        else:
+            return
+        if self._after_turn and not busy:
+            self._after_turn = False
+        self.host.set_state(state)
+
+    def cli_idle(self) -> bool:
+        """The CLI reads idle: a settled idle screen with no question and nothing busy."""
+        return (
+            self.screen is not None
+            and self.screen.state == "idle"
+            and self.question is None
+            and not self.busy()
+        )
+
+    def can_accept_input(self) -> bool:
+        self.sync_turn()
+        screen = self.screen
+        return (
+            self.started
+            and not self.exited
+            and self.turn is None
+            and self.question is None
+            and screen is not None
+            and screen.state == "idle"
+            and screen.live_prompt
+            and not screen.draft
+            and not self.status_working()
+            and self.hooks.input_live()
+        )
+
+    def hold_reason(self) -> str | None:
+        """Why `can_accept_input()` is False, in words (`dialog_blocked` when a send is held)."""
+        screen = self.screen
+        if not self.started:
+            return "the CLI is starting"
+        if self.exited:
+            return "the CLI exited"
+        if self.question is not None:
+            return f"question {self.question.id} ({self.question.dialog.kind}) is open"
+        if self.status_blocked():
+            status = self.status or {}
+            return f"the CLI reports it is blocked ({status.get('kind') or status.get('msg') or 'no reason given'})"
+        if self.status_working() or self.busy():
+            return "the CLI is busy"
+        if screen is None or screen.state != "idle" or not screen.live_prompt:
+            return f"the CLI shows no input prompt (screen: {screen.state if screen else 'blank'})"
+        if screen.draft:
+            return f"unsent text is in the CLI's input box: {screen.draft[:60]!r}"
+        if not self.hooks.input_live():
+            return "the CLI's input is not live yet"
+        return None
+
+    def check_input_ready(self) -> None:
+        ready = self.can_accept_input()
+        if ready and not self._input_was_ready:
+            self.host.input_ready()
+        self._input_was_ready = ready
+
+    # ------------------------------------------------------------------------------------------ turn side
+    # Called from here, implemented by `_EngineTurns` (the engine is only ever used as `TurnEngine`).
+    def sync_turn(self) -> None:
+        raise NotImplementedError
+
+    def note_interrupt(self, source: str) -> None:
+        raise NotImplementedError
+
+    def stream(self) -> None:
+        raise NotImplementedError
+
+
+class _EngineTurns(_EngineState):
+    """The engine's turn side: one terminal event per turn, interrupts, verified submit, streaming."""
+
+    # ------------------------------------------------------------------------------------------ turns
+    def sync_turn(self) -> None:
+        """Drop our turn if the session already ended it (its own fallback, a kill...)."""
+        turn = self.turn
+        if turn is not None and turn.host_id is not None and self.host.turn_id != turn.host_id:
+            self.turn = None
+            self.prev_final = turn.last_text
+            self._input_was_ready = False
+
+    def begin(self, text: str) -> Turn:
+        """Open the engine's record of a dispatched send (the session has set `host.turn_id`)."""
+        turn = Turn(text, self.now(), host_id=self.host.turn_id)
+        self.turn = turn
+        self._after_turn = False
+        self._input_was_ready = False
+        self._arm_tick()
+        return turn
+
+    def begin_organic(self, text: str) -> Turn | None:
+        """A prompt typed into the CLI itself (attach): a turn like any other, if none is open."""
+        if self.turn is not None or not self.started:
+            return None
+        tid = self.host.begin_organic_turn(text)
+        if tid is None:
+            return None
+        turn = Turn(text, self.now(), host_id=tid, organic=True, witnessed=True)
+        self.turn = turn
+        self._after_turn = False
+        self._input_was_ready = False
+        self._arm_tick()
+        return turn
+
+    def witness(self) -> None:
+        """The CLI's own record shows the open turn's prompt: the submit is verified."""
+        if self.turn is not None:
+            self.turn.witnessed = True
+
+    def set_text(self, text: str) -> None:
+        """The open turn's response so far (`replace`)."""
+        turn = self.turn
+        if turn is None or not text or text == turn.last_text:
+            return
+        turn.last_text = text
+        self.host.turn_text(text)
+        self.update_state()
+
+    def _finish(self, how: str) -> Turn | None:
+        """End the engine's turn and settle the state first, so `state` precedes the terminal event."""
+        self.sync_turn()
+        turn, self.turn = self.turn, None
+        if turn is None:
+            return None
+        self.prev_final = turn.last_text
+        self._input_was_ready = False
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+            self._tick_handle = None
+        cls = self.reading()
+        q = self.question
+        if q is not None:
+            # the turn's question ends with it, before the terminal event, so `state` never reads `dialog`
+            # after it (`orphaned`, as the session would close it, unless we answered it); a dialog the CLI's
+            # record ended but the screen still draws is not asked again
+            self.question = None
+            if cls.dialog is not None:
+                self._ended_dialog = cls.dialog.signature()
+            self.host.close_question(q.id, "answered" if q.answered else "orphaned")
+        self._after_turn = True  # state first, then the terminal event: settled, not busy
+        if cls.state in ("idle", "busy"):
+            # the record can land before the settle debounce of the screen that follows an answered dialog:
+            # take that screen now, so a closed dialog's question is dropped before the terminal event
+            self.commit(cls)
+        self.update_state()
+        self.hooks.on_turn_end(turn, how)
+        return turn
+
+    def complete(
+        self,
+        text: str,
+        usage: dict[str, int] | None = None,
+        source: str = "screen",
+        exit_code: int | None = None,
+    ) -> bool:
+        """End the open turn normally; False if there was none."""
+        turn = self._finish("complete")
+        if turn is None:
+            return False
+        if text and not turn.last_text:
+            self.host.turn_text(text)  # finished before the first stream tick: the client still gets it
+        if exit_code is None:
+            self.host.turn_complete(text, usage, source)
+        else:
+            self.host.turn_complete(text, usage, source, exit_code)
+        self.check_input_ready()
+        return True
+
+    def interrupted(self, text: str | None = None) -> bool:
+        turn = self._finish("interrupted")
+        if turn is None:
+            return False
+        self.host.turn_interrupted(text if text else turn.last_text)
+        self.check_input_ready()
+        return True
+
+    def failed(self, message: str, kind: str = "api_error", detail: str | None = None) -> bool:
+        turn = self._finish("error")
+        if turn is None:
+            return False
+        self.host.turn_error(message, kind, detail)
+        self.check_input_ready()
+        return True
+
+    # ------------------------------------------------------------------------------------------ interrupts
+    def interrupt(self) -> None:
+        """The `interrupt` command: the CLI's interrupt key, then the grace watch."""
+        self.host.write(self.hooks.interrupt_key())
+        self.note_interrupt("command")
+
+    def note_interrupt(self, source: str) -> None:
+        """An interrupt happened (`command`, `keys` typed by a user, `cli` = the CLI's own cancel)."""
+        turn = self.turn
+        if turn is None:
+            return
+        if turn.interrupt_at is None:
+            turn.interrupt_at = self.now()
+            turn.interrupt_source = source
+        self.host.interrupt_noted()
+        self._arm_tick(0.05)
+
+    def _arm_tick(self, delay: float | None = None) -> None:
+        if self._tick_handle is None and not self.exited:
+            self._tick_handle = self.host.call_later(
+                self.timing.tick if delay is None else delay, self._on_tick
+            )
+
+    def _on_tick(self) -> None:
+        self._tick_handle = None
+        self.sync_turn()
+        turn = self.turn
+        if turn is None or self.exited:
+            return
+        now = self.now()
+        self.check_deadlines(now)
+        if self.turn is turn:
+            self.hooks.on_tick(turn)
+        if self.turn is not None:
+            self._arm_tick()
+
+    def check_deadlines(self, now: float | None = None) -> None:
+        """Interrupt grace and the per-turn deadline (also called by drivers that poll)."""
+        turn = self.turn
+        if turn is None or not self.started:
+            return
+        now = self.now() if now is None else now
+        if turn.interrupt_at is not None and self.cli_idle():
+            idle_from = max(turn.interrupt_at, self._idle_since or turn.interrupt_at)
+            if now - idle_from >= self.timing.interrupt_grace and self.hooks.interrupt_settled(turn):
+                reading = self.reading()
+                if self.interrupted(turn.last_text):
+                    self.hooks.on_interrupt_ended(turn, reading)
+                return
+        deadline = self.timing.turn_deadline
+        if deadline is not None and now - turn.started >= deadline:
+            self.failed(f"the turn did not end within {deadline:.0f}s", "timeout")
+
+    # ------------------------------------------------------------------------------------------ submit
+    async def submit(self, text: str) -> None:
+        """Type `text`, press Enter as its own write, and verify the CLI took it (see the module docstring)."""
+        turn = self.begin(text)
+        self.hooks.type_message(text)
+        await asyncio.sleep(self.timing.enter_gap)
+        if self.turn is not turn:
+            return
+        self.host.write(self.hooks.submit_key())
+        turn.enters = 1
+        last_enter = self.now()
+        deadline = last_enter + self.timing.submit_timeout
+        while self.turn is turn and not (turn.witnessed or turn.went_busy):
+            if self.exited:
+                return
+            await self.wait_change(0.3)
+            now = self.now()
+            if self.turn is not turn or turn.witnessed or turn.went_busy or self.exited:
+                return
+            if self.question is not None or (self.screen is not None and self.screen.state == "dialog"):
+                deadline = max(deadline, now + 5.0)  # never press Enter into a dialog; wait for it
+                continue
+            if now > deadline:
+                self.failed("the message was not submitted (the CLI never showed it started)", "timeout")
+                return
+            cls = self.reading()
+            if cls.state != "idle" or not cls.live_prompt or now - self.last_change < 0.2:
+                continue
+            if cls.draft and now - last_enter >= 0.9 and turn.enters < 4:
+                self.host.write(self.hooks.submit_key())  # the text is in the box but the Enter was eaten
+                turn.enters += 1
+                last_enter = now
+            elif not cls.draft and now - last_enter >= 2.5 and turn.retypes < 1:
+                self.hooks.type_message(text)  # the typing was swallowed
+                await asyncio.sleep(self.timing.enter_gap)
+                if self.turn is turn:
+                    self.host.write(self.hooks.submit_key())
+                turn.retypes += 1
+                last_enter = self.now()
+
+    # ------------------------------------------------------------------------------------------ streaming
+    def _relay_spinner(self, spinner: str | None) -> None:
+        """`thinking` for the spinner line, once per change of its text (not per animation frame)."""
+        if not spinner:
+            return
+        body = spinner[2:]
+        if body != self._last_spinner_body:
+            self._last_spinner_body = body
+            self.host.turn_thinking(spinner)
+
+    def stream(self) -> None:
+        """Read the open turn's text off the screen (between frames) and relay it, or relay the spinner."""
+        self._stream_handle = None
+        self._last_stream_at = self.now()
+        if self.question is not None or self.exited:
+            return
+        since_output = self.now() - (getattr(self.host, "last_output_at", 0.0) or 0.0)
+        if since_output < self.timing.frame_quiet:
+            # a frame split across reads looks like garbage for a moment: read the screen between frames
+            self._stream_handle = self.host.call_later(
+                self.timing.frame_quiet - since_output + 0.005, self.stream
+            )
+            return
+        cls = self.reading()
+        spinner = cls.spinner if cls.state == "busy" else None
+        turn = self.turn
+        text = self.hooks.response_text(turn, cls) if turn is not None else None
+        if (
+            turn is not None
+            and text
+            and text != turn.last_text
+            and text != self.prev_final
+            and len(text) * 2 >= len(turn.last_text)
+        ):
+            self.set_text(text)
+        else:
+            self._relay_spinner(spinner)
+
+
+class TurnEngine(_EngineTurns):
+    """See the module docstring. One per driver instance; this level adds dialogs and startup."""
+
+    # ------------------------------------------------------------------------------------------ dialogs
+    async def answer(
+        self,
+        question_id: str | None,
+        digit: str | int | None = None,
+        option: str | None = None,
+        text: str | None = None,
+    ) -> dict[str, Any]:
+        """Answer the open question: by digit, option label, or a label given as text. -> {question_id, digit}
+        of the option answered (for `answer_sent`)."""
+        q = self.question
+        if q is None or (question_id and question_id != q.id):
+            raise DriverError(
+                "no_question",
+                "no dialog is waiting on this session"
+                if q is None
+                else f"question {question_id} is not open (open: {q.id})",
+            )
+        dialog = q.dialog
+        idx: int | None = None
+        labels = ", ".join(f"{o.digit}. {o.label}" for o in dialog.options)
+        if digit is not None and str(digit).strip():
+            try:
+                idx = dialog.find(digit=int(str(digit).strip()))
+            except ValueError:
+                raise DriverError("bad_field", f"digit must be a number, got {digit!r}") from None
+        elif option:
+            idx = dialog.find(label=option)
+        elif text:
+            idx = dialog.find(label=text)
+            if idx is None:
+                raise DriverError(
+                    "bad_field",
+                    f"text answers are not supported for this {dialog.kind} question (it has no free-text "
+                    f"field); answer with a digit or an option label (options: {labels})",
+                )
+        if idx is None:
+            raise DriverError("bad_field", f"no such option (options: {labels})")
+        q.answered = True
+        picked = dialog.options[idx]
+        await self.drive_dialog(q.signature, picked.label)
+        return {"question_id": q.id, "digit": str(picked.digit)}
+
+    def _key_wait(self, first_paint: float, keys_sent: int, now: float) -> float:
+        """Seconds until the dialog has settled enough for the next key (<= 0: now)."""
+        t = self.timing
+        return max(
+            t.dialog_quiet - (now - first_paint),
+            (t.key_quiet if keys_sent else t.dialog_quiet) - self.quiet_for(),
+        )
+
+    async def drive_dialog(
+        self, signature: tuple[Any, ...], label: str, sent: list[str] | None = None
+    ) -> bool:
+        """Move the cursor to `label` and confirm: one key per settled frame, never a blind Enter.
+        Returns True once the confirming key was sent (or the dialog went away); keys go into `sent`."""
+        first = self._dialog_paint.get(signature, self.now())
+        changed = True
+        last_key = 0.0
+        keys_sent = 0
+        deadline = self.now() + 20.0
+        while not self.exited and self.now() < deadline:
+            now = self.now()
+            cls = self.reading()
+            dialog = cls.dialog
+            if dialog is None or dialog.signature() != signature:
+                return True
+            wait = self._key_wait(first, keys_sent, now)
+            settled = wait <= 0
+            if settled and (changed or now - last_key > 2.0):
+                idx = dialog.find(label=label)
+                keys = self.hooks.dialog_keys(dialog, idx) if idx is not None else []
+                if not keys:
+                    return False
+                self.write_keys(keys[:1])
+                if sent is not None:
+                    sent.append(keys[0])
+                keys_sent += 1
+                last_key = now
+                changed = False
+                if keys[0] not in ("Up", "Down"):
+                    return True
+            before = self.last_change
+            await self.wait_change(0.5 if settled or not changed else wait + 0.005)
+            if self.last_change != before:
+                changed = True
+        return False
+
+    # ------------------------------------------------------------------------------------------ startup
+    async def startup(self) -> None:
+        """Until input is live: answer the dialogs `hooks.startup_answer` names (one key per settled frame),
+        relay others as questions, report unparseable modals. Raises DriverError on exit or timeout."""
+        t = self.timing
+        deadline = self.now() + t.startup_timeout
+        idle_since: float | None = None
+        unknown_since: float | None = None
+        while True:
+            if self.exited:
+                raise DriverError("spawn_failed", f"the CLI exited during startup (code {self.exit_code})")
+            now = self.now()
+            if now > deadline:
+                raise DriverError(
+                    "timeout", f"the CLI did not reach its prompt within {t.startup_timeout:.0f}s"
+                )
+            cls = self.reading()
+            dialog = cls.dialog
+            label = (
+                self.hooks.startup_answer(dialog) if cls.state == "dialog" and dialog is not None else None
+            )
+            if dialog is not None and label is not None:
+                idle_since = unknown_since = None
+                sent: list[str] = []
+                ok = await self.drive_dialog(dialog.signature(), label, sent)
+                if not ok and not self.exited and self.reading().dialog is not None:
+                    raise DriverError("startup_dialog", f"cannot answer the {dialog.kind} dialog by itself")
+                # wait until this dialog is gone (or replaced) before looking again
+                end = self.now() + 5.0
+                while not self.exited and self.now() < end:
+                    d = self.reading().dialog
+                    if d is None or d.signature() != dialog.signature():
+                        break
+                    await self.wait_change(0.3)
+                if sent:
+                    self.host.emit("dialog_dismissed", dialog=dialog.kind, keys=sent)
+                continue
+            if cls.state == "idle" and cls.live_prompt and self.hooks.input_live():
+                unknown_since = None
+                idle_since = idle_since if idle_since is not None else now
+                status_idle = self.status is not None and self.hooks.status_idle(self.status)
+                need = t.ready_stable_status if status_idle else t.ready_stable
+                if now - idle_since >= need - 1e-6:
+                    break
+                await self.wait_change(need - (now - idle_since) + 0.005)
+                continue
+            idle_since = None
+            if dialog is not None:
+                # a modal we do not answer by ourselves: relay it as a question once it has settled
+                unknown_since = unknown_since if unknown_since is not None else now
+                if now - unknown_since >= 1.5 and self.quiet_for() >= t.dialog_quiet:
+                    self.started = True
+                    self.commit(cls)
+                    break
+            else:
+                excerpt = self.hooks.unknown_modal() if cls.state == "other" else None
+                if excerpt is None:
+                    unknown_since = None
+                else:
+                    # a modal we cannot even parse: never type into it; tell the client and hand over
+                    unknown_since = unknown_since if unknown_since is not None else now
+                    if now - unknown_since >= t.unknown_modal_wait and self.quiet_for() >= t.dialog_quiet:
+                        self.host.emit("unknown_dialog", dialog=excerpt)
+                        self._unknown_reported = excerpt
+                        break
+            await self.wait_change(0.25)
+        self.started = True
+        self._set_screen(self.reading())
+        self.update_state()
+        self._input_was_ready = self.can_accept_input()

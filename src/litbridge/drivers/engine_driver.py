@@ -1,0 +1,136 @@
+"""`EngineDriver`: the `Driver` side of a screen-driven CLI on the shared turn engine (`drivers/engine.py`).
+
+Every such driver (Claude, Codex, Gemini) read the same `create` options, forwarded the same `Driver` calls to its
+`TurnEngine` and reported stop/info the same way; that wiring lives here once, so a driver class holds only what
+is its CLI's own (launch line, rules, the record that ends turns). Override a method to add to it (call `super()`)
+or to replace it; the engine's interface is unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from litbridge.drivers.base import Driver, DriverHost
+from litbridge.drivers.engine import EngineHooks, Timing, TurnEngine
+
+PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+
+
+class EngineDriver(Driver, EngineHooks):
+    """A `Driver` whose turns are the engine's: the common options, the forwarding, stop and info."""
+
+    def __init__(
+        self,
+        host: DriverHost,
+        options: dict[str, Any],
+        timing: Timing | None = None,
+        engine: type[TurnEngine] = TurnEngine,
+    ) -> None:
+        super().__init__(host, options)
+        self.cwd = str(options.get("working_dir") or os.environ.get("HOME") or os.getcwd())
+        self.env: dict[str, str] = {str(k): str(v) for k, v in (options.get("env") or {}).items()}
+        self.args: list[str] = [str(a) for a in (options.get("args") or [])]
+        self.model: str | None = options.get("model")
+        self.resume_token: str | None = options.get("resume")
+        self.resumed = False
+        self.cli_version: str | None = None
+        self.engine = engine(host, self, timing)
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def reported_model(self) -> str | None:
+        """The model `ready` and `info` report."""
+        return self.model
+
+    def ready_fields(self) -> dict[str, Any]:
+        """What `startup()` returns once the engine is ready."""
+        return {"model": self.reported_model(), "resumed": self.resumed}
+
+    def screen_excerpt(self) -> str:
+        """The screen's non-blank rows (the tail), for an error when the CLI exits during startup."""
+        return "\n".join(r.rstrip() for r in self.host.terminal.display if r.strip())[-600:]
+
+    def write_paste(self, payload: bytes) -> None:
+        """`payload` as one bracketed paste (no Enter)."""
+        self.host.write(PASTE_START + payload + PASTE_END)
+
+    def transcript_path(self) -> Path | None:
+        """The file the CLI records this conversation in, once known (`info`)."""
+        return None
+
+    def resume_record(self) -> tuple[str | None, Path | None]:
+        """The resume token `stop` may return, and the file that must exist for the token to resume anything."""
+        return None, None
+
+    def info_fields(self) -> dict[str, Any]:
+        """`info` fields after model, cli_version and transcript_path."""
+        return {"observing": self.engine.turn is not None}
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    async def startup(self) -> dict[str, Any]:
+        await self.engine.startup()
+        return self.ready_fields()
+
+    # ------------------------------------------------------------------------------------------ events in
+    def on_screen(self, changed_rows: list[tuple[int, str]]) -> None:
+        self.engine.on_screen()
+
+    def on_status(self, fields: dict[str, Any]) -> None:
+        self.engine.on_status(fields)
+
+    def on_exit(self, exit_code: int | None) -> None:
+        self.engine.on_exit(exit_code)
+
+    # ------------------------------------------------------------------------------------------ input
+    def can_accept_input(self) -> bool:
+        return self.engine.can_accept_input()
+
+    def hold_reason(self) -> str | None:
+        return self.engine.hold_reason()
+
+    async def submit(self, text: str) -> None:
+        await self.engine.submit(text)
+
+    def keys(self, data: bytes) -> None:
+        self.engine.on_keys(data)
+        self.host.write(data)
+
+    def on_user_input(self, data: bytes) -> None:
+        self.engine.on_keys(data)  # an interrupt key typed through attach interrupts the running turn
+
+    def interrupt(self) -> None:
+        self.engine.interrupt()
+
+    async def answer(
+        self,
+        question_id: str | None,
+        digit: str | None = None,
+        option: str | None = None,
+        text: str | None = None,
+    ) -> dict[str, Any]:
+        return await self.engine.answer(question_id, digit, option, text)
+
+    # ------------------------------------------------------------------------------------------ hooks
+    def input_live(self) -> bool:
+        """The CLI enables bracketed paste once its prompt takes input; a message pasted before is lost."""
+        try:
+            return bool(self.host.terminal.modes.get("bracketed_paste"))
+        except Exception:  # a terminal without modes: do not block on it
+            return True
+
+    # ------------------------------------------------------------------------------------------ stop/info
+    async def stop(self, store_resume: bool) -> str | None:
+        if not store_resume:
+            return None
+        token, record = self.resume_record()
+        return token if token and record is not None and record.exists() else None
+
+    def info(self) -> dict[str, Any]:
+        path = self.transcript_path()
+        return {
+            "model": self.reported_model(),
+            "cli_version": self.cli_version,
+            "transcript_path": str(path) if path else None,
+            **self.info_fields(),
+        }

@@ -1,0 +1,485 @@
+"""The Gemini CLI driver: launch with per-session settings, the CLI knowledge the turn engine asks for (readings
+from title + screen, dialog keys, paste submit), and turn ends from the chat JSONL.
+
+The shared machinery (settle debounce, state, verified submit, questions, interrupts, startup dialog loop, the
+per-turn deadline) is `drivers/engine.py`; version knowledge (titles, rows, dialogs) is `v0_61`; the chat file's
+meaning is `chat`. The session owns turn ids, the queue and the one-terminal-event rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from litbridge.drivers.base import DriverError, DriverHost, LaunchSpec
+from litbridge.drivers.dirwatch import DirWatch
+from litbridge.drivers.engine import Timing, Turn, TurnEngine
+from litbridge.drivers.engine_driver import EngineDriver
+from litbridge.drivers.gemini import v0_61
+from litbridge.drivers.gemini.chat import (
+    ChatEvent,
+    ChatTailer,
+    ChatTurns,
+    chat_file_matches,
+    find_chat_file,
+    gemini_home,
+    project_slug,
+)
+from litbridge.drivers.paste import paste_payload
+from litbridge.drivers.versions import logo_version_re, pick, recorded_version
+from litbridge.keys import encode_key
+
+ESC, CTRL_C = encode_key("Esc"), encode_key("C-c")
+
+TURN_TIMEOUT = 600.0
+"""Default per-turn deadline (create field `turn_timeout`): Gemini retries 5xx/429 silently for minutes."""
+POLL = 0.5  # with an inotify watch the timer only backs it up
+INPUT_QUIET = 0.4  # `input`: output quiet this long after the typed text shows before Enter
+
+TIMING = Timing(
+    settle=0.15,  # busy -> approval dialog passes through ~12 ms of "idle" [gemini_tool_approval]
+    startup_timeout=90.0,
+    ready_stable=0.5,  # the trust dialog paints ~0.13 s after an idle-looking input box [gemini_first_start]
+    submit_timeout=20.0,
+    interrupt_grace=1.0,
+    tick=0.25,
+)
+
+RULES: dict[str, Any] = {"0.61": v0_61}
+"""Validated rule modules by CLI version prefix (a new CLI version gets a new module beside v0_61)."""
+
+SESSION_SETTINGS: dict[str, Any] = {
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "ide": {"enabled": False, "hasSeenNudge": True},
+    "ui": {"showCompatibilityWarnings": False, "dynamicWindowTitle": True},
+}
+"""Merged over the user's settings for this session only (see `_session_files`): no update prompts or IDE nudge, no
+true-colour warning, and the window title the driver reads kept on."""
+
+
+HEADER_VERSION_RE = logo_version_re(b"Gemini", b"CLI")
+"""The version the header prints (`Gemini CLI v0.61.0`), in raw output: what a replay reads."""
+
+
+def rules_for(version: str | None) -> Any:
+    """The rules module for a CLI version (`drivers/versions.pick`: newest for an unknown one). A live session
+    takes the version from the header of its first frame (`read_screen`), not from `gemini --version`: that
+    costs a 2.5 s Node start, and the header is drawn before any dialog."""
+    return pick(RULES, version)
+
+
+class _Engine(TurnEngine):
+    """The shared engine; a turn that times out (the per-turn deadline, an unsubmitted message) says what the
+    CLI showed, e.g. `Thinking... (esc to cancel, 600s)` while Gemini retries an API error silently."""
+
+    def failed(self, message: str, kind: str = "api_error", detail: str | None = None) -> bool:
+        if kind == "timeout" and self.turn is not None and detail is None:
+            detail = self.hooks.shown() or None  # type: ignore[attr-defined]
+        return super().failed(message, kind, detail)
+
+
+@dataclass
+class Reading:
+    """One screen + window title as the engine sees it (the `engine.Reading` attributes)."""
+
+    screen: v0_61.ScreenState
+    title: str | None  # v0_61.title_state of the window title
+    state: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.state = v0_61.combined_state(self.screen, self.title)
+
+    @property
+    def dialog(self) -> v0_61.Dialog | None:
+        return self.screen.dialog
+
+    @property
+    def spinner(self) -> str | None:
+        return self.screen.spinner
+
+    @property
+    def live_prompt(self) -> bool:
+        return self.screen.live_prompt
+
+    @property
+    def draft(self) -> str:
+        return self.screen.draft
+
+
+class GeminiDriver(EngineDriver):
+    """Gemini CLI (0.61.x) under a 200x50 PTY, on the shared turn engine."""
+
+    name = "gemini"
+
+    def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
+        super().__init__(host, options, Timing(**{**TIMING.__dict__, "turn_deadline": TURN_TIMEOUT}), _Engine)
+        self.session_id: str | None = None
+        self.cli_version = options.get("cli_version")  # replay: what the recording printed
+        self.rules = rules_for(self.cli_version)
+        self.home = gemini_home({**os.environ, **self.env})
+        self.session_home: str | None = None
+        self.title = ""
+        self.turns = ChatTurns()
+        self.tailer = ChatTailer()
+        self.chat_path: Path | None = None
+        self.chat_path_hint: Path | None = None
+        self._watch: DirWatch | None = None
+        self._poll_handle: Any = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------------------------------ launch
+    def launch(self) -> LaunchSpec:
+        self.engine.timing.turn_deadline = _turn_timeout(self.options.get("turn_timeout"))
+        args = list(self.args)
+        token = self.resume_token
+        explicit = _flag_value(args, ("--resume", "-r"))
+        if explicit is not None:
+            self.session_id, self.resumed = explicit or None, True
+        elif token and find_chat_file(self.home, str(token)) is not None:
+            args += ["--resume", str(token)]
+            self.session_id, self.resumed = str(token), True
+            # `--resume` appends to this file, but also starts an empty one named by the current minute (seen
+            # live when the minute had changed): the conversation's own file is the one that exists now
+            self.chat_path_hint = find_chat_file(self.home, str(token))
+        else:
+            if token:
+                self.host.log.warning("gemini: no chat file for resume token %s; starting fresh", token)
+            self.session_id = _flag_value(args, ("--session-id",)) or None
+            if self.session_id is None:
+                self.session_id = str(uuid.uuid4())
+                args += ["--session-id", self.session_id]
+        if self.model and "--model" not in args and "-m" not in args:
+            args += ["--model", str(self.model)]
+        env = self._session_files()
+        argv = [str(self.options.get("cli") or "gemini"), *args]
+        return LaunchSpec(argv=argv, env=env, cwd=self.cwd, transport="pty")
+
+    def _session_files(self) -> dict[str, str]:
+        """A per-session `GEMINI_CLI_HOME` whose `.gemini/` holds this session's own `settings.json` (the user's,
+        merged with SESSION_SETTINGS) and `trustedFolders.json` (a copy: a trust answer lands there), and
+        symlinks to everything else of the user's `~/.gemini` (chats, projects, credentials). The user's own
+        files are read, never written. (The CLI only honours root-owned system settings files, so a settings
+        file of our own cannot be layered in any other way.)"""
+        merged_env = {**os.environ, **self.env}
+        user = self.home
+        for sub in ("tmp", "history"):  # the chats must land in the user's own folder (resume, `gemini -r`)
+            (user / sub).mkdir(parents=True, exist_ok=True)
+        self.session_home = tempfile.mkdtemp(prefix="litbridge-gemini-")
+        dot = Path(self.session_home) / ".gemini"
+        dot.mkdir()
+        settings = _deep_merge(_read_json(user / "settings.json"), SESSION_SETTINGS)
+        auth = (settings.get("security") or {}).get("auth") or {}
+        if merged_env.get("GEMINI_API_KEY") and not auth.get("selectedType"):
+            # a key in the environment and no sign-in method chosen: use the key (no auth dialog)
+            settings = _deep_merge(settings, {"security": {"auth": {"selectedType": "gemini-api-key"}}})
+        trusted = _read_json(user / "trustedFolders.json")
+        if self.options.get("preapprove"):
+            trusted[os.path.abspath(self.cwd)] = "TRUST_FOLDER"
+        (dot / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        (dot / "trustedFolders.json").write_text(json.dumps(trusted, indent=2), encoding="utf-8")
+        names = {p.name for p in user.iterdir()} | {"tmp", "history", "projects.json", "state.json"}
+        for name in sorted(names - {"settings.json", "trustedFolders.json"}):
+            os.symlink(user / name, dot / name)
+        return {"GEMINI_CLI_HOME": self.session_home}
+
+    # ------------------------------------------------------------------------------------------ engine hooks
+    def read_screen(self) -> Reading:
+        screen = self.rules.classify(list(self.host.terminal.display))
+        if screen.version and screen.version != self.cli_version:
+            self.cli_version = screen.version
+            self.rules = rules_for(screen.version)
+        return Reading(screen, self.rules.title_state(self.title))
+
+    def dialog_keys(self, dialog: Any, index: int) -> list[str]:
+        return self.rules.dialog_keys(dialog, index)
+
+    def startup_answer(self, dialog: Any) -> str | None:
+        return self.rules.STARTUP_ACCEPT.get(dialog.kind)
+
+    def question_kind(self, dialog: Any) -> str:
+        return dialog.question_kind
+
+    def type_message(self, text: str) -> None:
+        """Always a bracketed paste: a `?` in a plain multi-character write is dropped (reference §0.5)."""
+        self.write_paste(paste_payload(text))
+
+    def is_interrupt_key(self, data: bytes) -> bool:
+        """Esc or Ctrl+C typed by a user; the `interrupt` command sends Esc (the engine's default
+        `interrupt_key`): Ctrl+C would also arm the CLI's exit guard (reference §6)."""
+        return data in (ESC, CTRL_C)
+
+    def response_text(self, turn: Turn, reading: Any) -> str | None:
+        rows = list(self.host.terminal.display)
+        start = self.rules.find_prompt(rows, turn.text if len(turn.text) < 800 else None)
+        if start is None:
+            return None
+        return self.rules.extract_response(rows, start) or None
+
+    def on_committed(self, reading: Any) -> None:
+        self._maybe_complete()
+
+    def on_tick(self, turn: Turn) -> None:
+        self._read_chat()
+
+    def on_turn_end(self, turn: Turn, how: str) -> None:
+        self.turns.finish()
+        if how == "error" and self.engine.busy():
+            # the deadline passed while the CLI still retries: stop its retry loop so the next send can go
+            self.host.write(ESC)
+
+    def shown(self) -> str:
+        """What the live area shows right now (spinner, errors), one line per row."""
+        return self.rules.status_excerpt(list(self.host.terminal.display))
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    async def startup(self) -> dict[str, Any]:
+        try:
+            await self.engine.startup()
+        except DriverError as exc:
+            if self.engine.exited:
+                raise DriverError(exc.code, f"{exc.message}: {self.screen_excerpt()}") from None
+            raise
+        self._open_chat()
+        self._schedule_poll()
+        return self.ready_fields()
+
+    def on_output(self, data: bytes) -> None:
+        title = getattr(self.host.terminal, "title", "") or ""
+        if title != self.title:
+            self.title = title  # the title is half the state: re-read even if no row changed
+            self.engine.on_screen()
+
+    def on_exit(self, exit_code: int | None) -> None:
+        super().on_exit(exit_code)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._poll_handle is not None:
+            self._poll_handle.cancel()
+            self._poll_handle = None
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+        if self.session_home:
+            shutil.rmtree(self.session_home, ignore_errors=True)
+            self.session_home = None
+
+    def input(self, text: str) -> None:
+        """Type `text` + Enter without observing a turn, Enter once the text shows in the box and again while it
+        stays there. A one-line `/command` is typed as keys: pasted, the CLI takes it as a literal prompt (seen
+        live); anything else is pasted, as for `send`."""
+        if text.startswith("/") and "\n" not in text and "?" not in text:
+            self.host.write(paste_payload(text))
+        else:
+            self.type_message(text)
+        task = self.host.loop.create_task(self._enter_when_shown())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _enter_when_shown(self, tries: int = 3) -> None:
+        engine = self.engine
+        start = last_enter = engine.now()
+        enters = 0
+        while not engine.exited and enters < tries and engine.now() - start < 10.0:
+            await engine.wait_change(0.2)
+            now = engine.now()
+            reading = engine.reading()
+            shown = reading.state == "idle" and bool(reading.draft)
+            if enters and not reading.draft:
+                return  # taken
+            # the `/command` suggestions render a moment after the text (the recording pressed Enter 0.4 s later)
+            if engine.quiet_for() < INPUT_QUIET or now - last_enter < (1.0 if enters else 0.0):
+                continue
+            if shown or now - start >= 1.5:
+                self.host.write(b"\r")
+                enters += 1
+                last_enter = now
+
+    def transcript_path(self) -> Path | None:
+        return self.chat_path
+
+    def resume_record(self) -> tuple[str | None, Path | None]:
+        """The session id, and its chat file wherever it is (it may not be pinned yet)."""
+        sid = self.session_id
+        return sid, (find_chat_file(self.home, sid) if sid else None)
+
+    def info_fields(self) -> dict[str, Any]:
+        return {
+            "gemini_session_id": self.session_id,
+            "title_state": self.rules.title_state(self.title),
+            **super().info_fields(),
+        }
+
+    @staticmethod
+    def replay_setup(capture: Any, home: Path) -> tuple[dict[str, Any], Path]:
+        """For `litbridge replay`: the session options (env, and the args with the recorded session id pinned as
+        the live driver would, unless the recording resumed one) and the folder the recorded chat lines go to."""
+        gdir = home / ".gemini"
+        slug = None
+        for folder in capture.transcript_dirs.values():  # <tmp dir>/<slug>/chats/<file>: the last one wins
+            parts = Path(folder).parts
+            if len(parts) >= 3 and parts[-1] == "chats":
+                slug = parts[-2]
+        slug = slug or project_slug(capture.cwd, gdir)
+        gdir.mkdir(parents=True, exist_ok=True)
+        (gdir / "projects.json").write_text(json.dumps({"projects": {capture.cwd: slug}}), encoding="utf-8")
+        args = list(capture.args)
+        if _flag_value(args, ("--resume", "-r", "--session-id")) is None:
+            for _t, _name, line in capture.transcript[:1]:
+                try:
+                    sid = json.loads(line).get("sessionId")
+                except ValueError:
+                    sid = None
+                if isinstance(sid, str):
+                    args += ["--session-id", sid]
+        options = {
+            "env": {"HOME": str(home)},
+            "args": args,
+            "cli_version": recorded_version(capture.chunks, HEADER_VERSION_RE),
+        }
+        return options, gdir / "tmp" / slug / "chats"
+
+    # ------------------------------------------------------------------------------------------ chat file
+    def _chat_dir(self) -> Path:
+        return self.home / "tmp" / project_slug(self.cwd, self.home) / "chats"
+
+    def _open_chat(self) -> None:
+        """Watch the project's chat folder (inotify, the shared DirWatch) and pin our file."""
+        if self._watch is None and not self.engine.exited:
+            self._watch = DirWatch.start(self.host.loop, self._chat_dir(), self._on_chat_change, self._wants)
+        self._pin()
+
+    def _wants(self, mask: int, name: str) -> bool:
+        return self.session_id is None or chat_file_matches(name, self.session_id)
+
+    def _pin(self) -> bool:
+        if self.chat_path is not None or self.session_id is None:
+            return self.chat_path is not None
+        hint = self.chat_path_hint
+        if hint is not None and hint.exists():
+            path: Path | None = hint
+        else:
+            path = find_chat_file(self.home, self.session_id, project_slug(self.cwd, self.home))
+        if path is None:
+            return False
+        self.chat_path = path
+        self.tailer.pin(path, from_start=True)
+        # what the file already holds (a resumed session's history, the startup preamble) is replayed silently
+        self.turns.feed(self.tailer.poll())
+        self.turns.finish()
+        self.host.log.info("gemini: chat file %s", path)
+        return True
+
+    def _on_chat_change(self) -> None:
+        if not self.engine.exited:
+            try:
+                self._read_chat()
+            except Exception:
+                self.host.log.exception("gemini: chat read")
+
+    def _schedule_poll(self) -> None:
+        if not self.engine.exited:
+            self._poll_handle = self.host.call_later(POLL, self._poll)
+
+    def _poll(self) -> None:
+        self._poll_handle = None
+        try:
+            if self._watch is not None:
+                self._watch.refresh()
+            self._read_chat()
+        finally:
+            self._schedule_poll()
+
+    def _read_chat(self) -> None:
+        self.engine.sync_turn()
+        if self.chat_path is None and not self._pin():
+            return
+        for ev in self.turns.feed(self.tailer.poll()):
+            self._on_chat_event(ev)
+        self._maybe_complete()
+
+    def _on_chat_event(self, ev: ChatEvent) -> None:
+        engine, host = self.engine, self.host
+        if ev.kind == "prompt":
+            if engine.turn is not None and not engine.turn.witnessed:
+                engine.witness()
+            elif engine.turn is None:
+                engine.begin_organic(ev.text)  # typed into the CLI itself (attach)
+            return
+        turn = engine.turn
+        if turn is None or not turn.witnessed:
+            return
+        if ev.kind == "tool_use":
+            host.tool_use(ev.data["id"], ev.text, ev.data.get("input"))
+        elif ev.kind == "tool_result":
+            host.tool_result(ev.data["id"], ev.text, bool(ev.data.get("is_error")))
+        elif ev.kind == "interrupted":
+            engine.interrupted(turn.last_text or ev.text)
+        elif ev.kind == "error":
+            shown = self.rules.error_lines(list(host.terminal.display))
+            extra = f" (the CLI showed: {shown[-1]})" if shown and shown[-1] != ev.text else ""
+            engine.failed(ev.text + extra, "api_error")
+
+    def _maybe_complete(self) -> None:
+        """The chat's last record of the turn is an answer with no pending tool call, and the CLI is idle: the
+        title says Ready and the screen reads idle now (three independent signals, so no settle wait; without
+        the title, the engine's settled screen decides)."""
+        turn, pending = self.engine.turn, self.turns.pending
+        if turn is None or pending is None or not turn.witnessed:
+            return
+        reading = self.engine.reading()
+        if reading.state != "idle":
+            return  # e.g. a `gemini` record written before its tool calls are added to it
+        title = reading.title if isinstance(reading, Reading) else None  # always ours: read_screen made it
+        if title != v0_61.TITLE_READY and not self.engine.cli_idle():
+            return
+        content = pending.text
+        if content and content != turn.last_text:
+            self.engine.set_text(content)  # the last `replace` is the exact text too
+        self.engine.complete(content, pending.data.get("usage"), "transcript")
+
+
+def _turn_timeout(raw: Any) -> float:
+    """The `turn_timeout` create field (seconds, default TURN_TIMEOUT); a bad value is the client's `bad_field`."""
+    if raw is None:
+        return TURN_TIMEOUT
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise DriverError("bad_field", f"turn_timeout must be a number of seconds, got {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise DriverError("bad_field", f"turn_timeout must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+def _flag_value(args: list[str], names: tuple[str, ...]) -> str | None:
+    """The value of the first of `names` in args ("" when the flag has none); None when absent."""
+    for i, a in enumerate(args):
+        for n in names:
+            if a == n:
+                nxt = args[i + 1] if i + 1 < len(args) else ""
+                return "" if nxt.startswith("-") else nxt
+            if a.startswith(n + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,264 @@
+"""`serve --web`: one page (sessions, live terminal, chat) served from inside the daemon's event loop.
+
+aiohttp because it is an asyncio-native HTTP + WebSocket server that runs on the daemon's own loop
+(uvloop included) without a second process, thread or ASGI adapter, and is long and actively
+maintained. The page's two WebSockets are bridged in-process to the daemon's own handlers
+(`bridge.py`): `/ws/events` speaks the control protocol, `/ws/attach` carries the attach stream.
+
+Security, as a local web server must have it (each refusal is tested):
+- every HTTP and WebSocket request needs the daemon's token, presented once as `/?token=` (the link
+  `litbridge web` prints) and then kept in an `HttpOnly`, `SameSite=Strict` cookie;
+- the `Host` header must name this server (loopback names, the bound host): DNS rebinding is refused;
+- a WebSocket upgrade must come from this server's own `Origin` (cross-site WebSocket hijacking);
+- static files come from a fixed list built at start-up: no listing, no path is ever joined from a URL;
+- every response carries a Content-Security-Policy (scripts from this origin only) and no-sniff /
+  no-frame / no-referrer headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import WSMsgType, web
+
+from litbridge.daemon import paths
+from litbridge.protocol.spec import MAX_LINE
+from litbridge.web.bridge import WsWriter
+
+if TYPE_CHECKING:
+    from litbridge.daemon.server import Daemon
+
+log = logging.getLogger("litbridge.web")
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+}
+# xterm.js's DOM renderer injects its theme as a <style> element, hence 'unsafe-inline' for styles only;
+# scripts are this origin's files and nothing else.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """`[HOST:]PORT` -> (host, port); the host defaults to loopback. Raises ValueError with a message."""
+    host, sep, port_text = value.rpartition(":")
+    if not sep:
+        host = "127.0.0.1"
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"--web wants [HOST:]PORT, got {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--web port out of range: {port}")
+    return host, port
+
+
+def web_info_path(socket_path: str) -> str:
+    """Where a running daemon says where its web view is (read by `litbridge web`)."""
+    return socket_path + ".web"
+
+
+def _static_files() -> dict[str, Path]:
+    """URL path -> file, walked once: the only files the server will ever send."""
+    files: dict[str, Path] = {}
+    for path in sorted(STATIC_DIR.rglob("*")):
+        if path.is_file() and path.suffix in CONTENT_TYPES and path.name != "index.html":
+            files["/static/" + path.relative_to(STATIC_DIR).as_posix()] = path
+    return files
+
+
+class WebServer:
+    """The web view of one daemon: started after the daemon's listeners, closed after its shutdown."""
+
+    def __init__(self, daemon: Daemon, host: str, port: int) -> None:
+        self.daemon = daemon
+        self.host = host
+        self.port = port
+        self.token = ""
+        self.allowed_hosts: set[str] = set()
+        self.static = _static_files()
+        self._index = (STATIC_DIR / "index.html").read_bytes()
+        self._runner: web.AppRunner | None = None
+        self._sockets: set[web.WebSocketResponse] = set()
+        self._info_path: str | None = None
+
+    @property
+    def cookie_name(self) -> str:
+        return f"litbridge_{self.port}"  # cookies ignore ports: one name per server
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if host in ("0.0.0.0", "[::]"):
+            host = "127.0.0.1"
+        return f"http://{host}:{self.port}/"
+
+    async def start(self) -> None:
+        # Without --port the web view gets a token of its own, in the same file the TCP token would use.
+        self.token = self.daemon.token if self.daemon.token is not None else self.daemon.issue_token()
+        app = web.Application(middlewares=[self._guard], client_max_size=64 * 1024)
+        app.on_response_prepare.append(self._headers)
+        app.router.add_get("/", self._page)
+        app.router.add_get("/ws/events", self._ws_events)
+        app.router.add_get("/ws/attach", self._ws_attach)
+        for url in self.static:
+            app.router.add_get(url, self._file)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]  # port 0: the one the OS chose
+        self.allowed_hosts = self._hosts()
+        self._info_path = web_info_path(self.daemon.socket_path)
+        _write_private(self._info_path, json.dumps({"url": self.url, "pid": os.getpid()}) + "\n")
+        log.info("web view on %s (open it with `litbridge web`)", self.url)
+
+    async def close(self) -> None:
+        for ws in list(self._sockets):
+            with contextlib.suppress(Exception):
+                await ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._info_path:
+            paths.unlink_quietly(self._info_path)
+
+    def _hosts(self) -> set[str]:
+        names = set(LOOPBACK_NAMES)
+        if self.host not in ("0.0.0.0", "::", ""):
+            names.add(f"[{self.host}]" if ":" in self.host else self.host)
+        else:  # listening everywhere: this machine's own names too
+            names.update({socket.gethostname(), socket.getfqdn()})
+        return {f"{n.lower()}:{self.port}" for n in names}
+
+    # ------------------------------------------------------------------ guards
+    def _authed(self, request: web.Request) -> bool:
+        cookie = request.cookies.get(self.cookie_name, "")
+        return bool(cookie) and hmac.compare_digest(cookie, self.token)
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        host = (request.headers.get("Host") or "").lower()
+        if host not in self.allowed_hosts:
+            log.warning("web: refused Host %r", host)
+            raise web.HTTPMisdirectedRequest(text="litbridge: unknown Host header (DNS rebinding?)\n")
+        if request.path == "/" and "token" in request.query:
+            if not hmac.compare_digest(request.query["token"], self.token):
+                raise web.HTTPUnauthorized(text="litbridge: wrong token\n")
+        elif not self._authed(request):
+            raise web.HTTPUnauthorized(text="litbridge: open the link `litbridge web` prints\n")
+        return await handler(request)
+
+    def _origin_ok(self, request: web.Request) -> bool:
+        origin = request.headers.get("Origin", "").lower()
+        return any(origin == f"http://{h}" for h in self.allowed_hosts)
+
+    async def _headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+
+    # ------------------------------------------------------------------ pages
+    async def _page(self, request: web.Request) -> web.Response:
+        response = web.Response(body=self._index, content_type="text/html", charset="utf-8")
+        response.headers["Cache-Control"] = "no-store"
+        if "token" in request.query:
+            response.set_cookie(self.cookie_name, self.token, httponly=True, samesite="Strict", path="/")
+        return response
+
+    async def _file(self, request: web.Request) -> web.Response:
+        path = self.static[request.path]
+        return web.Response(
+            body=path.read_bytes(),
+            headers={"Content-Type": CONTENT_TYPES[path.suffix], "Cache-Control": "no-cache"},
+        )
+
+    # ------------------------------------------------------------------ websockets
+    async def _open_ws(self, request: web.Request) -> web.WebSocketResponse:
+        if not self._origin_ok(request):
+            log.warning("web: refused a WebSocket from Origin %r", request.headers.get("Origin"))
+            raise web.HTTPForbidden(text="litbridge: cross-origin WebSocket refused\n")
+        ws = web.WebSocketResponse(max_msg_size=MAX_LINE + 1, heartbeat=30.0)
+        await ws.prepare(request)
+        self._sockets.add(ws)
+        return ws
+
+    async def _pipe(self, ws: web.WebSocketResponse, handler: Any, first: bytes | None, typing: bool) -> None:
+        """Run a daemon handler over this socket until either side ends."""
+        reader = asyncio.StreamReader(limit=MAX_LINE)
+        writer = WsWriter(ws, binary=first is not None)
+        if first is not None:
+            reader.feed_data(first)
+        task = asyncio.get_running_loop().create_task(handler(reader, writer))
+        task.add_done_callback(lambda _t: writer.close())
+        try:
+            async for msg in ws:
+                if msg.type == WSMsgType.TEXT:
+                    data = msg.data.encode()
+                elif msg.type == WSMsgType.BINARY:
+                    data = msg.data
+                else:
+                    break
+                if first is None and not data.endswith(b"\n"):
+                    data += b"\n"  # one command per message
+                if typing or first is None:
+                    reader.feed_data(data)
+        finally:
+            self._sockets.discard(ws)
+            reader.feed_eof()
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(task), 5.0)
+            writer.close()
+            await writer.wait_closed()
+
+    async def _ws_events(self, request: web.Request) -> web.WebSocketResponse:
+        ws = await self._open_ws(request)
+        await self._pipe(ws, self.daemon._on_control, None, typing=False)
+        return ws
+
+    async def _ws_attach(self, request: web.Request) -> web.WebSocketResponse:
+        key = request.query.get("session", "")
+        control = request.query.get("control") == "1"
+        ws = await self._open_ws(request)
+        # "control": false = watch only, never the controller, so a terminal attacher keeps the keyboard;
+        # and the browser's keystrokes are dropped here unless the page took control
+        selector = json.dumps({"session": key, "control": control}).encode() + b"\n"
+        await self._pipe(ws, self.daemon.attach.handle, selector, typing=control)
+        return ws
+
+
+def _write_private(path: str, text: str) -> None:
+    """Written 0600 beside the path, then renamed over it: a reader never sees a partial file."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)

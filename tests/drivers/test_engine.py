@@ -1,0 +1,465 @@
+"""The turn engine's bookkeeping, against a recording host and scripted readings on a virtual clock."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from litbridge.drivers.base import DriverError
+from litbridge.drivers.engine import EngineHooks, Timing, TurnEngine
+from litbridge.vclock import VirtualTimeLoop
+
+
+@dataclass
+class Opt:
+    digit: int
+    label: str
+    selected: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"digit": str(self.digit), "label": self.label}
+
+
+@dataclass
+class Dlg:
+    kind: str
+    text: str
+    options: list[Opt]
+    detail: Any = None
+
+    def signature(self) -> tuple[Any, ...]:
+        return (self.kind, self.text, tuple(o.label for o in self.options))
+
+    def find(self, *, digit: int | None = None, label: str | None = None) -> int | None:
+        for i, o in enumerate(self.options):
+            if (digit is not None and o.digit == digit) or (label is not None and o.label == label):
+                return i
+        return None
+
+
+@dataclass
+class R:
+    state: str
+    dialog: Dlg | None = None
+    spinner: str | None = None
+    live_prompt: bool = False
+    draft: str = ""
+
+
+IDLE = R("idle", live_prompt=True)
+BUSY = R("busy", spinner="✻ Working…")
+
+
+def dialog(kind: str = "permission", cursor: int = 0) -> R:
+    opts = [Opt(1, "Yes"), Opt(2, "No")]
+    opts[cursor].selected = True
+    return R("dialog", Dlg(kind, "Do you want to proceed?", opts))
+
+
+class Host:
+    """A recording DriverHost: every call lands in `calls` as (name, args...)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.key = "s"
+        self.terminal = None
+        self.loop = loop
+        self.log = logging.getLogger("test")
+        self.last_output_at = 0.0
+        self.spawned_at = 0.0
+        self.state = "starting"
+        self.turn_id: str | None = None
+        self.pid = None
+        self.calls: list[tuple[Any, ...]] = []
+        self.writes: list[bytes] = []
+        self._q = 0
+        self._t = 0
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def close_stdin(self) -> None:
+        pass
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        return self.loop.call_later(delay, callback)
+
+    def set_state(self, state: str) -> None:
+        if state != self.state:
+            self.calls.append(("state", state))
+            self.state = state
+
+    def turn_text(self, text: str) -> None:
+        self.calls.append(("replace", text))
+
+    def turn_thinking(self, text: str) -> None:
+        self.calls.append(("thinking", text))
+
+    def tool_use(self, *a: Any) -> None: ...
+
+    def tool_result(self, *a: Any) -> None: ...
+
+    def _end(self, *call: Any) -> None:
+        if self.turn_id is not None:
+            self.calls.append(call)
+            self.turn_id = None
+
+    def turn_complete(self, content: str, usage: Any = None, source: str = "screen") -> None:
+        self._end("complete", content, source)
+
+    def turn_interrupted(self, content: str = "") -> None:
+        self._end("interrupted", content)
+
+    def interrupt_noted(self) -> None:
+        self.calls.append(("interrupt_noted",))
+
+    def turn_error(self, message: str, kind: str = "api_error", detail: str | None = None) -> None:
+        self._end("turn_error", kind)
+
+    def open_question(
+        self, kind: str, text: str, options: Any, detail: Any = None, source: Any = None
+    ) -> str:
+        self._q += 1
+        self.calls.append(("question", kind, f"q{self._q}"))
+        return f"q{self._q}"
+
+    def close_question(self, question_id: str, reason: str = "answered") -> None:
+        self.calls.append(("question_closed", question_id, reason))
+
+    def open_questions(self) -> list[str]:
+        return []
+
+    def input_ready(self) -> None:
+        self.calls.append(("input_ready",))
+
+    def begin_organic_turn(self, text: str) -> str | None:
+        self._t += 1
+        self.turn_id = f"o{self._t}"
+        return self.turn_id
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.calls.append((event, fields))
+
+    def names(self) -> list[str]:
+        return [c[0] for c in self.calls]
+
+
+class Hooks(EngineHooks):
+    def __init__(self) -> None:
+        self.current: R = R("blank")
+        self.typed: list[str] = []
+        self.text: str | None = None
+        self.ended: list[str] = []
+
+    def read_screen(self) -> R:  # type: ignore[override]
+        return self.current
+
+    def dialog_keys(self, dlg: Any, index: int) -> list[str]:
+        sel = next(i for i, o in enumerate(dlg.options) if o.selected)
+        if sel < index:
+            return ["Down"] * (index - sel) + ["Enter"]
+        if sel > index:
+            return ["Up"] * (sel - index) + ["Enter"]
+        return ["Enter"]
+
+    def startup_answer(self, dlg: Any) -> str | None:
+        return "Yes" if dlg.kind == "trust" else None
+
+    def question_kind(self, dlg: Any) -> str:
+        return dlg.kind
+
+    def type_message(self, text: str) -> None:
+        self.typed.append(text)
+
+    def response_text(self, turn: Any, reading: Any) -> str | None:
+        return self.text
+
+    def on_turn_end(self, turn: Any, how: str) -> None:
+        self.ended.append(how)
+
+
+@pytest.fixture
+def rig():
+    loop = VirtualTimeLoop()
+    asyncio.set_event_loop(loop)
+    host = Host(loop)
+    hooks = Hooks()
+    eng = TurnEngine(host, hooks, Timing(turn_deadline=None))
+
+    def show(reading: R, hold: float = 0.0) -> None:
+        hooks.current = reading
+        host.last_output_at = loop.time()
+        eng.on_screen()
+        if hold:
+            run(hold)
+
+    def run(seconds: float) -> None:
+        loop.run_until_complete(asyncio.sleep(seconds))
+
+    yield loop, host, hooks, eng, show, run
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for t in pending:
+        t.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    asyncio.set_event_loop(None)
+    loop.close()
+
+
+def started(eng: TurnEngine, show: Callable[..., None]) -> None:
+    eng.started = True
+    show(IDLE, 0.5)
+
+
+def send(loop: asyncio.AbstractEventLoop, host: Host, eng: TurnEngine, text: str = "hi") -> asyncio.Task:
+    host.turn_id = "t1"
+    return loop.create_task(eng.submit(text))
+
+
+def test_settle_debounce_opens_one_question_and_closes_it(rig):
+    _loop, host, _hooks, eng, show, _run = rig
+    started(eng, show)
+    show(dialog(), 0.05)  # shorter than the settle time: a half-drawn frame
+    show(IDLE, 0.5)
+    assert "question" not in host.names()
+    show(dialog(), 0.5)
+    show(dialog(), 0.5)  # repainted, same dialog
+    assert host.names().count("question") == 1
+    assert host.state == "dialog"
+    show(IDLE, 0.5)
+    assert ("question_closed", "q1", "dismissed") in host.calls
+    assert host.state == "idle"
+
+
+def test_submit_writes_text_then_enter_and_verifies_busy(rig):
+    loop, host, hooks, eng, show, run = rig
+    started(eng, show)
+    task = send(loop, host, eng, "hello")
+    run(0.2)
+    assert hooks.typed == ["hello"] and host.writes == [b"\r"]
+    show(BUSY, 0.3)
+    run(0.1)
+    assert task.done() and eng.turn is not None and eng.turn.went_busy
+    assert host.state == "thinking"
+
+
+def test_submit_repeats_enter_when_the_text_stays_in_the_box(rig):
+    loop, host, _hooks, eng, show, run = rig
+    started(eng, show)
+    task = send(loop, host, eng, "hello")
+    run(0.2)
+    show(R("idle", live_prompt=True, draft="hello"), 1.5)
+    assert host.writes.count(b"\r") >= 2
+    show(BUSY, 0.5)
+    assert task.done()
+
+
+def test_submit_gives_up_with_timeout_error(rig):
+    loop, host, _hooks, eng, show, run = rig
+    started(eng, show)
+    task = send(loop, host, eng)
+    run(eng.timing.submit_timeout + 5)
+    assert task.done()
+    assert ("turn_error", "timeout") in host.calls
+    assert eng.turn is None
+
+
+def test_exactly_one_terminal_event_and_state_first(rig):
+    loop, host, hooks, eng, show, run = rig
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+    show(BUSY, 0.3)
+    hooks.text = "answer"
+    show(IDLE, 0.3)
+    assert eng.complete("answer", None, "transcript")
+    assert not eng.interrupted()
+    assert not eng.failed("late")
+    ends = [c for c in host.calls if c[0] in ("complete", "interrupted", "turn_error")]
+    assert ends == [("complete", "answer", "transcript")]
+    names = host.names()
+    assert names.index("complete") > max(i for i, n in enumerate(names) if n == "state")
+    assert host.state == "idle" and hooks.ended == ["complete"]
+
+
+def test_interrupt_after_a_denied_dialog_closes_the_question_before_the_event(rig):
+    loop, host, _hooks, eng, show, run = rig
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+    show(dialog(), 0.5)
+    assert host.state == "dialog"
+    eng.question.answered = True  # type: ignore[union-attr]
+    show(IDLE)  # the dialog is gone, not yet settled
+    eng.interrupted("")
+    names = host.names()
+    assert names.index("question_closed") < names.index("interrupted")
+    states = [c for c in host.calls[: names.index("interrupted")] if c[0] == "state"]
+    assert states[-1] == ("state", "idle") and "state" not in names[names.index("interrupted") :]
+
+
+def test_esc_through_attach_ends_the_turn_once_the_cli_is_idle(rig):
+    loop, host, _hooks, eng, show, run = rig
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+    show(BUSY, 0.3)
+    eng.on_keys(b"\x1b")
+    run(0.3)
+    assert eng.turn is not None  # still busy: not ended
+    show(R("idle", live_prompt=True, draft="hi"), 0.2)
+    run(1.0)
+    assert ("interrupted", "") in host.calls
+    assert eng.turn is None
+
+
+def test_the_interrupt_command_writes_the_key(rig):
+    loop, host, _hooks, eng, show, run = rig
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+    show(BUSY, 0.3)
+    eng.interrupt()
+    assert host.writes[-1] == b"\x1b"
+    show(IDLE, 1.0)
+    assert "interrupted" in host.names()
+
+
+def test_answer_sends_one_key_per_settled_frame(rig):
+    loop, host, _hooks, eng, show, run = rig
+    started(eng, show)
+    show(dialog(cursor=0), 0.6)
+    task = loop.create_task(eng.answer(None, digit="2"))
+    run(0.8)
+    assert host.writes == [b"\x1b[B"]  # Down only: the Enter waits for the repaint
+    show(dialog(cursor=1), 0.8)
+    assert host.writes[-1] == b"\r"
+    assert task.done() and task.exception() is None
+    show(IDLE, 0.5)
+    assert ("question_closed", "q1", "answered") in host.calls
+
+
+def test_answer_errors(rig):
+    loop, _host, _hooks, eng, show, _run = rig
+    started(eng, show)
+    with pytest.raises(DriverError) as exc:
+        loop.run_until_complete(eng.answer(None, digit="1"))
+    assert exc.value.code == "no_question"
+    show(dialog(), 0.6)
+    for kwargs in ({"digit": "7"}, {"option": "Maybe"}, {"text": "free text"}):
+        with pytest.raises(DriverError) as exc:
+            loop.run_until_complete(eng.answer(None, **kwargs))
+        assert exc.value.code == "bad_field"
+
+
+def test_startup_answers_its_dialog_then_is_ready(rig):
+    loop, host, _hooks, eng, show, _run = rig
+    task = loop.create_task(eng.startup())
+    show(dialog("trust", cursor=0), 0.8)
+    assert host.writes == [b"\r"]
+    show(IDLE, 0.6)
+    assert task.done() and task.exception() is None
+    assert eng.started
+    assert ("dialog_dismissed", {"dialog": "trust", "keys": ["Enter"]}) in host.calls
+
+
+def test_startup_relays_a_dialog_it_does_not_answer(rig):
+    loop, host, _hooks, eng, show, _run = rig
+    task = loop.create_task(eng.startup())
+    show(dialog("permission"), 2.5)
+    assert task.done() and eng.started
+    assert "question" in host.names() and host.writes == []
+
+
+def test_startup_timeout_code_is_a_spec_code(rig):
+    from litbridge.protocol.spec import ERROR_CODES
+
+    loop, _host, _hooks, eng, _show, _run = rig
+    eng.timing.startup_timeout = 2.0
+    with pytest.raises(DriverError) as exc:
+        loop.run_until_complete(eng.startup())
+    assert exc.value.code in ERROR_CODES
+
+
+def test_hold_reason_says_why_input_is_not_live(rig):
+    _loop, host, _hooks, eng, show, _run = rig
+    assert eng.hold_reason() == "the CLI is starting"
+    started(eng, show)
+    assert eng.hold_reason() is None and eng.can_accept_input()
+    eng.on_status({"state": "blocked", "kind": "auth"})
+    show(R("idle", live_prompt=True, draft="half typed"), 0.5)
+    assert not eng.can_accept_input()
+    assert "blocked (auth)" in (eng.hold_reason() or "")
+    eng.on_status({"state": "idle"})
+    assert "unsent text" in (eng.hold_reason() or "")
+    show(dialog(), 0.5)
+    assert "question q1" in (eng.hold_reason() or "")
+    assert not [c for c in host.calls if c[0] in ("dialog_blocked", "dialog_cleared")]  # the session's to say
+
+
+def test_turn_deadline_ends_the_turn_with_timeout(rig):
+    loop, host, _hooks, eng, show, run = rig
+    eng.timing.turn_deadline = 5.0
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+    show(BUSY, 6.0)
+    assert ("turn_error", "timeout") in host.calls
+
+
+def test_organic_turn_and_stale_turn_sync(rig):
+    _loop, host, _hooks, eng, show, _run = rig
+    started(eng, show)
+    turn = eng.begin_organic("typed in attach")
+    assert turn is not None and turn.organic and host.turn_id == "o1"
+    assert eng.begin_organic("again") is None
+    host.turn_id = None  # the session ended it by itself
+    assert eng.can_accept_input() and eng.turn is None
+
+
+def test_status_working_goes_stale_on_an_idle_screen(rig):
+    _loop, _host, _hooks, eng, show, _run = rig
+    started(eng, show)
+    eng.on_status({"state": "working"})
+    assert eng.busy() and not eng.can_accept_input()
+    show(IDLE, eng.timing.status_stale + 0.5)
+    assert not eng.busy() and eng.can_accept_input()
+
+
+def test_driver_error_codes_come_from_the_spec():
+    from litbridge.protocol.spec import ERROR_CODES, TURN_ERROR_KINDS
+
+    for code in (*ERROR_CODES, *TURN_ERROR_KINDS):
+        assert DriverError(code, "m").code == code
+    with pytest.raises(ValueError):
+        DriverError("startup_failed_somehow", "an invented code never reaches a client")
+
+
+@pytest.mark.parametrize("source", ["keys", "command", "cli"])
+def test_an_interrupt_the_cli_never_honours_is_left_to_the_host_fallback(rig, source):
+    """Whatever started the interrupt, the engine reports it to the host (whose fallback ends a turn the CLI never
+    lets go of, tests/daemon/test_session.py) and, once the host ended the turn, drops its own record of it."""
+    loop, host, _hooks, eng, show, run = rig
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+    show(BUSY, 0.3)
+    if source == "keys":
+        eng.on_keys(b"\x1b")
+    elif source == "command":
+        eng.interrupt()
+    else:
+        eng.note_interrupt("cli")
+    assert host.names().count("interrupt_noted") == 1
+    show(BUSY, 5.0)  # still working: the engine does not end the turn on its own
+    assert eng.turn is not None and "interrupted" not in host.names()
+    host.turn_interrupted("")  # the host's fallback
+    run(0.5)
+    assert [c for c in host.calls if c[0] in ("complete", "interrupted", "turn_error")] == [
+        ("interrupted", "")
+    ]
+    assert eng.turn is None
