@@ -65,7 +65,9 @@ def offline_env(home: GeminiHome, mock_url: str) -> dict[str, str]:
 
 
 class Daemon(ServeDaemon):
-    """The daemon (lbd_helpers.ServeDaemon) with `gemini` (and node) on its PATH."""
+    """The daemon (lbd_helpers.ServeDaemon) with `gemini` (and node) on its PATH, started as from a CI job
+    (`CI=true`, `GITHUB_ACTIONS=true`): Gemini CLI goes headless under those, so every real-CLI test also checks
+    that the driver keeps them from the child (its launch spec's env_remove)."""
 
     def __init__(self, base: Path, bin_dir: Path) -> None:
         node = shutil.which("node")
@@ -74,7 +76,9 @@ class Daemon(ServeDaemon):
             + ([os.path.dirname(node)] if node else [])
             + ["/usr/local/bin", "/usr/bin", "/bin"]
         )
-        super().__init__(base, ("LANG", "LC_ALL", "USER", "TMPDIR"), PATH=os.pathsep.join(path))
+        super().__init__(
+            base, ("LANG", "LC_ALL", "USER", "TMPDIR"), PATH=os.pathsep.join(path), CI="true", GITHUB_ACTIONS="true"
+        )
 
     def log_tail(self, n: int = 40) -> str:
         return super().log_tail(n)

@@ -13,6 +13,7 @@ import pytest
 from litbridge.drivers import clis, get_driver
 from litbridge.drivers.base import DriverError
 from litbridge.drivers.gemini.driver import GeminiDriver, paste_payload
+from litbridge.pty import child_env
 
 
 def driver(tmp_path: Path, **options) -> GeminiDriver:
@@ -35,6 +36,17 @@ def test_launch_pins_a_new_session_id(tmp_path: Path) -> None:
     assert spec.argv[:2] == ["gemini", "--session-id"] and spec.argv[2] == d.session_id
     assert spec.argv[3:] == ["--model", "gemini-3.8-flash"]
     assert spec.transport == "pty" and spec.cwd == d.cwd and not d.resumed
+
+
+def test_a_ci_environment_is_kept_from_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # with CI=true or GITHUB_ACTIONS=true Gemini CLI runs headless on a terminal and exits 42 at once
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    spec = driver(tmp_path).launch()
+    child = child_env(spec.env, {}, remove=spec.env_remove)
+    assert "CI" not in child and "GITHUB_ACTIONS" not in child
+    assert child["GEMINI_CLI_HOME"] == spec.env["GEMINI_CLI_HOME"]
+    assert child_env(spec.env, {"CI": "true"}, remove=spec.env_remove)["CI"] == "true"  # the caller still wins
 
 
 def test_session_home_settings_merged_user_files_untouched(tmp_path: Path) -> None:

@@ -64,6 +64,11 @@ SESSION_SETTINGS: dict[str, Any] = {
 true-colour warning, and the window title the driver reads kept on."""
 
 
+ENV_REMOVE = ("CI", "GITHUB_ACTIONS")
+"""Inherited variables the child must not see: with `CI=true` or `GITHUB_ACTIONS=true` Gemini CLI runs headless
+even on a terminal (`isHeadlessMode`) and exits 42 at once ("No input provided via stdin"), so a daemon started
+from a CI job could not run it. The bridge always wants the interactive TUI; a caller's `create.env` still wins."""
+
 HEADER_VERSION_RE = logo_version_re(b"Gemini", b"CLI")
 """The version the header prints (`Gemini CLI v0.61.0`), in raw output: what a replay reads."""
 
@@ -159,7 +164,7 @@ class GeminiDriver(EngineDriver):
             args += ["--model", str(self.model)]
         env = self._session_files()
         argv = [str(self.options.get("cli") or "gemini"), *args]
-        return LaunchSpec(argv=argv, env=env, cwd=self.cwd, transport="pty")
+        return LaunchSpec(argv=argv, env=env, cwd=self.cwd, transport="pty", env_remove=list(ENV_REMOVE))
 
     def _session_files(self) -> dict[str, str]:
         """A per-session `GEMINI_CLI_HOME` whose `.gemini/` holds this session's own `settings.json` (the user's,
