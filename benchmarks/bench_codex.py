@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -24,10 +23,8 @@ import pytest
 
 from daemon_support import pct  # type: ignore[import-not-found]
 from fetch_fixtures import codex_binary, codex_unavailable
+from report import SMOKE, report_at_end  # type: ignore[import-not-found]
 
-HERE = Path(__file__).resolve().parent
-RESULTS_DIR = HERE.parent / ".benchmarks"
-SMOKE = os.environ.get("LITBRIDGE_BENCH_SMOKE", "") not in ("", "0")
 TURNS = 3 if SMOKE else 30
 CREATES = 1 if SMOKE else 5
 
@@ -35,29 +32,16 @@ pytestmark = pytest.mark.timeout(1800)
 ROWS: list[tuple[str, float | None, str]] = []
 
 
-class _Reporter:
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not ROWS:
-            return
-        lines = ["| case | value | note |", "|---|---|---|"]
-        lines += [f"| {c} | {'-' if v is None else f'{v:.1f}'} ms | {n} |" for c, v, n in ROWS]
-        table = "\n".join(lines)
-        terminalreporter.write_sep("=", "litbridge codex driver (same run)")
-        terminalreporter.write_line(table)
-        try:
-            RESULTS_DIR.mkdir(exist_ok=True)
-            stem = "codex-smoke" if SMOKE else "codex-latest"
-            stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-            (RESULTS_DIR / f"{stem}.md").write_text(f"Measured {stamp} (cpus: {os.cpu_count()})\n\n{table}\n")
-        except OSError:
-            pass
+def _table() -> str | None:
+    if not ROWS:
+        return None
+    lines = ["| case | value | note |", "|---|---|---|"]
+    return "\n".join(lines + [f"| {c} | {'-' if v is None else f'{v:.1f}'} ms | {n} |" for c, v, n in ROWS])
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _report(request: pytest.FixtureRequest) -> None:
-    pm = request.config.pluginmanager
-    if not pm.has_plugin("litbridge-codex-report"):
-        pm.register(_Reporter(), "litbridge-codex-report")
+    report_at_end(request, "codex", "litbridge codex driver (same run)", _table)
 
 
 def _rollout_times(path: str) -> dict[str, float]:

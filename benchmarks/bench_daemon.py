@@ -9,7 +9,6 @@ sessions created per second). Prints pass/short against the targets; never fails
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import re
 import time
@@ -35,10 +34,9 @@ from daemon_support import (  # type: ignore[import-not-found]
     read_log,
     runq_wait_seconds,
 )
+from report import SMOKE, report_at_end, verdict  # type: ignore[import-not-found]
 
 HERE = Path(__file__).resolve().parent
-RESULTS_DIR = HERE.parent / ".benchmarks"
-SMOKE = os.environ.get("LITBRIDGE_BENCH_SMOKE", "") not in ("", "0")
 SCALE_N = (2,) if SMOKE else (1, 10, 50, 100)
 pytestmark = pytest.mark.timeout(1800)
 
@@ -86,41 +84,24 @@ class DaemonResults:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in self.rows:
             v = "-" if r.value is None else (f"{r.value:,.1f}" if abs(r.value) >= 10 else f"{r.value:.2f}")
-            verdict = "" if r.ok is None else ("pass" if r.ok else "SHORT")
-            lines.append(f"| {r.section} | {r.case} | {v} {r.unit} | {r.target} | {verdict} | {r.note} |")
+            lines.append(
+                f"| {r.section} | {r.case} | {v} {r.unit} | {r.target} | {verdict(r.ok)} | {r.note} |"
+            )
         return "\n".join(lines)
 
 
 RESULTS = DaemonResults()
 
 
-class _Reporter:
-    """Prints the daemon table at the end of the run and writes .benchmarks/daemon-{latest,smoke}.{md,json}."""
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not RESULTS.rows:
-            return
-        table = RESULTS.table()
-        terminalreporter.write_sep("=", "litbridge daemon (same run)")
-        terminalreporter.write_line(table)
-        try:
-            RESULTS_DIR.mkdir(exist_ok=True)
-            stem = "daemon-smoke" if SMOKE else "daemon-latest"
-            stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-            (RESULTS_DIR / f"{stem}.md").write_text(f"Measured {stamp} (cpus: {os.cpu_count()})\n\n{table}\n")
-            (RESULTS_DIR / f"{stem}.json").write_text(
-                json.dumps([r.__dict__ for r in RESULTS.rows], indent=1)
-            )
-            terminalreporter.write_line(f"(also written to {RESULTS_DIR}/{stem}.md and .json)")
-        except OSError as exc:
-            terminalreporter.write_line(f"could not write results: {exc}")
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _report(request: pytest.FixtureRequest) -> None:
-    pm = request.config.pluginmanager
-    if not pm.has_plugin("litbridge-daemon-report"):
-        pm.register(_Reporter(), "litbridge-daemon-report")
+    report_at_end(
+        request,
+        "daemon",
+        "litbridge daemon (same run)",
+        lambda: RESULTS.table() if RESULTS.rows else None,
+        lambda: [r.__dict__ for r in RESULTS.rows],
+    )
 
 
 def _ms(v: float | None) -> float | None:

@@ -17,21 +17,19 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mock_gemini import MockGemini  # type: ignore[import-not-found]
 
 from daemon_support import Conn, daemon, pct  # type: ignore[import-not-found]
 from fetch_fixtures import gemini_launcher, gemini_missing  # type: ignore[import-not-found]
+from report import SMOKE, report_at_end  # type: ignore[import-not-found]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
-SMOKE = os.environ.get("LITBRIDGE_BENCH_SMOKE", "") not in ("", "0")
 TURNS = 3 if SMOKE else 30
 CREATES = 1 if SMOKE else 5
-RESULTS_DIR = ROOT / ".benchmarks"
 ROWS: list[tuple[str, str, str]] = []
 pytestmark = pytest.mark.timeout(1800)
 
@@ -40,30 +38,15 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v * 1000:,.1f}"
 
 
-class _Reporter:
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not ROWS:
-            return
-        table = "| case | value | note |\n|---|---|---|\n" + "\n".join(
-            f"| {a} | {b} | {c} |" for a, b, c in ROWS
-        )
-        terminalreporter.write_sep("=", "litbridge + real Gemini CLI 0.61.0 (same run)")
-        terminalreporter.write_line(table)
-        stem = "gemini-smoke" if SMOKE else "gemini-latest"
-        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        try:
-            RESULTS_DIR.mkdir(exist_ok=True)
-            (RESULTS_DIR / f"{stem}.md").write_text(f"Measured {stamp} (cpus: {os.cpu_count()})\n\n{table}\n")
-            terminalreporter.write_line(f"(also written to {RESULTS_DIR}/{stem}.md)")
-        except OSError as exc:
-            terminalreporter.write_line(f"could not write results: {exc}")
+def _table() -> str | None:
+    if not ROWS:
+        return None
+    return "| case | value | note |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in ROWS)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _report(request: pytest.FixtureRequest) -> None:
-    pm = request.config.pluginmanager
-    if not pm.has_plugin("litbridge-gemini-report"):
-        pm.register(_Reporter(), "litbridge-gemini-report")
+    report_at_end(request, "gemini", "litbridge + real Gemini CLI 0.61.0 (same run)", _table)
 
 
 def _home(base: Path, name: str) -> tuple[Path, Path]:

@@ -29,11 +29,10 @@ import pytest
 
 from daemon_support import _accepts, cpu_seconds, pct  # type: ignore[import-not-found]
 from fetch_fixtures import chromium_binary
+from report import SMOKE, report_at_end  # type: ignore[import-not-found]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS_DIR = ROOT / ".benchmarks"
-SMOKE = os.environ.get("LITBRIDGE_BENCH_SMOKE", "") not in ("", "0")
 LINES = 20 if SMOKE else 400  # timestamped lines for the latency run
 INTERVAL = 0.02  # s between them
 SESSIONS = 3 if SMOKE else 20
@@ -64,28 +63,17 @@ ROWS: list[tuple[str, str, str]] = []
 MARK_RE = re.compile(rb"mark (\d+) (\d+\.\d+)\r?\n")
 
 
-class _Reporter:
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not ROWS:
-            return
-        lines = ["| measure | case | value |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in ROWS]
-        table = "\n".join(lines)
-        terminalreporter.write_sep("=", "litbridge web view (same run)")
-        terminalreporter.write_line(table)
-        try:
-            RESULTS_DIR.mkdir(exist_ok=True)
-            stem = "web-smoke" if SMOKE else "web-latest"
-            stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-            (RESULTS_DIR / f"{stem}.md").write_text(f"Measured {stamp} (cpus: {os.cpu_count()})\n\n{table}\n")
-        except OSError as exc:
-            terminalreporter.write_line(f"could not write results: {exc}")
+def _table() -> str | None:
+    if not ROWS:
+        return None
+    return "\n".join(
+        ["| measure | case | value |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in ROWS]
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _report(request: pytest.FixtureRequest) -> None:
-    pm = request.config.pluginmanager
-    if not pm.has_plugin("litbridge-web-report"):
-        pm.register(_Reporter(), "litbridge-web-report")
+    report_at_end(request, "web", "litbridge web view (same run)", _table)
 
 
 # ---------------------------------------------------------------------------------------------- fixtures

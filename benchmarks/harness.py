@@ -12,6 +12,8 @@ from types import ModuleType
 
 import pytest
 
+from report import verdict  # type: ignore[import-not-found]
+
 # ----------------------------------------------------------------------------------------------------------------
 # Implementations under test.
 # ----------------------------------------------------------------------------------------------------------------
@@ -80,17 +82,17 @@ RESULTS = Results()
 
 def _target(section: str, metric: str, name: str, lit: float | None, ratio: float | None) -> tuple[str, str]:
     if section == "throughput" and name.startswith("claude:") and ratio is not None:
-        return "≥150x pyte", "pass" if ratio >= 150 else "SHORT"
+        return "≥150x pyte", verdict(ratio >= 150)
     if section == "fixed" and name.startswith("alt screen") and lit is not None:
-        return "≤1 µs", "pass" if lit <= 1 else "SHORT"
+        return "≤1 µs", verdict(lit <= 1)
     if section == "redraw" and lit is not None:
-        return "≤40 µs", "pass" if lit <= 40 else "SHORT"
+        return "≤40 µs", verdict(lit <= 40)
     if section == "display" and lit is not None:
-        return "≤15 µs", "pass" if lit <= 15 else "SHORT"
+        return "≤15 µs", verdict(lit <= 15)
     if section == "memory" and name.startswith("per screen") and lit is not None:
-        return "≤200 KB", "pass" if lit <= 200 else "SHORT"
+        return "≤200 KB", verdict(lit <= 200)
     if section == "memory" and name.startswith("per 1000 history lines") and lit is not None:
-        return "≤3072 KB", "pass" if lit <= 3072 else "SHORT"
+        return "≤3072 KB", verdict(lit <= 3072)
     return "", ""
 
 
@@ -117,7 +119,7 @@ def render_table(res: Results) -> str:
             ratio = res.same_round[(section, metric, name)]
         if section == "throughput" and name.startswith("claude:") and name != "claude:all" and ratio:
             ratios_claude.append(ratio)
-        target, verdict = _target(section, metric, name, lit, ratio)
+        target, judged = _target(section, metric, name, lit, ratio)
         rows.append(
             (
                 section,
@@ -127,7 +129,7 @@ def render_table(res: Results) -> str:
                 _fmt(lit),
                 f"{ratio:,.0f}x" if ratio and ratio >= 10 else (f"{ratio:.2f}x" if ratio else "-"),
                 target,
-                verdict,
+                judged,
             )
         )
     if ratios_claude:
@@ -141,7 +143,7 @@ def render_table(res: Results) -> str:
                 "",
                 f"{geo:,.0f}x",
                 "≥150x pyte",
-                "pass" if geo >= 150 else "SHORT",
+                verdict(geo >= 150),
             )
         )
     head = ("section", "input / case", "unit", "pyte", "litbridge", "litbridge vs pyte", "target", "verdict")
@@ -198,8 +200,8 @@ def render_recordings(res: Results) -> str:
             vals = [r.values[key] for r in res.recordings.values() if key in r.values]
             v = math.exp(sum(map(math.log, vals)) / len(vals)) if agg == "geo" else min(vals)
             goal = target if agg == "geo" or target is None or target < 10 else 100.0
-            verdict = "" if goal is None else (" pass" if v >= goal else " SHORT") + f" (≥{goal:g}x)"
-            cells.append(f"**{_x(v)}**{verdict}")
+            judged = "" if goal is None else f" {verdict(v >= goal)} (≥{goal:g}x)"
+            cells.append(f"**{_x(v)}**{judged}")
         lines.append("| " + " | ".join(cells) + " |")
     notes = "".join(f"\n- {n}" for n in sorted(res.notes))
     return "\n".join(lines) + (

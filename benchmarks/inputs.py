@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import random
 from functools import cache
 
 from wcwidth import wcswidth
 
 from fetch_fixtures import CAPTURES, PYTE_DIR
+from report import SMOKE  # type: ignore[import-not-found]
 
 PYTE_CAPTURED = PYTE_DIR / "tests" / "captured"
 
-SMOKE = os.environ.get("LITBRIDGE_BENCH_SMOKE", "") not in ("", "0")
 COLS, LINES = 200, 50
 CHUNK = 4096  # a pty read returns at most 4 KiB
 SMOKE_BYTES = 24_000

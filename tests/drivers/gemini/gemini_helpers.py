@@ -77,7 +77,11 @@ class Daemon(ServeDaemon):
             + ["/usr/local/bin", "/usr/bin", "/bin"]
         )
         super().__init__(
-            base, ("LANG", "LC_ALL", "USER", "TMPDIR"), PATH=os.pathsep.join(path), CI="true", GITHUB_ACTIONS="true"
+            base,
+            ("LANG", "LC_ALL", "USER", "TMPDIR"),
+            PATH=os.pathsep.join(path),
+            CI="true",
+            GITHUB_ACTIONS="true",
         )
 
     def log_tail(self, n: int = 40) -> str:

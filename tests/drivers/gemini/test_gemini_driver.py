@@ -46,7 +46,9 @@ def test_a_ci_environment_is_kept_from_the_child(tmp_path: Path, monkeypatch: py
     child = child_env(spec.env, {}, remove=spec.env_remove)
     assert "CI" not in child and "GITHUB_ACTIONS" not in child
     assert child["GEMINI_CLI_HOME"] == spec.env["GEMINI_CLI_HOME"]
-    assert child_env(spec.env, {"CI": "true"}, remove=spec.env_remove)["CI"] == "true"  # the caller still wins
+    assert (
+        child_env(spec.env, {"CI": "true"}, remove=spec.env_remove)["CI"] == "true"
+    )  # the caller still wins
 
 
 def test_session_home_settings_merged_user_files_untouched(tmp_path: Path) -> None:
