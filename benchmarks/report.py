@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-SMOKE = os.environ.get("LITBRIDGE_BENCH_SMOKE", "") not in ("", "0")
+from inputs import SMOKE  # type: ignore[import-not-found]
+
 RESULTS_DIR = Path(__file__).resolve().parent.parent / ".benchmarks"
 NOT_JUDGED = "not judged (smoke)"
 

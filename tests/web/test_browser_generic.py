@@ -49,6 +49,41 @@ def test_sessions_list_terminal_matches_dump(web_daemon: WebDaemon, page: Any) -
     wait_rows_equal_dump(page, web_daemon, "g-list", WAIT)
 
 
+def test_session_rows_are_updated_in_place_so_a_click_is_never_lost(web_daemon: WebDaemon, page: Any) -> None:
+    """A row rebuilt between a click's mousedown and mouseup loses the click (seen: a session that would not
+    select while the CLI started up); rows are kept and updated in place, new ones inserted in sorted order."""
+    create(web_daemon, "g-rows")
+    page.locator('#sessions tr[data-session="g-rows"]').wait_for(timeout=WAIT)
+    page.evaluate("() => { window.__row = document.querySelector('#sessions tr[data-session=\"g-rows\"]'); }")
+    seen = page.evaluate("() => window.litbridge.events.length")
+    web_daemon.request({"cmd": "send", "session": "g-rows", "content": "sleep 0.3; echo rows-ok"}, "accepted")
+    page.wait_for_function(
+        "n => window.litbridge.events.slice(n).some(e => e.session === 'g-rows' && e.event === 'complete')",
+        arg=seen,
+        timeout=WAIT,
+    )
+    states = page.evaluate(
+        "n => window.litbridge.events.slice(n).filter(e => e.session === 'g-rows' && e.event === 'state')"
+        ".map(e => e.state)",
+        seen,
+    )
+    assert len(states) >= 2, states  # the row's state did change while the element stayed
+    create(web_daemon, "g-rowa")  # sorts before g-rows
+    page.locator('#sessions tr[data-session="g-rowa"]').wait_for(timeout=WAIT)
+    same = page.evaluate(
+        "() => window.__row.isConnected && window.__row === "
+        "document.querySelector('#sessions tr[data-session=\"g-rows\"]')"
+    )
+    assert same
+    order = page.evaluate(
+        "() => [...document.querySelectorAll('#sessions tbody tr')].map(r => r.dataset.session)"
+    )
+    assert order == sorted(order) and order.index("g-rowa") < order.index("g-rows")
+    assert page.locator('#sessions tr[data-session="g-rows"] .state').inner_text() == "idle"
+    open_session(page, "g-rows")
+    assert page.locator('#sessions tr[data-session="g-rows"]').get_attribute("class") == "row selected"
+
+
 def test_chat_message_streams_and_completes(web_daemon: WebDaemon, page: Any) -> None:
     create(web_daemon, "g-chat")
     open_session(page, "g-chat")

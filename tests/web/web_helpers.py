@@ -93,7 +93,7 @@ def start_web_daemon(directory: str, env: dict[str, str] | None = None) -> WebDa
 def open_session(page: Any, key: str, timeout: float = 30_000) -> None:
     """Click session `key` in the list and wait for the page to select it."""
     page.locator(f'#sessions tr[data-session="{key}"]').click(timeout=timeout)
-    page.wait_for_function("k => window.litbridge.state.selected === k", arg=key)
+    page.wait_for_function("k => window.litbridge.state.selected === k", arg=key, timeout=timeout)
 
 
 def chat(page: Any, key: str) -> Any:

@@ -285,43 +285,64 @@
     }
   }
 
+  // Rows are updated in place, never rebuilt: a row replaced between a click's mousedown and mouseup loses the
+  // click, and states change many times a second while a CLI works.
+  const rowEls = new Map(); // session key -> its <tr>
+
+  function sessionRow(key) {
+    const tr = document.createElement("tr");
+    tr.dataset.session = key;
+    const st = document.createElement("span");
+    st.className = "state";
+    const stTd = document.createElement("td");
+    stTd.append(st);
+    const kill = document.createElement("button");
+    kill.type = "button";
+    kill.className = "kill";
+    kill.textContent = "Kill";
+    kill.title = "kill " + key;
+    kill.onclick = (e) => {
+      e.stopPropagation();
+      if (confirm("Kill session " + key + "?")) command({ cmd: "kill", session: key });
+    };
+    const killTd = document.createElement("td");
+    killTd.append(kill);
+    tr.append(td(key, "name"), stTd, td("", "cli"), td("", "cwd"), td("", "queued"), killTd);
+    tr.onclick = () => select(key);
+    return tr;
+  }
+
+  function setText(el, text, title) {
+    if (el.textContent !== text) el.textContent = text;
+    if (title !== undefined && el.title !== title) el.title = title;
+  }
+
   function renderSessions() {
     const body = $("#sessions tbody");
-    body.textContent = "";
     const keys = [...S.sessions.keys()].sort();
     $("#no-sessions").hidden = keys.length > 0;
-    for (const key of keys) {
-      const s = S.sessions.get(key);
-      const tr = document.createElement("tr");
-      tr.className = "row" + (key === S.selected ? " selected" : "");
-      tr.dataset.session = key;
-      const name = td(key, "name");
-      const st = document.createElement("span");
-      st.className = "state";
-      st.dataset.state = s.state;
-      st.textContent = s.state;
-      const stTd = document.createElement("td");
-      stTd.append(st);
-      const kill = document.createElement("button");
-      kill.type = "button";
-      kill.className = "kill";
-      kill.textContent = "Kill";
-      kill.title = "kill " + key;
-      kill.disabled = s.alive === false;
-      kill.onclick = (e) => {
-        e.stopPropagation();
-        if (confirm("Kill session " + key + "?")) command({ cmd: "kill", session: key });
-      };
-      const killTd = document.createElement("td");
-      killTd.append(kill);
-      const cli = td((s.cli || "").split("/").pop(), "cli");
-      cli.title = s.cli || "";
-      const cwd = td((s.working_dir || "").replace(/\/+$/, "").split("/").pop() || s.working_dir || "", "cwd");
-      cwd.title = s.working_dir || "";
-      tr.append(name, stTd, cli, cwd, td(String(s.queued || 0), "queued"), killTd);
-      tr.onclick = () => select(key);
-      body.append(tr);
+    for (const [key, tr] of rowEls) {
+      if (!S.sessions.has(key)) {
+        tr.remove();
+        rowEls.delete(key);
+      }
     }
+    keys.forEach((key, i) => {
+      const s = S.sessions.get(key);
+      let tr = rowEls.get(key);
+      if (!tr) rowEls.set(key, (tr = sessionRow(key)));
+      if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] || null);
+      tr.className = "row" + (key === S.selected ? " selected" : "");
+      const st = tr.querySelector(".state");
+      const state = s.state ?? "";
+      if (st.dataset.state !== state) st.dataset.state = state;
+      setText(st, state);
+      setText(tr.querySelector(".cli"), (s.cli || "").split("/").pop(), s.cli || "");
+      const cwd = (s.working_dir || "").replace(/\/+$/, "").split("/").pop() || s.working_dir || "";
+      setText(tr.querySelector(".cwd"), cwd, s.working_dir || "");
+      setText(tr.querySelector(".queued"), String(s.queued || 0));
+      tr.querySelector("button.kill").disabled = s.alive === false;
+    });
     if (S.selected) showDetail(S.selected);
   }
 
