@@ -1169,38 +1169,47 @@ cdef class Screen:
         if 0 <= self._cursor.y < self.lines:
             self.touch(self._cursor.y)
 
+    cdef inline Py_ssize_t _run_span(self, Py_ssize_t* n) except -1:
+        """Where the next part of a run of `n[0]` narrow cells goes, for `draw_ascii` and `draw_repeat`: past the
+        margin the cursor wraps (autowrap) or stays on the last column, where only the run's last character
+        lands (`n[0]` drops to 1). -> how many cells to write at the cursor now; 0 when the cursor is off screen."""
+        cdef Cursor c = self._cursor
+        cdef int cols = self.columns
+        cdef int y
+        cdef Py_ssize_t k
+        if c.x >= cols:
+            if self.m_awm:
+                y = c.y
+                if 0 <= y < self.lines:
+                    self.pdirty[y] = 1
+                    self.g.wrapped[self.g.rowmap[y]] = 1
+                c.x = 0
+                self._linefeed()
+            else:
+                c.x = cols - 1
+                n[0] = 1
+        if c.x < 0:
+            c.x = 0
+        if c.y < 0 or c.y >= self.lines:
+            return 0
+        k = cols - c.x
+        return n[0] if k > n[0] else k
+
     cdef int draw_ascii(self, const unsigned char* p, Py_ssize_t n) except -1:
         """Hot path: a run of printable ASCII with no translation and no IRM."""
         cdef Cursor c = self._cursor
-        cdef int cols = self.columns
         cdef uint32_t aw = (c.aw & FLAGMASK) | PRESENT
         cdef uint32_t fg = c.afg, bg = c.abg
-        cdef Py_ssize_t k, i
+        cdef Py_ssize_t k, i, left
         cdef Cell* r
-        cdef int y
         self.join_kind = 0
         while n > 0:
-            if c.x >= cols:
-                if self.m_awm:
-                    y = c.y
-                    if 0 <= y < self.lines:
-                        self.pdirty[y] = 1
-                        self.g.wrapped[self.g.rowmap[y]] = 1
-                    c.x = 0
-                    self._linefeed()
-                else:
-                    c.x = cols - 1
-                    p += n - 1
-                    n = 1
-            if c.x < 0:
-                c.x = 0
-            y = c.y
-            if y < 0 or y >= self.lines:
+            left = n
+            k = self._run_span(&n)
+            if k == 0:
                 return 0
-            r = self.row(y) + c.x
-            k = cols - c.x
-            if k > n:
-                k = n
+            p += left - n  # clamped at the last column: only the last character is drawn
+            r = self.row(c.y) + c.x
             for i in range(k):
                 r[i].cp = aw | p[i]
                 r[i].fg = fg
@@ -1208,7 +1217,7 @@ cdef class Screen:
             c.x += k
             p += k
             n -= k
-            self.touch(y)
+            self.touch(c.y)
 
     cdef int _attach_target(self, int* ty, int* tx) noexcept:
         """Cell that receives a zero-width char: the base cell before the cursor (skipping a wide stub)."""
@@ -1335,41 +1344,23 @@ cdef class Screen:
     cdef int draw_repeat(self, uint32_t cp, Py_ssize_t n) except -1:
         """A run of one narrow character (`───...`) drawn as runs of cells, like `draw_ascii`."""
         cdef Cursor c = self._cursor
-        cdef int cols = self.columns
         cdef uint32_t aw = (c.aw & FLAGMASK) | PRESENT | cp
         cdef uint32_t fg = c.afg, bg = c.abg
         cdef Py_ssize_t k, i
         cdef Cell* r
-        cdef int y
         self.join_kind = 0
         while n > 0:
-            if c.x >= cols:
-                if self.m_awm:
-                    y = c.y
-                    if 0 <= y < self.lines:
-                        self.pdirty[y] = 1
-                        self.g.wrapped[self.g.rowmap[y]] = 1
-                    c.x = 0
-                    self._linefeed()
-                else:
-                    c.x = cols - 1
-                    n = 1
-            if c.x < 0:
-                c.x = 0
-            y = c.y
-            if y < 0 or y >= self.lines:
+            k = self._run_span(&n)
+            if k == 0:
                 return 0
-            r = self.row(y) + c.x
-            k = cols - c.x
-            if k > n:
-                k = n
+            r = self.row(c.y) + c.x
             for i in range(k):
                 r[i].cp = aw
                 r[i].fg = fg
                 r[i].bg = bg
             c.x += k
             n -= k
-            self.touch(y)
+            self.touch(c.y)
         return 0
 
     def set_title(self, param):
