@@ -16,55 +16,11 @@ import orjson
 import pytest
 from lbd_helpers import WAIT, Conn, fake_create
 
+from v1_names import V1_COMMANDS, V1_EVENTS
+
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 
 TERMINAL = ("complete", "interrupted", "turn_error")
-
-V1_COMMANDS = {
-    "create",
-    "send",
-    "input",
-    "keystroke",
-    "answer",
-    "interrupt",
-    "list",
-    "dump",
-    "kill",
-    "ping",
-    "hello",
-}
-V1_EVENTS = {
-    "monitor_ready",
-    "ready",
-    "state",
-    "accepted",
-    "replace",
-    "thinking",
-    "tool_use",
-    "tool_result",
-    "complete",
-    "interrupted",
-    "turn_error",
-    "question",
-    "question_closed",
-    "dialog_blocked",
-    "dialog_cleared",
-    "dialog_released",
-    "unknown_dialog",
-    "reaped_idle",
-    "dialog_dismissed",
-    "startup_hold",
-    "input_sent",
-    "keystroke_sent",
-    "answer_sent",
-    "killed",
-    "exited",
-    "error",
-    "pong",
-    "sessions",
-    "dump",
-    "capabilities",
-}
 
 
 async def connect(daemon: Any) -> tuple[Conn, dict[str, Any]]:
