@@ -22,21 +22,6 @@ import pytest
 FAKE = Path(__file__).resolve().parents[2] / "fakes" / "fake_rift.py"
 RIFT_BIN = os.environ.get("RIFT_BIN")
 EVENT_TIMEOUT = 60.0  # generous: a real local model can be slow; the fake answers in milliseconds
-V1_COMMANDS = [
-    "hello",
-    "prompt",
-    "answer",
-    "edit_decision",
-    "cancel",
-    "undo",
-    "list_sessions",
-    "list_models",
-    "set_model",
-    "set_approval",
-]
-LONG_PROMPT = "[long] Write a very long essay (at least 2000 words) about the history of rivers."
-
-fake_only = pytest.mark.skipif(bool(RIFT_BIN), reason="needs the fake's scripted turns (RIFT_BIN is set)")
 
 
 class RiftProc:
