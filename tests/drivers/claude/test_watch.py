@@ -257,6 +257,8 @@ def test_driver_follows_a_clear_roll_in_the_watched_folder(tmp_path: Path) -> No
                 break
             await asyncio.sleep(0.01)
         assert old != rolled and fw.session_id == rolled and drv.info()["claude_session_id"] == rolled
+        # what `kill{store_resume:true}` stores is the rolled conversation, id and file together
+        assert drv.resume_record() == (rolled, fw.tailer.directory / f"{rolled}.jsonl")
         cli.exit(0)
 
     asyncio.run(main())

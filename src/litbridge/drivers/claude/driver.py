@@ -51,10 +51,16 @@ class ClaudeDriver(EngineDriver):
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options, Timing(**{**vars(TIMING), "startup_timeout": STARTUP_TIMEOUT}))
-        self.session_id: str | None = None
+        self._launch_session_id: str | None = None  # the launch plan's; the follower's once it exists
         self.cli_version = options.get("cli_version")
         self.rules = rules_for(self.cli_version)()
         self.follower: TranscriptFollower | None = None
+
+    @property
+    def session_id(self) -> str | None:
+        """The conversation this session is in now: the transcript follower's (a `/clear` rolls it to a new file,
+        `--continue` finds it after the spawn), else the one the launch pinned."""
+        return self.follower.session_id if self.follower is not None else self._launch_session_id
 
     # ------------------------------------------------------------------------------------------ launch
     def launch(self) -> LaunchSpec:
@@ -76,7 +82,7 @@ class ClaudeDriver(EngineDriver):
             plan = launchmod.plan_args(list(self.args), resume, self.model, pdir)
         except ValueError as exc:
             raise DriverError("bad_field", str(exc)) from exc
-        self.session_id, self.resumed = plan.session_id, plan.resumed
+        self._launch_session_id, self.resumed = plan.session_id, plan.resumed
         if self.options.get("preapprove"):
             launchmod.preapprove(self.cwd, self.env)
         self.follower = TranscriptFollower(
@@ -157,7 +163,7 @@ class ClaudeDriver(EngineDriver):
     def info_fields(self) -> dict[str, Any]:
         eng = self.engine
         return {
-            "claude_session_id": self.follower.session_id if self.follower else self.session_id,
+            "claude_session_id": self.session_id,
             "osc_state": (eng.status or {}).get("state"),
             **super().info_fields(),
             "screen_state": eng.screen.state if eng.screen is not None else "blank",
