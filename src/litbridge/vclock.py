@@ -19,6 +19,8 @@ class _FastSelector(selectors.DefaultSelector):
         self.now = 0.0
 
     def select(self, timeout: float | None = None) -> Any:
+        if timeout is None:  # no timer at all: only an fd (a thread's wake-up, a socket) can move things on
+            return super().select(None)
         ready = super().select(0)
         if not ready and timeout:
             self.now += timeout
