@@ -260,6 +260,10 @@ def test_mode_set_edits_write_through() -> None:
     assert 1000 << 5 not in screen.mode and 2004 << 5 in screen.mode
     screen.mode = {pyte.modes.DECTCEM}
     assert screen.mode == {pyte.modes.DECTCEM}
+    screen.mode = set()  # an empty assignment clears what `mode` reads, as the core's modes are cleared
+    assert screen.mode == set()
+    stream.feed(b"\r\nabcdefg")  # and DECAWM is really off: no wrap
+    assert screen.cursor.y == 2 and screen.display[2] == "abcdg"
 
 
 def test_savepoints_read_as_pyte_savepoints_and_can_be_assigned() -> None:

@@ -640,6 +640,7 @@ cdef class Screen:
     @mode.setter
     def mode(self, value):
         self.nmodes = 0
+        self.modeset_stale = True  # also when `value` is empty: no mode_put marks it then
         for v in value:
             self.mode_put(v, True)
         self._sync_modes()
