@@ -14,8 +14,7 @@ from typing import Any
 
 from litbridge.drivers.base import Driver, DriverHost
 from litbridge.drivers.engine import EngineHooks, Timing, TurnEngine
-
-PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+from litbridge.drivers.paste import PASTE_END, PASTE_START
 
 
 class EngineDriver(Driver, EngineHooks):

@@ -19,14 +19,13 @@ from typing import Any
 from litbridge.drivers import shellmarks
 from litbridge.drivers.base import Driver, LaunchSpec
 from litbridge.drivers.engine import EngineHooks, Timing, Turn, TurnEngine
-from litbridge.drivers.paste import paste_payload
+from litbridge.drivers.paste import bracketed
 
 QUIESCENCE = 3.0  # long enough not to split `echo a; sleep 2; echo b` into two answers
 STARTUP_MAX = 30.0
 SILENT_START = 3.0  # a program that prints nothing at all is taken as ready after this long
 STARTUP_SETTLE = 0.8  # startup: the first settle needs no long window
 INTERRUPT = b"\x03"
-PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 PASTE_WAIT = 0.5  # a multi-line send waits this long for the shell to turn bracketed paste on
 PROMPT_DRAWN_WAIT = 0.5  # after a command ends, the prompt's `B` mark is awaited this long before typing
 
@@ -226,7 +225,7 @@ class GenericDriver(Driver, EngineHooks):
         ends) once, after the last command, not after the first."""
         data = text.encode("utf-8")
         if self._pasteable(text) and self.host.terminal.modes["bracketed_paste"]:
-            return PASTE_START + paste_payload(text) + PASTE_END  # no control byte can end it early
+            return bracketed(text)
         return data
 
     def _pasteable(self, text: str) -> bool:

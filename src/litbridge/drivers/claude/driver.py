@@ -151,7 +151,7 @@ class ClaudeDriver(EngineDriver):
             self.write_paste(payload)
         else:
             self.host.write(payload)
-        self.host.call_later(TIMING.enter_gap, lambda: self.host.write(ENTER))
+        self.host.call_later(self.engine.timing.enter_gap, lambda: self.host.write(ENTER))
 
     # ------------------------------------------------------------------------------------------ stop/info
     def transcript_path(self) -> Path | None:

@@ -33,11 +33,6 @@ TIMING = Timing(
 )
 READY_NO_OSC = 3.0  # no OSC 7501 report at all (never seen with 0.169): a live composer counts after this
 SCREEN_FALLBACK = 4.0  # OSC done/error and no rollout line this long: end the turn from the screen
-POLL_FIND = 0.2  # looking for this session's rollout file (it appears at the first prompt)
-POLL_WATCHED = 0.5  # with an inotify watch the timer poll is only a safety net
-FULL_SCAN_EVERY = (
-    2.0  # the whole sessions/ tree is walked at most this often (normally: the dated folders only)
-)
 
 RULES: dict[str, type[v0_169.Rules]] = {"0.169": v0_169.Rules}
 """Rules class by CLI version prefix (a new Codex version: `v0_170.Rules(v0_169.Rules)` and one line here)."""
@@ -210,7 +205,7 @@ class CodexDriver(EngineDriver):
     def input(self, text: str) -> None:
         """Type `text` + Enter without observing (slash commands); Enter is its own write, as for `send`."""
         self.type_message(text)
-        self.host.call_later(TIMING.enter_gap, lambda: self.host.write(b"\r"))
+        self.host.call_later(self.engine.timing.enter_gap, lambda: self.host.write(b"\r"))
 
     # ------------------------------------------------------------------------------------------ rollout
     def _wanted(self) -> tuple[bool, str | None]:

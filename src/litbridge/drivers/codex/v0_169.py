@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from litbridge.drivers.osc7501 import state_of
+
 
 @dataclass
 class Option:
@@ -235,8 +237,8 @@ class Rules:
 
     def osc_state(self, fields: dict[str, Any]) -> tuple[str | None, str | None]:
         """(state, kind) of an OSC 7501 report from Codex (`state=blocked:app=codex:kind=permission`)."""
-        state = fields.get("state")
-        if not isinstance(state, str) or not state or state == "?":
+        state = state_of(fields)
+        if not isinstance(state, str):
             return None, None
         kind = fields.get("kind")
         return state, kind if isinstance(kind, str) else None
