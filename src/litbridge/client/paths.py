@@ -1,8 +1,7 @@
 """Where a client finds the daemon, and whether it may trust what listens there.
 
-The default control socket, the attach address and the TCP token: prefers the daemon's own helpers (so
-client and daemon can never disagree) and falls back to the rule written in PROTOCOL.md when the daemon
-package is not importable. `check_socket_path` (before connecting) and `check_peer` (after, before the
+The default control socket, the attach address and the TCP token, by the daemon's own rules (so client and
+daemon can never disagree). `check_socket_path` (before connecting) and `check_peer` (after, before the
 first byte is sent) refuse a socket planted by another user. Opens nothing itself.
 """
 
@@ -11,34 +10,20 @@ from __future__ import annotations
 import os
 import socket as _socket
 import stat
-import tempfile
 from pathlib import Path
 
 from litbridge.client.errors import UnsafeSocket
+from litbridge.daemon import paths as daemon_paths
 from litbridge.protocol.spec import ATTACH_SUFFIX
-
-
-def _spec_default_socket() -> Path:
-    """PROTOCOL.md rule: `$XDG_RUNTIME_DIR/litbridge/litbridge.sock`, else `<tmp>/litbridge-<uid>/litbridge.sock`."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return Path(runtime) / "litbridge" / "litbridge.sock"
-    uid = os.getuid() if hasattr(os, "getuid") else os.getpid()
-    return Path(tempfile.gettempdir()) / f"litbridge-{uid}" / "litbridge.sock"
 
 
 def default_socket_path() -> Path:
     """The control socket `litbridge serve` binds without --socket: `$LITBRIDGE_SOCKET` when set, else the
-    daemon's default path."""
+    daemon's default path (one rule, `litbridge.daemon.paths`, so client and daemon never disagree)."""
     override = os.environ.get("LITBRIDGE_SOCKET")
     if override:
         return Path(override)
-    try:
-        from litbridge.daemon import paths as _daemon_paths
-
-        return Path(_daemon_paths.default_socket_path())
-    except (ImportError, AttributeError):
-        return _spec_default_socket()
+    return Path(daemon_paths.default_socket_path())
 
 
 def attach_socket_path(socket: str | os.PathLike[str]) -> Path:
@@ -52,16 +37,7 @@ def attach_socket_path(socket: str | os.PathLike[str]) -> Path:
 
 def token_path(socket: str | os.PathLike[str] | None = None) -> Path:
     """Where the daemon writes its TCP token: next to the socket path, as `<socket>.token`."""
-    try:
-        from litbridge.daemon import paths as _daemon_paths
-
-        return Path(
-            _daemon_paths.token_path(os.fspath(socket if socket is not None else default_socket_path()))
-        )
-    except (ImportError, AttributeError):
-        pass
-    base = Path(socket) if socket is not None else default_socket_path()
-    return Path(f"{base}.token")
+    return Path(daemon_paths.token_path(os.fspath(socket if socket is not None else default_socket_path())))
 
 
 def read_token(socket: str | os.PathLike[str] | None = None) -> str | None:
