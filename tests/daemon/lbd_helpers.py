@@ -104,6 +104,14 @@ class DaemonProc:
         return self.proc.returncode
 
 
+def pid_alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a killed child not yet reaped still has a /proc entry)."""
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 def start_daemon(
     socket_path: str,
     *extra: str,

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from lbd_helpers import WAIT, Conn, fake_create
+from lbd_helpers import WAIT, Conn, fake_create, pid_alive
 
 from v1_names import V1_COMMANDS, V1_EVENTS
 
@@ -55,15 +55,6 @@ async def wait_prompt(c: Conn, key: str) -> None:
 
 def terminal_counts(events: list[dict[str, Any]]) -> Counter[str]:
     return Counter(e["turn_id"] for e in events if e.get("event") in TERMINAL)
-
-
-def pid_alive(pid: int) -> bool:
-    """True if the process exists and is not a zombie."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "State:\tZ" not in status
 
 
 def group_members(pgid: int) -> list[int]:

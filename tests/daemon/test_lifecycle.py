@@ -18,18 +18,11 @@ from typing import Any
 
 import orjson
 import pytest
-from lbd_helpers import WAIT, Conn, check_event, fake_create, start_daemon
+from lbd_helpers import WAIT, Conn, check_event, fake_create, pid_alive, start_daemon
 
 
 def short_dir() -> str:
     return tempfile.mkdtemp(prefix="lbl-")
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
 
 
 def free_port() -> int:

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from lbd_helpers import pid_alive as pid_alive  # re-exported with the other helpers
 
 TESTS = Path(__file__).resolve().parent.parent
 FAKES = TESTS / "fakes"
@@ -114,15 +115,6 @@ async def connect(path: str) -> Any:
     ev = await c.wait(lambda e: True)
     assert ev["event"] == "monitor_ready", ev
     return c
-
-
-def pid_alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return "State:\tZ" not in status
 
 
 def children_of(pid: int) -> list[int]:

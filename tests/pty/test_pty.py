@@ -5,21 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from pathlib import Path
 
 import pytest
+from lbd_helpers import pid_alive as alive
 
 from litbridge.pty import child_env, resolve, spawn
 from litbridge.pty.base import SpawnError
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix PTY host")
-
-
-def alive(pid: int) -> bool:
-    try:
-        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
 
 
 def test_child_env_rules() -> None:
