@@ -1170,15 +1170,13 @@ cdef class Screen:
         if 0 <= self._cursor.y < self.lines:
             self.touch(self._cursor.y)
 
-    cdef inline Py_ssize_t _run_span(self, Py_ssize_t* n) except -1:
-        """Where the next part of a run of `n[0]` narrow cells goes, for `draw_ascii` and `draw_repeat`: past the
-        margin the cursor wraps (autowrap) or stays on the last column, where only the run's last character
-        lands (`n[0]` drops to 1). -> how many cells to write at the cursor now; 0 when the cursor is off screen."""
+    cdef inline int _wrap_or_clamp(self, int width) except -1:
+        """Before drawing `width` cells: a cursor past the margin wraps to the next line (autowrap, the row
+        marked wrapped) or is put back where the cells still fit. -> 1 when it was put back (no autowrap)."""
         cdef Cursor c = self._cursor
-        cdef int cols = self.columns
         cdef int y
-        cdef Py_ssize_t k
-        if c.x >= cols:
+        cdef int clamped = 0
+        if c.x >= self.columns:
             if self.m_awm:
                 y = c.y
                 if 0 <= y < self.lines:
@@ -1187,13 +1185,23 @@ cdef class Screen:
                 c.x = 0
                 self._linefeed()
             else:
-                c.x = cols - 1
-                n[0] = 1
+                c.x = self.columns - width
+                clamped = 1
         if c.x < 0:
             c.x = 0
+        return clamped
+
+    cdef inline Py_ssize_t _run_span(self, Py_ssize_t* n) except -1:
+        """Where the next part of a run of `n[0]` narrow cells goes, for `draw_ascii` and `draw_repeat`: past the
+        margin the cursor wraps or stays on the last column, where only the run's last character lands (`n[0]`
+        drops to 1). -> how many cells to write at the cursor now; 0 when the cursor is off screen."""
+        cdef Cursor c = self._cursor
+        cdef Py_ssize_t k
+        if self._wrap_or_clamp(1):
+            n[0] = 1
         if c.y < 0 or c.y >= self.lines:
             return 0
-        k = cols - c.x
+        k = self.columns - c.x
         return n[0] if k > n[0] else k
 
     cdef int draw_ascii(self, const unsigned char* p, Py_ssize_t n) except -1:
@@ -1310,18 +1318,7 @@ cdef class Screen:
         if 0x1F3FB <= cp <= 0x1F3FF and self._joins_prev(cp):
             self._attach(cp, False)
             return 0
-        if c.x >= cols:
-            if self.m_awm:
-                y = c.y
-                if 0 <= y < self.lines:
-                    self.pdirty[y] = 1
-                    self.g.wrapped[self.g.rowmap[y]] = 1
-                c.x = 0
-                self._linefeed()
-            else:
-                c.x = cols - width
-        if c.x < 0:
-            c.x = 0
+        self._wrap_or_clamp(width)
         if self.m_irm:
             self._insert_characters(width)
         y = c.y
