@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from daemon_support import _accepts, cpu_seconds, pct  # type: ignore[import-not-found]
-from fetch_fixtures import chromium_binary
+from fetch_fixtures import CHROMIUM_ARGS, chromium_binary
 from report import SMOKE, report_at_end  # type: ignore[import-not-found]
 
 HERE = Path(__file__).resolve().parent
@@ -48,16 +48,6 @@ MARKER = (
     "    sys.stdout.write(f'mark {i} {time.time():.6f}\\n'); sys.stdout.flush(); time.sleep(dt)\n"
     "sys.stdin.readline()\n"
 )
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 ROWS: list[tuple[str, str, str]] = []
 MARK_RE = re.compile(rb"mark (\d+) (\d+\.\d+)\r?\n")

@@ -106,6 +106,19 @@ def fetch_claude() -> bool:
     return True
 
 
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+"""How the browser tests and the web benchmark launch it: headless, offline, no first-run or background work."""
+
+
 def chromium_binary() -> str | None:
     """The system Chromium the browser tests drive ($LITBRIDGE_CHROMIUM overrides), or None."""
     override = os.environ.get("LITBRIDGE_CHROMIUM")

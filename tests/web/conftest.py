@@ -18,9 +18,9 @@ import pytest
 from mock_anthropic import MockAnthropic
 from mock_gemini import MockGemini
 from mock_openai import MockOpenAI
-from web_helpers import ARTIFACTS, CHROMIUM_ARGS, WebDaemon, start_web_daemon
+from web_helpers import ARTIFACTS, WebDaemon, start_web_daemon
 
-from fetch_fixtures import chromium_binary
+from fetch_fixtures import CHROMIUM_ARGS, chromium_binary
 from litbridge.protocol.jsonschema import protocol_schema
 
 

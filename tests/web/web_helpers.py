@@ -17,16 +17,6 @@ from lbd_helpers import DaemonProc, check_event, start_daemon
 TESTS = Path(__file__).resolve().parents[1]
 
 ARTIFACTS = Path(os.environ.get("LITBRIDGE_TEST_ARTIFACTS", TESTS.parent / ".artifacts")) / "web"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 class WebDaemon:
