@@ -28,9 +28,10 @@ from typing import Any
 
 import orjson
 
+from litbridge.protocol.spec import DEFAULT_CLI
 from litbridge.vclock import VirtualTimeLoop
 
-DEFAULT_PROGRAM = "claude"
+DEFAULT_PROGRAM = DEFAULT_CLI  # a recording that names no program was made with the default CLI
 """The program of a capture whose metadata names none (an asciicast without meta.json): the first recordings."""
 
 

@@ -30,15 +30,20 @@ EXIT_INTERRUPTED = 4
 EXIT_CTRL_C = 130
 
 
+SOCKET_HELP = "daemon control socket (default: $LITBRIDGE_SOCKET, else the daemon's default path)"
+
+
+def add_socket_arg(parser: Any, help: str = SOCKET_HELP) -> None:
+    """`--socket PATH`, defaulting to $LITBRIDGE_SOCKET: the same on `serve`, `web` and every client subcommand."""
+    parser.add_argument(
+        "--socket", metavar="PATH", default=os.environ.get("LITBRIDGE_SOCKET") or None, help=help
+    )
+
+
 def add_connection_args(parser: argparse.ArgumentParser, *, json_help: str | None = None) -> None:
     """--socket / --port / --token / --json, the same on every client subcommand."""
     g = parser.add_argument_group("connection")
-    g.add_argument(
-        "--socket",
-        metavar="PATH",
-        default=os.environ.get("LITBRIDGE_SOCKET") or None,
-        help="daemon control socket (default: $LITBRIDGE_SOCKET, else the daemon's default path)",
-    )
+    add_socket_arg(g)
     g.add_argument(
         "--port", type=int, metavar="N", help="connect over TCP 127.0.0.1:N instead of a Unix socket"
     )

@@ -14,14 +14,14 @@ import os
 import signal
 import sys
 
+from litbridge.cli.common import add_socket_arg
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser("serve", help="run the daemon", description=__doc__)
-    p.add_argument(
-        "--socket",
-        metavar="PATH",
-        default=os.environ.get("LITBRIDGE_SOCKET") or None,
-        help="Unix socket path (default: $LITBRIDGE_SOCKET, else $XDG_RUNTIME_DIR/litbridge/litbridge.sock), "
+    add_socket_arg(
+        p,
+        "Unix socket path (default: $LITBRIDGE_SOCKET, else $XDG_RUNTIME_DIR/litbridge/litbridge.sock), "
         "the same default the client subcommands use",
     )
     p.add_argument(

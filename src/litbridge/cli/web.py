@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import webbrowser
 from urllib.parse import quote
 
+from litbridge.cli.common import add_socket_arg
 from litbridge.client import paths
 
 
@@ -51,11 +51,6 @@ def main(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser("web", help="open the web view", description=__doc__)
-    p.add_argument(
-        "--socket",
-        metavar="PATH",
-        default=os.environ.get("LITBRIDGE_SOCKET") or None,
-        help="daemon control socket (default: $LITBRIDGE_SOCKET, else the daemon's default path)",
-    )
+    add_socket_arg(p)
     p.add_argument("--print", dest="print_only", action="store_true", help="print the link, do not open it")
     p.set_defaults(func=main)
