@@ -157,3 +157,27 @@ def test_benchmark_plugin_flags_are_accepted() -> None:
     assert proc.returncode == 0, out[-3000:]
     assert "unrecognized arguments" not in out
     assert "bench_emulator.py::" in out, out[-3000:]
+
+
+def test_a_benchmark_file_named_on_the_command_line_runs_once() -> None:
+    """`pytest benchmarks/bench_web.py` collects its tests once (the conftest's collector used to add a second copy,
+    so every suite ran twice and printed every row twice)."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "benchmarks/bench_web.py",
+            "benchmarks/bench_emulator.py",
+            "--collect-only",
+            "-q",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "LITBRIDGE_BENCH_SMOKE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    ids = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert proc.returncode == 0 and ids, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1][:5]
