@@ -1,8 +1,8 @@
 """What every client subcommand shares: the connection options, error-to-exit-code mapping, output helpers.
 
 Subcommands talk to the daemon through `litbridge.client` only. This module owns the friendly "no daemon"
-message and the exit codes (0 ok, 1 error, 2 usage, 3 turn_error, 4 interrupted, 130 Ctrl-C); it does
-not know any command's semantics.
+message and the exit codes (0 ok, 1 error, 2 usage, 3 turn_error, 4 interrupted, 5 untrusted daemon,
+130 Ctrl-C); it does not know any command's semantics.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from litbridge.client import Client, DaemonNotRunning, LitbridgeError
+from litbridge.client import Client, DaemonNotRunning, LitbridgeError, UntrustedDaemon
 from litbridge.client.client import _Connecting
 from litbridge.protocol.names import shown
 
@@ -27,6 +27,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_TURN_ERROR = 3
 EXIT_INTERRUPTED = 4
+EXIT_UNTRUSTED = 5  # what listens on the TCP port did not prove it is the daemon (nothing secret was sent)
 EXIT_CTRL_C = 130
 
 
@@ -97,6 +98,9 @@ async def _guarded(main: Callable[[], Awaitable[int]]) -> int:
     except DaemonNotRunning as exc:
         eprint(f"litbridge: {exc.message}")
         return EXIT_ERROR
+    except UntrustedDaemon as exc:
+        eprint(f"litbridge: refusing to talk to it: {exc.message} [{exc.code}]")
+        return EXIT_UNTRUSTED
     except LitbridgeError as exc:
         eprint(f"litbridge: {error_text(exc)}")
         return EXIT_ERROR

@@ -16,6 +16,7 @@ import hmac
 import logging
 import os
 import signal
+import socket
 import struct
 import sys
 from typing import Any
@@ -27,6 +28,7 @@ from litbridge.daemon.hub import Client, Hub
 from litbridge.daemon.resume_store import ResumeStore
 from litbridge.drivers.base import DriverError
 from litbridge.keys import BadKey
+from litbridge.protocol import auth
 from litbridge.protocol import events as ev
 from litbridge.protocol.framing import TooLarge, decode, encode, read_lines
 from litbridge.protocol.names import control_character, shown
@@ -75,6 +77,7 @@ class Daemon:
     async def start(self) -> None:
         """Bind every listener, the control socket last (once it accepts, everything is up).
         Raises paths.AlreadyRunning when a live daemon owns the socket."""
+        backlog = listen_backlog()
         if self._unix:
             paths.prepare_socket_dir(self.socket_path)
             self._lock = paths.SocketLock(self.socket_path)
@@ -84,12 +87,19 @@ class Daemon:
             self.issue_token()
             self._servers.append(
                 await asyncio.start_server(
-                    lambda r, w: self.attach.handle(r, w, tcp=True), "127.0.0.1", self.port + 1
+                    lambda r, w: self.attach.handle(r, w, tcp=True),
+                    "127.0.0.1",
+                    self.port + 1,
+                    backlog=backlog,
                 )
             )
             self._servers.append(
                 await asyncio.start_server(
-                    lambda r, w: self._on_control(r, w, tcp=True), "127.0.0.1", self.port, limit=MAX_LINE
+                    lambda r, w: self._on_control(r, w, tcp=True),
+                    "127.0.0.1",
+                    self.port,
+                    limit=MAX_LINE,
+                    backlog=backlog,
                 )
             )
             log.info(
@@ -103,13 +113,17 @@ class Daemon:
             try:
                 attach = paths.attach_path(self.socket_path)
                 try:
-                    self._servers.append(await asyncio.start_unix_server(self.attach.handle, path=attach))
+                    self._servers.append(
+                        await asyncio.start_unix_server(self.attach.handle, path=attach, backlog=backlog)
+                    )
                     self._owned[attach] = paths.file_id(attach)
                     os.chmod(attach, 0o600)
                 except OSError as exc:
                     log.warning("attach socket %s disabled: %s", attach, exc)
                 self._servers.append(
-                    await asyncio.start_unix_server(self._on_control, path=self.socket_path, limit=MAX_LINE)
+                    await asyncio.start_unix_server(
+                        self._on_control, path=self.socket_path, limit=MAX_LINE, backlog=backlog
+                    )
                 )
                 self._owned[self.socket_path] = paths.file_id(self.socket_path)
                 os.chmod(self.socket_path, 0o600)
@@ -237,19 +251,49 @@ class Daemon:
                 self._conn_tasks.discard(task)
 
     async def _tcp_auth(self, lines: Any, writer: asyncio.StreamWriter) -> dict[str, Any] | None:
-        """The first TCP line must be hello{token} with the right token; anything else closes."""
+        """Authenticate a TCP connection before anything else; returns the hello to run, or None (closed).
+
+        The first line is either the legacy `hello{token}` (lit-bridge clients) or `hello{auth:{nonce}}`, the
+        proof-first handshake of `protocol/auth.py`: the daemon answers `auth_challenge` (its nonce and its
+        proof of the token) and the client's next line must be a hello carrying the client's proof."""
+        msg = await self._first_line(lines)
+        if msg is None or self.token is None:
+            return await self._refuse(writer, "TCP clients must first send hello{token} or hello{auth:{nonce}}")
+        auth_req, token = msg.get("auth"), msg.get("token")
+        if isinstance(auth_req, dict):
+            client_nonce = auth_req.get("nonce")
+            if not auth.valid_nonce(client_nonce):
+                return await self._refuse(writer, "hello.auth.nonce must be 64 lowercase hex digits")
+            daemon_nonce = auth.new_nonce()
+            where = auth.endpoint(writer.get_extra_info("sockname"))
+            proof = auth.server_proof(self.token, client_nonce, daemon_nonce, where)
+            writer.write(encode(ev.auth_challenge(daemon_nonce, proof, msg.get("id"))))
+            answer = await self._first_line(lines)
+            given = answer.get("auth") if answer is not None else None
+            expected = auth.client_proof(self.token, client_nonce, daemon_nonce, where)
+            if answer is not None and isinstance(given, dict) and auth.same(expected, given.get("proof")):
+                return answer
+            return await self._refuse(writer, "wrong or missing hello.auth.proof")
+        if isinstance(token, str) and hmac.compare_digest(token.encode(), self.token.encode()):
+            return msg  # the legacy contract: the token itself on the first line
+        return await self._refuse(writer, "TCP clients must first send hello{token} or hello{auth:{nonce}}")
+
+    @staticmethod
+    async def _first_line(lines: Any) -> dict[str, Any] | None:
+        """The next line as a hello command, or None (no line within 30 s, not JSON, not a hello)."""
         try:
             item = await asyncio.wait_for(lines.__anext__(), 30.0)
             msg = decode(item) if isinstance(item, bytes) else None
         except (StopAsyncIteration, asyncio.TimeoutError, ProtocolError):
-            msg = None
-        token = msg.get("token") if isinstance(msg, dict) and msg.get("cmd") == "hello" else None
-        if not isinstance(token, str) or self.token is None or not hmac.compare_digest(token, self.token):
-            writer.write(encode(ev.error("TCP clients must first send hello{token}", "unauthorized")))
-            with contextlib.suppress(Exception):
-                await writer.drain()
             return None
-        return msg
+        return msg if isinstance(msg, dict) and msg.get("cmd") == "hello" else None
+
+    @staticmethod
+    async def _refuse(writer: asyncio.StreamWriter, why: str) -> None:
+        writer.write(encode(ev.error(why, "unauthorized")))
+        with contextlib.suppress(Exception):
+            await writer.drain()
+        return None
 
     def _live_count(self) -> int:
         return sum(1 for s in self.sessions.values() if not s.dead)
@@ -464,6 +508,16 @@ class Daemon:
                 self.hub.daemon_id,
             )
         )
+
+
+def listen_backlog() -> int:
+    """The largest accept queue the system allows (Linux: net.core.somaxconn), for every listener: asyncio's
+    default of 100 makes a burst of simultaneous connects fail (a full Unix-socket queue refuses with EAGAIN)."""
+    try:
+        with open("/proc/sys/net/core/somaxconn") as f:
+            return max(int(f.read().strip()), socket.SOMAXCONN)
+    except (OSError, ValueError):
+        return socket.SOMAXCONN
 
 
 def _unread(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:

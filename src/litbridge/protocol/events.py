@@ -91,6 +91,10 @@ def error(
     return _ev("error", session, channel_id, re, message=message, code=code)
 
 
+def auth_challenge(nonce: str, proof: str, re: Any = None) -> Ev:
+    return _ev("auth_challenge", re=re, nonce=nonce, proof=proof)
+
+
 def pong(re: Any = None) -> Ev:
     return _ev("pong", re=re)
 

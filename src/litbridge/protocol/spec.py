@@ -196,7 +196,12 @@ COMMANDS: dict[str, Command] = {
             {
                 "subscribe": Field(("array", "string"), items="string", doc='session keys, or "*" for all'),
                 "since_seq": Field("integer", doc="replay buffered events with seq greater than this"),
-                "token": Field("string", doc="TCP auth token (from the token file)"),
+                "token": Field("string", doc="TCP auth token (from the token file); legacy, see `auth`"),
+                "auth": Field(
+                    "object",
+                    doc="TCP proof-first auth, token never sent: first `{nonce}`, then `{proof}` (docs/protocol.md)",
+                    new=True,
+                ),
             },
             replies=("capabilities", "error"),
             per_session=False,
@@ -380,6 +385,17 @@ EVENTS: dict[str, Event] = {
                 "re": Field("any", new=True),
             },
             per_session=False,
+        ),
+        Event(
+            "auth_challenge",
+            "TCP reply to hello{auth:{nonce}}: the daemon's nonce and its proof that it knows the token.",
+            {
+                "nonce": Field("string", required=True, doc="the daemon's nonce (64 hex digits)"),
+                "proof": Field("string", required=True, doc="HMAC-SHA256 hex (protocol/auth.py)"),
+                "re": Field(("string", "integer"), doc="the hello's `id`"),
+            },
+            per_session=False,
+            new=True,
         ),
         Event(
             "replay_gap",
