@@ -595,7 +595,7 @@ class Client:
                 return await asyncio.wait_for(coro, self.connect_timeout)
             check_socket_path(str(self.socket_path))
             sock = await asyncio.wait_for(
-                _unix_connect(str(self.socket_path), min(BUSY_RETRY_FOR, self.connect_timeout)),
+                _unix_connect(str(self.socket_path), min(BUSY_RETRY_FOR, self.connect_timeout / 2)),
                 self.connect_timeout,
             )
             return await asyncio.open_unix_connection(sock=sock, limit=_CLIENT_MAX_LINE)
