@@ -108,7 +108,9 @@ def _assert_only_a_nonce(impostor: Impostor) -> None:
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
-    "reply", [_wrong_proof, _like_a_daemon, _refuse, _close, None], ids=lambda f: getattr(f, "__name__", "silent")
+    "reply",
+    [_wrong_proof, _like_a_daemon, _refuse, _close, None],
+    ids=lambda f: getattr(f, "__name__", "silent"),
 )
 async def test_impostor_gets_only_a_nonce(reply: Reply | None) -> None:
     async with Impostor(reply) as imp:
@@ -211,7 +213,9 @@ async def _read_events(r: asyncio.StreamReader, n: int) -> list[dict[str, Any]]:
 async def test_daemon_still_accepts_the_legacy_hello_token(tcp_daemon: tuple[Daemon, int]) -> None:
     daemon, port = tcp_daemon
     r, w = await asyncio.open_connection("127.0.0.1", port)
-    w.write(encode({"cmd": "hello", "id": "h", "token": read_token(daemon.socket)}) + b'{"cmd":"ping","id":2}\n')
+    w.write(
+        encode({"cmd": "hello", "id": "h", "token": read_token(daemon.socket)}) + b'{"cmd":"ping","id":2}\n'
+    )
     got = await _read_events(r, 3)
     w.close()
     assert [e["event"] for e in got] == ["monitor_ready", "capabilities", "pong"], got
@@ -227,7 +231,9 @@ async def _challenge(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWri
 
 
 @pytest.mark.asyncio
-async def test_daemon_proof_verifies_and_a_right_client_proof_is_served(tcp_daemon: tuple[Daemon, int]) -> None:
+async def test_daemon_proof_verifies_and_a_right_client_proof_is_served(
+    tcp_daemon: tuple[Daemon, int],
+) -> None:
     daemon, port = tcp_daemon
     token = read_token(daemon.socket)
     assert token
@@ -282,7 +288,9 @@ async def test_client_with_a_wrong_token_refuses_the_real_daemon(tcp_daemon: tup
 
 
 @pytest.mark.asyncio
-async def test_a_relay_on_another_port_is_refused_and_never_sees_the_token(tcp_daemon: tuple[Daemon, int]) -> None:
+async def test_a_relay_on_another_port_is_refused_and_never_sees_the_token(
+    tcp_daemon: tuple[Daemon, int],
+) -> None:
     """A recording relay on another port in front of the real daemon: the CLI refuses it (exit 5), the token
     never crosses it; straight to the daemon the same command works."""
     daemon, port = tcp_daemon

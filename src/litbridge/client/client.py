@@ -444,7 +444,8 @@ class Client:
         self._failed: LitbridgeError | None = None
         self._task: asyncio.Task[None] | None = None
         self._instance: Any = None
-        self._token_socket: str | os.PathLike[str] | None | Literal[False] = False  # False: token given
+        self._token_from_file = False  # else it was given
+        self._token_socket: str | os.PathLike[str] | None = None  # whose token file
         self._fresh = False  # a re-opened connection that has not delivered a seq'd event yet
         # Seqs delivered recently. A set, not just the highest: replayed events can arrive after newer ones
         # (the buffered flush precedes the since_seq replay; an explicit hello(since_seq) fetches history).
@@ -478,7 +479,7 @@ class Client:
         """
         client = cls(socket if port is None else None, port, token, **options)
         if port is not None and token is None:
-            client._token_socket = socket  # read (and re-read on reconnect) from the daemon's token file
+            client._token_from_file, client._token_socket = True, socket  # read (again on reconnect) from it
         return _Connecting(client)
 
     @property
@@ -527,7 +528,9 @@ class Client:
             ) from None
         except OSError as exc:
             writer.close()
-            raise ConnectionLost(f"the connection to {self.address} failed during the handshake: {exc}") from None
+            raise ConnectionLost(
+                f"the connection to {self.address} failed during the handshake: {exc}"
+            ) from None
         except BaseException:
             writer.close()
             raise
@@ -611,12 +614,14 @@ class Client:
     ) -> str:
         """The proof-first TCP handshake (`litbridge.protocol.auth`): send `hello{auth:{nonce}}` only, check
         the daemon's `auth_challenge` proof of the token, return our own proof. Raises UntrustedDaemon."""
-        if self._token_socket is not False:  # from the token file: re-read, a restarted daemon writes a new one
+        if self._token_from_file:  # read it again: a restarted daemon writes a new one
             self.token = read_token(self._token_socket) or self.token
         token = self.token
         if not token:
-            where = token_path(self._token_socket or None)
-            raise AuthFailed(f"no TCP token for {self.address}: pass token= (--token) or make {where} readable")
+            raise AuthFailed(
+                f"no TCP token for {self.address}: pass token= (--token) or make "
+                f"{token_path(self._token_socket)} readable"
+            )
         nonce = auth.new_nonce()
         auth_id = self._next_id()
         writer.write(encode({"cmd": "hello", "id": auth_id, "auth": {"nonce": nonce}}))
@@ -701,7 +706,9 @@ class Client:
                 return
             why = await self._reopen() if self.reconnect else None
             if not self.reconnect or why is not None:
-                self._fail_everything(why or ConnectionLost(f"lost the connection to the daemon at {self.address}"))
+                self._fail_everything(
+                    why or ConnectionLost(f"lost the connection to the daemon at {self.address}")
+                )
                 return
 
     async def _reopen(self) -> LitbridgeError | None:

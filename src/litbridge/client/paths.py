@@ -114,7 +114,9 @@ def _proc_addr(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address
     return _plain(ipaddress.ip_address(raw)), int(hexport, 16)
 
 
-def _plain(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+def _plain(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     mapped = getattr(ip, "ipv4_mapped", None)
     return mapped if mapped is not None else ip
 

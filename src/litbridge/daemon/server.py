@@ -257,26 +257,39 @@ class Daemon:
         proof-first handshake of `protocol/auth.py`: the daemon answers `auth_challenge` (its nonce and its
         proof of the token) and the client's next line must be a hello carrying the client's proof."""
         msg = await self._first_line(lines)
-        if msg is None or self.token is None:
-            return await self._refuse(writer, "TCP clients must first send hello{token} or hello{auth:{nonce}}")
-        auth_req, token = msg.get("auth"), msg.get("token")
-        if isinstance(auth_req, dict):
-            client_nonce = auth_req.get("nonce")
-            if not auth.valid_nonce(client_nonce):
-                return await self._refuse(writer, "hello.auth.nonce must be 64 lowercase hex digits")
-            daemon_nonce = auth.new_nonce()
-            where = auth.endpoint(writer.get_extra_info("sockname"))
-            proof = auth.server_proof(self.token, client_nonce, daemon_nonce, where)
-            writer.write(encode(ev.auth_challenge(daemon_nonce, proof, msg.get("id"))))
-            answer = await self._first_line(lines)
-            given = answer.get("auth") if answer is not None else None
-            expected = auth.client_proof(self.token, client_nonce, daemon_nonce, where)
-            if answer is not None and isinstance(given, dict) and auth.same(expected, given.get("proof")):
-                return answer
-            return await self._refuse(writer, "wrong or missing hello.auth.proof")
-        if isinstance(token, str) and hmac.compare_digest(token.encode(), self.token.encode()):
-            return msg  # the legacy contract: the token itself on the first line
-        return await self._refuse(writer, "TCP clients must first send hello{token} or hello{auth:{nonce}}")
+        why = "TCP clients must first send hello{token} or hello{auth:{nonce}}"
+        if msg is not None and self.token is not None:
+            auth_req, token = msg.get("auth"), msg.get("token")
+            if isinstance(auth_req, dict):
+                answer = await self._challenge(lines, writer, msg, self.token)
+                if answer is not None:
+                    return answer
+                why = "wrong nonce or proof in hello.auth (see docs/protocol.md, TCP authentication)"
+            elif isinstance(token, str) and hmac.compare_digest(token.encode(), self.token.encode()):
+                return msg  # the legacy contract: the token itself on the first line
+        writer.write(encode(ev.error(why, "unauthorized")))
+        with contextlib.suppress(Exception):
+            await writer.drain()
+        return None
+
+    async def _challenge(
+        self, lines: Any, writer: asyncio.StreamWriter, hello: dict[str, Any], token: str
+    ) -> dict[str, Any] | None:
+        """Answer hello{auth:{nonce}} with `auth_challenge` (our nonce and proof); return the client's next
+        hello when it carries the right proof, else None."""
+        client_nonce = hello["auth"].get("nonce")
+        if not auth.valid_nonce(client_nonce):
+            return None
+        daemon_nonce = auth.new_nonce()
+        where = auth.endpoint(writer.get_extra_info("sockname"))
+        proof = auth.server_proof(token, client_nonce, daemon_nonce, where)
+        writer.write(encode(ev.auth_challenge(daemon_nonce, proof, hello.get("id"))))
+        answer = await self._first_line(lines)
+        given = answer.get("auth") if answer is not None else None
+        expected = auth.client_proof(token, client_nonce, daemon_nonce, where)
+        if isinstance(given, dict) and auth.same(expected, given.get("proof")):
+            return answer
+        return None
 
     @staticmethod
     async def _first_line(lines: Any) -> dict[str, Any] | None:
@@ -287,13 +300,6 @@ class Daemon:
         except (StopAsyncIteration, asyncio.TimeoutError, ProtocolError):
             return None
         return msg if isinstance(msg, dict) and msg.get("cmd") == "hello" else None
-
-    @staticmethod
-    async def _refuse(writer: asyncio.StreamWriter, why: str) -> None:
-        writer.write(encode(ev.error(why, "unauthorized")))
-        with contextlib.suppress(Exception):
-            await writer.drain()
-        return None
 
     def _live_count(self) -> int:
         return sum(1 for s in self.sessions.values() if not s.dead)

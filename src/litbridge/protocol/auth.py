@@ -22,7 +22,7 @@ import hmac
 import ipaddress
 import re
 import secrets
-from typing import Any
+from typing import Any, TypeGuard
 
 NONCE_BYTES = 32
 """Random bytes per nonce; on the wire as 2 x NONCE_BYTES lowercase hex digits."""
@@ -38,7 +38,7 @@ def new_nonce() -> str:
     return secrets.token_hex(NONCE_BYTES)
 
 
-def valid_nonce(value: Any) -> bool:
+def valid_nonce(value: Any) -> TypeGuard[str]:
     """Whether `value` is a nonce of the agreed form (exactly 64 lowercase hex digits)."""
     return isinstance(value, str) and _NONCE_RE.fullmatch(value) is not None
 
