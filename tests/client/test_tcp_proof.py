@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 import pytest
-from _daemon import Daemon, free_port, running_daemon
+from _daemon import Daemon, free_port, running_daemon, spawn, stop
 from lbd_helpers import check_event
 
 from litbridge.client import AuthFailed, Client, UntrustedDaemon, read_token
@@ -335,6 +335,20 @@ async def test_a_relay_on_another_port_is_refused_and_never_sees_the_token(
     )
     out, err = await asyncio.wait_for(done.communicate(), 120)
     assert done.returncode == 0, (out, err)
+
+
+@pytest.mark.asyncio
+async def test_reconnect_after_a_restart_reads_the_new_token() -> None:
+    """A restarted daemon writes a new token; a client that read the token file reads it again to reconnect."""
+    port = free_port()
+    with running_daemon(port=port) as daemon:
+        async with Client.connect(port=port, socket=daemon.socket, reconnect_timeout=60) as c:
+            first = (c.server_info["daemon_id"], read_token(daemon.socket))
+            stop(daemon.proc)
+            daemon.proc = spawn(daemon.socket, daemon.env, daemon.log, port)
+            assert (await c.ping())["event"] == "pong"  # waits for the reconnect
+            assert (c.server_info["daemon_id"], read_token(daemon.socket)) != first
+            assert c.reconnects == 1
 
 
 def test_proofs_are_directional_and_bound_to_everything() -> None:
