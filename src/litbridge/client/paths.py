@@ -140,8 +140,11 @@ def tcp_peer_owner(sock: _socket.socket | None) -> int | None:
                 rows = f.read().splitlines()[1:]
         except OSError:
             continue
+        port_hex = f":{there[1]:04X}"
         for row in rows:
             cols = row.split()
+            if len(cols) < 8 or not cols[1].endswith(port_hex):
+                continue  # another port: not worth parsing
             try:
                 local, remote, uid = _proc_addr(cols[1]), _proc_addr(cols[2]), int(cols[7])
             except (IndexError, ValueError):
