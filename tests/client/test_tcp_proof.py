@@ -22,7 +22,7 @@ import pytest
 from _daemon import Daemon, free_port, running_daemon, spawn, stop
 from lbd_helpers import check_event
 
-from litbridge.client import AuthFailed, Client, UntrustedDaemon, read_token
+from litbridge.client import AuthFailed, Client, ConnectionLost, UntrustedDaemon, read_token
 from litbridge.protocol import auth
 from litbridge.protocol import events as ev
 from litbridge.protocol.framing import encode
@@ -37,15 +37,15 @@ Reply = Callable[[dict[str, Any], asyncio.StreamWriter], Awaitable[None]]
 class Impostor:
     """A plain TCP listener on the daemon's port that records every byte a client sends it."""
 
-    def __init__(self, reply: Reply | None) -> None:
+    def __init__(self, reply: Reply | None, port: int = 0) -> None:
         self.reply = reply
         self.received = bytearray()
         self.server: asyncio.AbstractServer | None = None
-        self.port = 0
+        self.port = port
         self.handlers: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> Impostor:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
         self.port = self.server.sockets[0].getsockname()[1]
         return self
 
@@ -349,6 +349,22 @@ async def test_reconnect_after_a_restart_reads_the_new_token() -> None:
             assert (await c.ping())["event"] == "pong"  # waits for the reconnect
             assert (c.server_info["daemon_id"], read_token(daemon.socket)) != first
             assert c.reconnects == 1
+
+
+@pytest.mark.asyncio
+async def test_an_impostor_that_takes_the_port_during_a_restart_gets_only_a_nonce() -> None:
+    port = free_port()
+    with running_daemon(port=port) as daemon:
+        async with Client.connect(port=port, socket=daemon.socket, reconnect_timeout=60) as c:
+            await c.ping()
+            stop(daemon.proc)  # the client starts reconnecting; someone else binds the port first
+            async with Impostor(_wrong_proof, port) as imp:
+                with pytest.raises(ConnectionLost) as info:
+                    await c.create("after", "bash", env={"API_KEY": SECRET}, timeout=60)
+                await asyncio.sleep(0.2)
+    assert isinstance(info.value.__cause__, UntrustedDaemon), info.value
+    assert "did not prove it is the litbridge daemon" in info.value.message
+    _assert_only_a_nonce(imp)
 
 
 def test_proofs_are_directional_and_bound_to_everything() -> None:

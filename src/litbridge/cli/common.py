@@ -98,10 +98,10 @@ async def _guarded(main: Callable[[], Awaitable[int]]) -> int:
     except DaemonNotRunning as exc:
         eprint(f"litbridge: {exc.message}")
         return EXIT_ERROR
-    except UntrustedDaemon as exc:
-        eprint(f"litbridge: refusing to talk to it: {exc.message} [{exc.code}]")
-        return EXIT_UNTRUSTED
     except LitbridgeError as exc:
+        if isinstance(exc, UntrustedDaemon) or isinstance(exc.__cause__, UntrustedDaemon):  # or on reconnect
+            eprint(f"litbridge: refusing to talk to it: {exc.message} [{exc.code}]")
+            return EXIT_UNTRUSTED
         eprint(f"litbridge: {error_text(exc)}")
         return EXIT_ERROR
     except BrokenPipeError:

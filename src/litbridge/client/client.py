@@ -706,18 +706,20 @@ class Client:
                 return
             why = await self._reopen() if self.reconnect else None
             if not self.reconnect or why is not None:
-                self._fail_everything(
-                    why or ConnectionLost(f"lost the connection to the daemon at {self.address}")
-                )
+                lost = ConnectionLost(f"lost the connection to the daemon at {self.address}")
+                if isinstance(why, AuthFailed):  # still connection_lost for callers; the reason told, chained
+                    lost = ConnectionLost(f"{lost.message}; reconnecting failed: {why.message} [{why.code}]")
+                    lost.__cause__ = why
+                self._fail_everything(lost)
                 return
 
     async def _reopen(self) -> LitbridgeError | None:
         """Reconnect with backoff until `reconnect_timeout`; re-send read-only commands still unanswered.
-        Returns None once reconnected, else why not (an AuthFailed / UntrustedDaemon ends it at once)."""
+        Returns None once reconnected, else why not: an AuthFailed / UntrustedDaemon (at once), or ConnectionLost."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.reconnect_timeout
         delay = 0.05
-        lost = ConnectionLost(f"lost the connection to the daemon at {self.address}")
+        gone = ConnectionLost(f"lost the connection to the daemon at {self.address}")
         while not self._closing:
             try:
                 await self._open(initial=False)
@@ -725,7 +727,7 @@ class Client:
                 return exc
             except LitbridgeError:
                 if loop.time() + delay > deadline:
-                    return lost
+                    return gone
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
                 continue
@@ -735,7 +737,7 @@ class Client:
                     with contextlib.suppress(OSError):
                         await self._write(pending.line)
             return None
-        return lost
+        return gone
 
     def _fail_everything(self, exc: LitbridgeError) -> None:
         self._failed = exc
@@ -880,7 +882,12 @@ class Client:
         while not future.done():
             if self._failed is not None:
                 raise self._failed
-            await self._connected.wait()
+            if not self._connected.is_set():
+                # Until reconnected, or until the future fails (the reconnect gave up): never wait past that.
+                connected = asyncio.ensure_future(self._connected.wait())
+                await asyncio.wait({connected, future}, return_when=asyncio.FIRST_COMPLETED)
+                connected.cancel()
+                continue
             try:
                 await self._write(line)
                 return
