@@ -91,6 +91,10 @@ async def _refuse(hello: dict[str, Any], w: asyncio.StreamWriter) -> None:
     w.close()
 
 
+async def _refuse_with_escapes(hello: dict[str, Any], w: asyncio.StreamWriter) -> None:
+    w.write(encode(ev.error("\x1b]0;pwned\x07\x1b[2J", "unauthorized")))
+
+
 async def _close(hello: dict[str, Any], w: asyncio.StreamWriter) -> None:
     w.close()
 
@@ -109,7 +113,7 @@ def _assert_only_a_nonce(impostor: Impostor) -> None:
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
     "reply",
-    [_wrong_proof, _like_a_daemon, _refuse, _close, None],
+    [_wrong_proof, _like_a_daemon, _refuse, _refuse_with_escapes, _close, None],
     ids=lambda f: getattr(f, "__name__", "silent"),
 )
 async def test_impostor_gets_only_a_nonce(reply: Reply | None) -> None:
@@ -121,6 +125,7 @@ async def test_impostor_gets_only_a_nonce(reply: Reply | None) -> None:
     assert info.value.code == "untrusted_daemon"
     assert isinstance(info.value, AuthFailed)  # callers that catch AuthFailed keep working
     assert f"127.0.0.1:{imp.port}" in info.value.message
+    assert info.value.message.isprintable()  # what it said is escaped before anyone prints it
     _assert_only_a_nonce(imp)
 
 

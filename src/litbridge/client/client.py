@@ -56,6 +56,7 @@ from litbridge.client.paths import (
 )
 from litbridge.protocol import auth
 from litbridge.protocol.framing import LineSplitter, TooLarge, decode, encode
+from litbridge.protocol.names import shown
 from litbridge.protocol.spec import MAX_LINE, ProtocolError
 
 Event = dict[str, Any]
@@ -467,8 +468,8 @@ class Client:
         For TCP the daemon must first prove it knows the token (the token itself is never sent; see
         docs/protocol.md); without `token=` the token is read from the token file next to `socket` (or the
         default socket path), again on every reconnect. A listener that cannot prove it raises
-        `UntrustedDaemon` having received nothing but a random nonce. Options: `host`, `subscribe` (session keys or "*"),
-        `reconnect` (default True), `reconnect_timeout`, `connect_timeout`, `request_timeout`.
+        `UntrustedDaemon` having received nothing but a random nonce. Options: `host`, `subscribe` (session
+        keys or "*"), `reconnect` (default True), `reconnect_timeout`, `connect_timeout`, `request_timeout`.
         Raises `DaemonNotRunning` when nothing listens there.
 
         >>> async def main() -> None:  # doctest: +SKIP
@@ -647,6 +648,7 @@ class Client:
                         "daemon with another token (a stale --token?). Only a nonce was sent to it"
                     )
                 said = f"{ev.get('message')} [{ev.get('code')}]" if kind == "error" else f"a {kind!r} event"
+                said = shown(said[:200])  # escaped: its words must not drive the terminal that shows them
                 raise UntrustedDaemon(
                     f"{refuse}: it answered {said} instead of auth_challenge (not litbridge, or a daemon older "
                     "than the proof-first handshake). Only a nonce was sent to it"
