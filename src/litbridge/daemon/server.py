@@ -524,6 +524,9 @@ def _create_options(f: dict[str, Any], cli: str) -> dict[str, Any]:
     return options
 
 
+EXIT_ALREADY_RUNNING = 3  # `serve` when a live daemon owns the socket: retrying cannot help (service units)
+
+
 async def run(
     socket_path: str | None = None, port: int | None = None, web: tuple[str, int] | None = None
 ) -> int:
@@ -541,7 +544,7 @@ async def run(
             await web_server.start()
     except paths.AlreadyRunning as exc:
         print(f"litbridge serve: {exc}", file=sys.stderr)
-        return 3
+        return EXIT_ALREADY_RUNNING
     except (OSError, FileExistsError, PermissionError) as exc:
         where = daemon.socket_path + (f" / 127.0.0.1:{port}" if port is not None else "")
         print(
