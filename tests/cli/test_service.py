@@ -96,7 +96,9 @@ def test_systemd_quoting_of_odd_paths() -> None:
     assert service._systemd_quote("/a b/py") == '"/a b/py"'
     assert service._systemd_quote("/x/100%") == "/x/100%%"  # a systemd specifier otherwise
     assert service._systemd_quote("/x/$HOME") == "/x/$$HOME"  # an environment expansion otherwise
-    assert service._systemd_quote("PATH=/a b:/$x", expand=False) == '"PATH=/a b:/$x"'  # Environment= expands none
+    assert (
+        service._systemd_quote("PATH=/a b:/$x", expand=False) == '"PATH=/a b:/$x"'
+    )  # Environment= expands none
 
 
 @pytest.mark.skipif(

@@ -779,7 +779,9 @@ def test_combining_mark_flood_is_capped_per_cell(native_pyte: ModuleType) -> Non
     stream = native_pyte.ByteStream(screen)
     interned = core.interned_cluster_count()
     start = time.monotonic()
-    for i in range(0, len(flood), 4096):  # a PTY's reads; quadratic code overruns the bound within a few chunks
+    for i in range(
+        0, len(flood), 4096
+    ):  # a PTY's reads; quadratic code overruns the bound within a few chunks
         stream.feed(flood[i : i + 4096])
         assert time.monotonic() - start < 10, f"combining-mark flood still feeding after 10 s at byte {i}"
     assert core.interned_cluster_count() - interned <= CLUSTER_MAX
