@@ -249,6 +249,16 @@ def test_kill_store_resume_then_create_resumes(daemon: Daemon) -> None:
     assert "pineapple" in recall.stdout
 
 
+def test_kill_store_resume_says_when_nothing_was_stored(daemon: Daemon) -> None:
+    """bash gives no resume token: `kill --store-resume` must not promise a resume (the daemon's reason shown)."""
+    assert daemon.cli("create", "noresume", *BASH).returncode == 0
+    killed = daemon.cli("kill", "noresume", "--store-resume")
+    assert killed.returncode == 0 and killed.stdout.startswith("noresume: killed")
+    assert (
+        "the next create resumes" not in killed.stdout and "not resumable: the CLI gave no" in killed.stdout
+    )
+
+
 def test_serve_and_clients_share_litbridge_socket(tmp_path) -> None:
     """`serve` without --socket binds $LITBRIDGE_SOCKET, where the client subcommands look by default."""
     import os
