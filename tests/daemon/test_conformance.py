@@ -324,6 +324,61 @@ async def test_kill_store_resume_says_whether_the_token_was_stored(
             await c.close()
 
 
+async def test_cli_not_found_says_where_it_looked_and_how_to_install(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    err = await c.request({"cmd": "create", "session": "nf2", "cli": "no-such-cli-xyz"})
+    assert err["code"] == "cli_not_found" and "searched the daemon's PATH: " in err["message"]
+    assert (
+        "/usr/bin" in err["message"] and "npm install" not in err["message"]
+    )  # no hint for an unknown program
+    err = await c.request(
+        {"cmd": "create", "session": "nf2", "cli": "codex", "env": {"PATH": "/nonexistent-bin"}}
+    )
+    assert err["code"] == "cli_not_found", err
+    assert (
+        "create.env's PATH: /nonexistent-bin)" in err["message"]
+        and "npm install -g @openai/codex" in err["message"]
+    )
+    long_path = ":".join(f"/opt/tool-{i}/bin" for i in range(100))
+    err = await c.request({"cmd": "create", "session": "nf2", "cli": "claude", "env": {"PATH": long_path}})
+    assert "npm install -g @anthropic-ai/claude-code" in err["message"] and "more)" in err["message"]
+    assert "/opt/tool-0/bin" in err["message"] and "/opt/tool-99/bin" not in err["message"]
+    assert len(err["message"]) < 600
+    err = await c.request(
+        {"cmd": "create", "session": "nf2", "cli": "gemini", "env": {"PATH": "/nonexistent-bin"}}
+    )
+    assert "npm install -g @google/gemini-cli" in err["message"]
+    await c.close()
+
+
+@pytest.mark.parametrize("linger", ["0", "0.3"], ids=["exits-at-once", "exits-while-settling"])
+async def test_startup_exit_error_keeps_the_meaningful_lines(
+    daemon: Any, tmp_path: Path, linger: str
+) -> None:
+    """A CLI that exits while starting (before or after the driver's startup began): the error quotes its last
+    lines with words, not its banner art."""
+    script = tmp_path / "bannered"
+    script.write_text(
+        "#!/bin/sh\n"
+        "printf '\\n'\n"
+        "printf ' ███  █████ ██   ██\\n ░░░███ ░███ ░███\\n ███░  ░███  ██x██\\n\\n'\n"
+        "printf '╭──────────────────────────╮\\n│ Welcome to Bannered 1.0! │\\n╰──────────────────────────╯\\n'\n"
+        "printf '  _   _\\n | |_| |\\n |_| |_|\\n'\n"
+        "printf 'Error: not signed in.\\nRun bannered login first.\\n\\n'\n"
+        f"sleep {linger}\n"
+        "exit 3\n"
+    )
+    script.chmod(0o755)
+    c, _ = await connect(daemon)
+    err = await c.request({"cmd": "create", "session": "bannered", "cli": str(script)}, "ready")
+    assert err["event"] == "error" and err["code"] == "spawn_failed", err
+    assert err["message"] == (
+        "CLI exited (code 3) during startup: Welcome to Bannered 1.0!\nError: not signed in.\n"
+        "Run bannered login first."
+    ), err["message"]
+    await c.close()
+
+
 # ----------------------------------------------------------------------------- fake TUI: keys, input, env
 async def test_keystroke_bytes_reach_pty_and_bad_key_types_nothing(daemon: Any, tmp_path: Path) -> None:
     log = tmp_path / "rx.log"

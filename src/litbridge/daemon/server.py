@@ -330,8 +330,8 @@ class Daemon:
             if not isinstance(exc, SessionCommandError):  # cancelled mid-fork: the child may still appear
                 self._background(session.kill())
             raise
-        if session.killing or session.dead:
-            raise SessionCommandError("spawn_failed", "the session was killed while it was starting")
+        if session.killing or session.dead:  # killed, or the CLI exited before its startup could begin
+            raise SessionCommandError("spawn_failed", session.startup_exit_message())
         session.start(re)
         if sys.platform.startswith("linux"):
             self._ensure_stop_watch()
