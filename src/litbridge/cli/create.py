@@ -49,6 +49,15 @@ def _options(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+def _here() -> str | None:
+    """The caller's working directory: where a CLI started from a shell expects to work (None, and so the
+    daemon's $HOME, when it no longer exists)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         env = common.parse_env(args.env or [])
@@ -56,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         common.eprint(f"litbridge: {exc}")
         return common.EXIT_USAGE
-    cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else None
+    cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else _here()
     return common.run(lambda: _main(args, env, cwd, extra))
 
 
@@ -116,7 +125,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="A",
         help="an argument for the CLI (repeatable; write --arg=--flag for values that start with -)",
     )
-    p.add_argument("--cwd", metavar="DIR", help="working directory of the CLI (default: the daemon's $HOME)")
+    p.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="working directory of the CLI (default: the current directory; `--cwd ~` for your home)",
+    )
     p.add_argument(
         "--env", action="append", metavar="K=V", help="environment variable for the CLI (repeatable)"
     )

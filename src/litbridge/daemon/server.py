@@ -32,7 +32,14 @@ from litbridge.protocol import auth
 from litbridge.protocol import events as ev
 from litbridge.protocol.framing import TooLarge, decode, encode, read_lines
 from litbridge.protocol.names import control_character, shown
-from litbridge.protocol.spec import DEFAULT_CLI, MAX_LINE, ProtocolError, session_key, validate_command
+from litbridge.protocol.spec import (
+    DEFAULT_CLI,
+    MAX_LINE,
+    MAX_NAME_BYTES,
+    ProtocolError,
+    session_key,
+    validate_command,
+)
 from litbridge.pty import WriteQueueFull
 from litbridge.session import Session, SessionCommandError
 
@@ -343,6 +350,12 @@ class Daemon:
     async def cmd_create(self, client: Client, f: dict[str, Any], re: Any) -> None:
         if not f.get("session"):
             raise ProtocolError("bad_field", "session name required")
+        for fname in ("exe", "cli"):  # "" used to mean the default CLI silently
+            if fname in f and not f[fname].strip():
+                raise ProtocolError(
+                    "bad_field",
+                    f"create: '{fname}' is empty; name a CLI or leave the field out (default {DEFAULT_CLI})",
+                )
         key = session_key(f)
         cli = f.get("exe") or f.get("cli") or DEFAULT_CLI
         existing = self.sessions.get(key)
@@ -367,8 +380,8 @@ class Daemon:
             if not isinstance(exc, SessionCommandError):  # cancelled mid-fork: the child may still appear
                 self._background(session.kill())
             raise
-        if session.killing or session.dead:
-            raise SessionCommandError("spawn_failed", "the session was killed while it was starting")
+        if session.killing or session.dead:  # killed, or the CLI exited before its startup could begin
+            raise SessionCommandError("spawn_failed", session.startup_exit_message())
         session.start(re)
         if sys.platform.startswith("linux"):
             self._ensure_stop_watch()
@@ -404,12 +417,14 @@ class Daemon:
         self.hub.publish(ev.reaped_idle(key, session.channel_id, "exited", session.exit_code))
         log.info("session %r reaped %.0fs after its CLI exited", key, self.reap_after)
 
-    def _keep_resume_token(self, key: str, token: str) -> None:
-        """Bounded: the oldest tokens go first (a token is a few dozen bytes; keys are client-chosen)."""
+    def _keep_resume_token(self, key: str, token: str) -> str | None:
+        """Bounded: the oldest tokens go first (a token is a few dozen bytes; keys are client-chosen).
+        -> None when the store is on disk, else why it could not be written."""
         self.resume_tokens.pop(key, None)
         self.resume_tokens[key] = token
         while len(self.resume_tokens) > MAX_RESUME_TOKENS:
             del self.resume_tokens[next(iter(self.resume_tokens))]
+        return self.resume_tokens.write_error
 
     def _running(self, fields: dict[str, Any]) -> Session:
         """The session, refusing commands that need the CLI to read while it is stopped (SIGSTOP): they would
@@ -476,12 +491,22 @@ class Daemon:
     async def cmd_kill(self, client: Client, f: dict[str, Any], re: Any) -> None:
         s = self._session(f)
         key = s.key
-        code, token = await s.kill(bool(f.get("store_resume")))
+        store = bool(f.get("store_resume"))
+        code, token = await s.kill(store)
         if self.sessions.get(key) is s:
             del self.sessions[key]
+        resume: dict[str, Any] = {}
         if token:
-            self._keep_resume_token(key, token)
-        self.hub.publish(ev.killed(key, s.channel_id, code, re))
+            problem = self._keep_resume_token(key, token)
+            resume = {"resume_stored": problem is None}
+            if problem is not None:
+                resume["resume_error"] = f"{problem}; the token is kept in memory until the daemon stops"
+        elif store:
+            resume = {
+                "resume_stored": False,
+                "resume_error": "the CLI gave no resume token (no conversation yet, or it cannot resume)",
+            }
+        self.hub.publish(ev.killed(key, s.channel_id, code, re, **resume))
 
     async def cmd_ping(self, client: Client, f: dict[str, Any], re: Any) -> None:
         client.send_event(ev.pong(re))
@@ -561,12 +586,20 @@ def _listen_problem(socket_path: str, exc: OSError) -> str:
 
 
 def _check_names(cmd: str, fields: dict[str, Any]) -> None:
-    """Session names and channel ids are shown in terminals (CLI messages, attach, logs): refuse the
-    control characters (C0, DEL, C1) a terminal would act on instead of printing."""
+    """Session names and channel ids are shown in terminals (CLI messages, attach, logs) and repeated in every
+    event: refuse the control characters (C0, DEL, C1) a terminal would act on instead of printing, and names
+    longer than MAX_NAME_BYTES."""
     for fname, what in (("session", "session name"), ("channel_id", "channel id")):
         value = fields.get(fname)
         if not isinstance(value, str):
             continue
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_NAME_BYTES:
+            raise ProtocolError(
+                "bad_field",
+                f"{cmd}: {what} '{shown(value[:32])}…' is {size} bytes long (UTF-8); "
+                f"session names and channel ids are at most {MAX_NAME_BYTES} bytes",
+            )
         bad = control_character(value)
         if bad is not None:
             raise ProtocolError(
@@ -582,6 +615,9 @@ def _create_options(f: dict[str, Any], cli: str) -> dict[str, Any]:
     options["cli"] = cli
     options["working_dir"] = os.path.expanduser(f.get("working_dir") or "~")
     return options
+
+
+EXIT_ALREADY_RUNNING = 3  # `serve` when a live daemon owns the socket: retrying cannot help (service units)
 
 
 async def run(
@@ -601,7 +637,7 @@ async def run(
             await web_server.start()
     except paths.AlreadyRunning as exc:
         print(f"litbridge serve: {exc}", file=sys.stderr)
-        return 3
+        return EXIT_ALREADY_RUNNING
     except (OSError, FileExistsError, PermissionError) as exc:
         where = daemon.socket_path + (f" / 127.0.0.1:{port}" if port is not None else "")
         print(

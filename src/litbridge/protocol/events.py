@@ -288,8 +288,9 @@ def answer_sent(
     return _ev("answer_sent", session, channel_id, re, digit=digit, question_id=question_id)
 
 
-def killed(session: str, channel_id: str | None, exit_code: int | None, re: Any = None) -> Ev:
-    return _ev("killed", session, channel_id, re, exit_code=exit_code)
+def killed(session: str, channel_id: str | None, exit_code: int | None, re: Any = None, **resume: Any) -> Ev:
+    """`resume`: `resume_stored` / `resume_error` after a `store_resume` kill."""
+    return _ev("killed", session, channel_id, re, exit_code=exit_code, **resume)
 
 
 def exited(session: str, channel_id: str | None, exit_code: int | None, stderr_tail: str) -> Ev:

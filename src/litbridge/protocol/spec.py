@@ -63,6 +63,9 @@ GRID = (200, 50)
 ATTACH_SUFFIX = ".attach"
 """The attach socket of control socket PATH is PATH + this suffix (TCP: control port + 1)."""
 
+MAX_NAME_BYTES = 256
+"""Longest session name or channel id (UTF-8 bytes): a name is repeated in every event and log line."""
+
 DEFAULT_CLI = "claude"
 """The CLI a `create` without `cli`/`exe` starts (lit-bridge compatibility); decided here only."""
 
@@ -106,10 +109,14 @@ _SESSION_FIELDS = {
     "session": Field(
         "string",
         required=True,
-        doc="session name; the key is `session` or `session:channel_id`; no control characters (C0, DEL, C1: "
-        "`bad_field`)",
+        doc="session name; the key is `session` or `session:channel_id` (so `a:b` and `a` + channel `b` are one "
+        f"session); at most {MAX_NAME_BYTES} bytes (UTF-8) and no control characters (C0, DEL, C1): else "
+        "`bad_field`",
     ),
-    "channel_id": Field("string", doc="optional sub-session id; no control characters, as `session`"),
+    "channel_id": Field(
+        "string",
+        doc=f"optional sub-session id; at most {MAX_NAME_BYTES} bytes, no control characters, as `session`",
+    ),
 }
 
 COMMANDS: dict[str, Command] = {
@@ -120,8 +127,12 @@ COMMANDS: dict[str, Command] = {
             "Start a CLI session (or reuse a live one with the same key).",
             {
                 **_SESSION_FIELDS,
-                "cli": Field("string", default=DEFAULT_CLI, doc="CLI name or executable; `exe` is an alias"),
-                "exe": Field("string", doc="alias of `cli` (wins when both are given)"),
+                "cli": Field(
+                    "string",
+                    default=DEFAULT_CLI,
+                    doc="CLI name or executable; `exe` is an alias; an empty or blank value is `bad_field`",
+                ),
+                "exe": Field("string", doc="alias of `cli` (wins when both are given); not empty, as `cli`"),
                 "args": Field("array", items="string", default=[], doc="extra argv"),
                 "working_dir": Field("string", doc="cwd of the CLI (default $HOME)"),
                 "env": Field("object", values="string", default={}, doc="env applied after the defaults"),
@@ -369,7 +380,21 @@ EVENTS: dict[str, Event] = {
                 ),
             },
         ),
-        Event("killed", "kill ack; the process group is gone.", {"exit_code": Field(("integer", "null"))}),
+        Event(
+            "killed",
+            "kill ack; the process group is gone.",
+            {
+                "exit_code": Field(("integer", "null")),
+                "resume_stored": Field(
+                    "boolean",
+                    doc="only after `store_resume:true`: the resume token is stored on disk (a later create of "
+                    "the key resumes, also after a daemon restart); false when the CLI gave no token or it could "
+                    "not be written (`resume_error` says which)",
+                    new=True,
+                ),
+                "resume_error": Field("string", doc="why `resume_stored` is false", new=True),
+            },
+        ),
         Event(
             "exited",
             "The CLI exited by itself; state -> dead.",
