@@ -239,7 +239,7 @@ def test_daemon_stops_cleanly_with_a_page_open(browser: Any, tmp_path: Any) -> N
         create(wd, "g-stop")
         ctx = browser.new_context()
         pg = ctx.new_page()
-        pg.goto(wd.link)
+        pg.goto(wd.login_link())
         pg.locator('#sessions tr[data-session="g-stop"]').click(timeout=WAIT)
         pg.wait_for_function("() => document.querySelector('#term-status').textContent.includes('read-only')")
     finally:

@@ -20,15 +20,22 @@ ARTIFACTS = Path(os.environ.get("LITBRIDGE_TEST_ARTIFACTS", TESTS.parent / ".art
 
 
 class WebDaemon:
-    """A daemon with its web view: `url` (no token), `link` (with it), sync `request` over its socket."""
+    """A daemon with its web view: `url`, `login_link()` (a fresh one-time link), sync `request` over its
+    socket."""
 
-    def __init__(self, proc: DaemonProc, url: str, token: str) -> None:
+    def __init__(self, proc: DaemonProc, url: str) -> None:
         self.proc = proc
         self.socket = proc.socket
         self.url = url
-        self.token = token
-        self.link = f"{url}?token={token}"
         self.host_port = url.split("/")[2]
+        self.origin = f"http://{self.host_port}"
+
+    def login_link(self) -> str:
+        """A fresh one-time login link (`web_login`), as `litbridge web` gets it."""
+        return str(self.request({"cmd": "web_login"}, "web_login")["url"])
+
+    def login_code(self) -> str:
+        return self.login_link().split("#code=", 1)[1]
 
     def request(
         self,
@@ -72,11 +79,10 @@ def start_web_daemon(directory: str, env: dict[str, str] | None = None) -> WebDa
         while not info.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         url = json.loads(info.read_text())["url"]
-        token = Path(sock + ".token").read_text().strip()
     except BaseException:
         proc.stop()  # never leave a daemon behind a failed start
         raise
-    return WebDaemon(proc, url, token)
+    return WebDaemon(proc, url)
 
 
 # --------------------------------------------------------------------------------------- the page, step by step
