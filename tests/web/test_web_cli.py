@@ -63,7 +63,9 @@ def test_web_prints_a_fresh_one_time_link(web_daemon: WebDaemon) -> None:
     for expected in (200, 401):  # the code buys one login, then it is spent
         conn = http.client.HTTPConnection(host, int(port), timeout=20)
         body = json.dumps({"code": link.split("#code=", 1)[1]})
-        conn.request("POST", "/login", body, {"Origin": web_daemon.origin, "Content-Type": "application/json"})
+        conn.request(
+            "POST", "/login", body, {"Origin": web_daemon.origin, "Content-Type": "application/json"}
+        )
         assert conn.getresponse().status == expected
         conn.close()
 

@@ -3,7 +3,6 @@ allowlist, WebSocket Origin, static files (no listing, no traversal) and the sec
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import http.client
 import json
@@ -12,7 +11,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from web_helpers import WebDaemon
+from web_helpers import WebDaemon, ws_first
 
 from litbridge.web.auth import CODE_TTL, MAX_CODES, MAX_CREDENTIALS, WebLogins
 from litbridge.web.server import WS_UNAUTHORIZED
@@ -45,12 +44,6 @@ def login(wd: WebDaemon, code: Any, origin: str | None = "", content_type: str =
     return get(wd, "/login", method="POST", headers=headers, body=json.dumps({"code": code}).encode())
 
 
-def credential(wd: WebDaemon) -> str:
-    resp = login(wd, wd.login_code())
-    assert resp.status == 200, resp.body  # type: ignore[attr-defined]
-    return str(json.loads(resp.body)["credential"])  # type: ignore[attr-defined]
-
-
 def upgrade(wd: WebDaemon, path: str, origin: str | None, **kw: object) -> http.client.HTTPResponse:
     headers = {
         "Connection": "Upgrade",
@@ -61,23 +54,6 @@ def upgrade(wd: WebDaemon, path: str, origin: str | None, **kw: object) -> http.
     if origin is not None:
         headers["Origin"] = origin
     return get(wd, path, headers=headers, **kw)  # type: ignore[arg-type]
-
-
-def ws_first(wd: WebDaemon, path: str, first: str | bytes | None) -> tuple[Any, int | None]:
-    """Open a WebSocket with the web view's own Origin (as any local process can forge it), send `first`,
-    and return the first thing the server sends (a message or the close) and the close code."""
-
-    async def run() -> tuple[Any, int | None]:
-        async with aiohttp.ClientSession() as session:
-            async with session.ws_connect(wd.url.rstrip("/") + path, origin=wd.origin) as ws:
-                if isinstance(first, str):
-                    await ws.send_str(first)
-                elif first is not None:
-                    await ws.send_bytes(first)
-                msg = await ws.receive(timeout=40)
-                return msg, ws.close_code
-
-    return asyncio.run(run())
 
 
 def test_the_page_and_assets_are_served_without_a_credential_and_no_cookie_is_ever_set(
@@ -115,7 +91,9 @@ def test_a_wrong_code_is_refused(web_daemon: WebDaemon, code: Any) -> None:
 
 
 @pytest.mark.parametrize("origin", [None, "http://evil.example", "null", "http://127.0.0.1:1"])
-def test_a_cross_origin_login_is_refused_and_spends_nothing(web_daemon: WebDaemon, origin: str | None) -> None:
+def test_a_cross_origin_login_is_refused_and_spends_nothing(
+    web_daemon: WebDaemon, origin: str | None
+) -> None:
     code = web_daemon.login_code()
     assert login(web_daemon, code, origin=origin).status == 403
     assert login(web_daemon, code, content_type="text/plain").status == 415
@@ -162,7 +140,7 @@ def test_a_websocket_without_a_valid_credential_first_gets_nothing(
 
 
 def test_a_websocket_with_the_credential_first_is_a_control_connection(web_daemon: WebDaemon) -> None:
-    msg, _ = ws_first(web_daemon, "/ws/events", json.dumps({"auth": credential(web_daemon)}))
+    msg, _ = ws_first(web_daemon, "/ws/events", json.dumps({"auth": web_daemon.credential()}))
     assert msg.type == aiohttp.WSMsgType.TEXT
     assert json.loads(msg.data.splitlines()[0])["event"] == "monitor_ready"
     assert "web_login" in json.loads(msg.data.splitlines()[0])["commands"]

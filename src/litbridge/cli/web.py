@@ -79,7 +79,9 @@ def main(args: argparse.Namespace) -> int:
         return 1
     base = url.split("#", 1)[0]
     if not webbrowser.open(page.as_uri()):
-        print("litbridge web: no browser found; run `litbridge web --print` and open that link", file=sys.stderr)
+        print(
+            "litbridge web: no browser found; run `litbridge web --print` and open that link", file=sys.stderr
+        )
         return 1
     print(f"opened {base} in your browser (a one-time link, valid for a minute)", flush=True)
     return 0

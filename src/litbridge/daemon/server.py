@@ -439,7 +439,9 @@ class Daemon:
 
     async def cmd_web_login(self, client: Client, f: dict[str, Any], re: Any) -> None:
         if self.web is None:
-            raise ProtocolError("no_web_view", "this daemon has no web view (start it with `litbridge serve --web PORT`)")
+            raise ProtocolError(
+                "no_web_view", "this daemon has no web view (start it with `litbridge serve --web PORT`)"
+            )
         client.send_event(ev.web_login(self.web.login_url(), self.web.login_ttl, re))
 
     async def cmd_hello(self, client: Client, f: dict[str, Any], re: Any) -> None:

@@ -260,7 +260,12 @@ class WebServer:
         if first is not None:
             reader.feed_data(first)
         task = asyncio.get_running_loop().create_task(handler(reader, writer))
-        task.add_done_callback(lambda _t: (writer.close(), flow.resume_reading()))
+
+        def handler_done(_task: asyncio.Task[None]) -> None:
+            writer.close()
+            flow.resume_reading()  # the loop below must not wait on a reader nobody reads any more
+
+        task.add_done_callback(handler_done)
         try:
             while True:
                 await flow.wait()
