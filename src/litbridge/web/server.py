@@ -13,7 +13,8 @@ Security, as a local web server must have it (each refusal is tested):
   and presents it as the first message of each WebSocket, which carries nothing else until it is valid.
   No cookie is ever set;
 - the `Host` header must name this server (loopback names, the bound host): DNS rebinding is refused;
-- a WebSocket upgrade must come from this server's own `Origin` (cross-site WebSocket hijacking);
+- `/login` and every WebSocket upgrade must come from this server's own `Origin` (cross-site hijacking);
+- a WebSocket's inbound bytes are bounded as the Unix socket's are (`_pipe`): a flood waits in the sender;
 - static files come from a fixed list built at start-up: no listing, no path is ever joined from a URL;
 - every response carries a Content-Security-Policy (scripts from this origin only) and no-sniff /
   no-frame / no-referrer headers.
