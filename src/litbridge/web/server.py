@@ -68,6 +68,9 @@ SECURITY_HEADERS = {
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 AUTH_TIMEOUT = 10.0
 """Seconds a WebSocket has to present its credential."""
+INBOUND_LIMIT = 64 * 1024
+"""A WebSocket's unread inbound bytes pause its reading past twice this (the handlers read in chunks, never
+whole lines, so this is only a flow-control mark)."""
 WS_UNAUTHORIZED = 4401
 """WebSocket close code for a missing or unknown credential (the page then asks for a fresh link)."""
 
@@ -251,10 +254,11 @@ class WebServer:
     async def _pipe(self, ws: web.WebSocketResponse, handler: Any, first: bytes | None, typing: bool) -> None:
         """Run a daemon handler over this socket until either side ends.
 
-        Inbound is bounded as on the Unix socket: the reader pauses this loop once it holds 2 x MAX_LINE
-        unread bytes, and while it is paused no frame is read, so aiohttp stops reading the TCP socket and
-        the sender blocks in its kernel buffers rather than in this process's memory."""
-        reader = asyncio.StreamReader(limit=MAX_LINE)
+        Inbound is bounded as on the Unix socket: the reader pauses this loop once it holds more than
+        2 x INBOUND_LIMIT unread bytes (plus the frame just fed, at most MAX_LINE), and while it is paused no
+        frame is read, so aiohttp stops reading the TCP socket and the sender waits on its kernel buffers
+        rather than filling this process's memory."""
+        reader = asyncio.StreamReader(limit=INBOUND_LIMIT)
         flow = _Flow()
         reader.set_transport(flow)  # type: ignore[arg-type]
         writer = WsWriter(ws, binary=first is not None)
