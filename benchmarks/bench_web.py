@@ -255,7 +255,10 @@ names => {
     const ws = new WebSocket('ws://' + location.host + '/ws/attach?session=' + encodeURIComponent(name));
     ws.binaryType = 'arraybuffer';
     const st = {t, ws, bytes: 0, open: false};
-    ws.onopen = () => { st.open = true; };
+    ws.onopen = () => {  // the page's credential first, as app.js sends it
+      ws.send(JSON.stringify({auth: sessionStorage.getItem('litbridge.credential')}));
+      st.open = true;
+    };
     ws.onmessage = m => { st.bytes += m.data.byteLength; t.write(new Uint8Array(m.data)); };
     return st;
   });
