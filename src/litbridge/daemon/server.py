@@ -79,6 +79,7 @@ class Daemon:
         self._owned: dict[str, tuple[int, int] | None] = {}  # path -> (dev, ino) of the files we created
         self._stop_watch: asyncio.Task[None] | None = None
         self._state_before_stop: dict[str, str] = {}
+        self.web: Any = None  # the WebServer of `serve --web`, set by run()
 
     # ------------------------------------------------------------------ listen / run / stop
     async def start(self) -> None:
@@ -511,6 +512,13 @@ class Daemon:
     async def cmd_ping(self, client: Client, f: dict[str, Any], re: Any) -> None:
         client.send_event(ev.pong(re))
 
+    async def cmd_web_login(self, client: Client, f: dict[str, Any], re: Any) -> None:
+        if self.web is None:
+            raise ProtocolError(
+                "no_web_view", "this daemon has no web view (start it with `litbridge serve --web PORT`)"
+            )
+        client.send_event(ev.web_login(self.web.login_url(), self.web.login_ttl, re))
+
     async def cmd_hello(self, client: Client, f: dict[str, Any], re: Any) -> None:
         sub = f.get("subscribe")
         if sub is not None:
@@ -635,6 +643,7 @@ async def run(
 
             web_server = WebServer(daemon, *web)
             await web_server.start()
+            daemon.web = web_server
     except paths.AlreadyRunning as exc:
         print(f"litbridge serve: {exc}", file=sys.stderr)
         return EXIT_ALREADY_RUNNING

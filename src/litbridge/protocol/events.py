@@ -103,6 +103,10 @@ def sessions(items: list[dict[str, Any]], re: Any = None) -> Ev:
     return _ev("sessions", re=re, sessions=items)
 
 
+def web_login(url: str, expires_in: int, re: Any = None) -> Ev:
+    return _ev("web_login", re=re, url=url, expires_in=expires_in)
+
+
 # --- per-session ------------------------------------------------------------------------------------
 
 

@@ -41,6 +41,7 @@ ERROR_CODES = (
     "cli_stopped",
     "timeout",  # a CLI did not reach its prompt (startup) in time
     "startup_dialog",  # a startup dialog the driver should answer could not be answered
+    "no_web_view",  # web_login on a daemon started without --web
 )
 
 TURN_ERROR_KINDS = ("api_error", "cli_exited", "timeout")
@@ -215,6 +216,14 @@ COMMANDS: dict[str, Command] = {
                 ),
             },
             replies=("capabilities", "error"),
+            per_session=False,
+            new=True,
+        ),
+        Command(
+            "web_login",
+            "A one-time login link for the web view (`serve --web`): spent on first use, expires unused.",
+            {},
+            replies=("web_login", "error"),
             per_session=False,
             new=True,
         ),
@@ -430,6 +439,16 @@ EVENTS: dict[str, Event] = {
             new=True,
         ),
         Event("pong", "ping reply.", {}, per_session=False),
+        Event(
+            "web_login",
+            "web_login reply.",
+            {
+                "url": Field("string", required=True, doc="the page's address with `#code=` (one use)"),
+                "expires_in": Field("integer", required=True, doc="seconds the code stays valid unused"),
+            },
+            per_session=False,
+            new=True,
+        ),
         Event("sessions", "list reply.", {"sessions": Field("array", items="object")}, per_session=False),
         Event(
             "dump",
