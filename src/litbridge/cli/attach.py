@@ -186,7 +186,10 @@ def _pump(sock: socket.socket, stdin_fd: int, stdout_fd: int, read_only: bool) -
     sock.setblocking(False)
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ, "sock")
-    sel.register(stdin_fd, selectors.EVENT_READ, "stdin")
+    try:
+        sel.register(stdin_fd, selectors.EVENT_READ, "stdin")
+    except (PermissionError, ValueError):  # epoll refuses regular files and /dev/null: no keys to read,
+        pass  # as after stdin's EOF (`attach S --read-only < /dev/null > log` just records)
     try:
         while True:
             for key, _ in sel.select():
