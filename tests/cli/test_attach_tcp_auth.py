@@ -205,7 +205,7 @@ async def test_daemon_refuses_wrong_proofs_and_tokens_and_stays_up(tcp_daemon: t
         out = await _read_all(r)
         w.close()
         assert b"wrong nonce or proof" in out and b"auth-42-ok" not in out, out
-    refusals = [
+    refusals: list[dict[str, Any]] = [
         {"auth": {"nonce": bad}, "session": "tauth"}
         for bad in ("", "x" * 64, auth.new_nonce().upper(), auth.new_nonce()[:-1], 7, None)
     ]

@@ -117,8 +117,9 @@ def _prove_daemon(sock: socket.socket, args: argparse.Namespace, address: str) -
         ev = None
     if isinstance(ev, dict) and ev.get("event") == "auth_challenge":
         theirs = ev.get("nonce")
-        expected = auth.server_proof(token, nonce, theirs, where) if auth.valid_nonce(theirs) else None
-        if expected is not None and auth.same(expected, ev.get("proof")):
+        if auth.valid_nonce(theirs) and auth.same(
+            auth.server_proof(token, nonce, theirs, where), ev.get("proof")
+        ):
             return auth.client_proof(token, nonce, theirs, where)
         raise UntrustedDaemon(
             f"{refuse}: its proof of the token is wrong. Another program holds the port, or it is a "
