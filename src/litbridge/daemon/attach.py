@@ -107,7 +107,7 @@ class AttachServer:
     ) -> tuple[str, Any] | None:
         """Authenticate a TCP attach; returns the selector to serve, or None after writing why not.
 
-        Either the proof-first handshake (docs/protocol.md, TCP authentication) — `{"auth":{"nonce"}}`, our
+        Either the proof-first handshake (docs/protocol.md, Attach over TCP) — `{"auth":{"nonce"}}`, our
         `auth_challenge` line, then the real selector with `"auth":{"proof"}` — or the legacy selector that
         carries the token itself (lit-bridge clients)."""
         obj = first[1]
@@ -119,7 +119,7 @@ class AttachServer:
                 second = await self._challenge(reader, writer, request.get("nonce"), token)
                 if second is not None:
                     return second
-                why = "wrong nonce or proof in the attach selector's auth (see docs/protocol.md, Attach)"
+                why = "wrong nonce or proof in the attach selector's auth (docs/protocol.md, Attach over TCP)"
             else:
                 legacy = obj.get("token")
                 if isinstance(legacy, str) and hmac.compare_digest(legacy.encode(), token.encode()):
