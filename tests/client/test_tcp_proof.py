@@ -13,13 +13,13 @@ import secrets
 import socket
 import subprocess
 import sys
-import textwrap
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
 from _daemon import Daemon, free_port, running_daemon, spawn, stop
+from _impostor import OTHER_USER_LISTENER, Impostor, Reply
 from lbd_helpers import check_event
 
 from litbridge.client import AuthFailed, Client, ConnectionLost, UntrustedDaemon, read_token
@@ -30,50 +30,6 @@ from litbridge.protocol.framing import encode
 EXIT_UNTRUSTED = 5
 TOKEN = secrets.token_hex(32)
 SECRET = "sk-test-" + secrets.token_hex(16)
-
-Reply = Callable[[dict[str, Any], asyncio.StreamWriter], Awaitable[None]]
-
-
-class Impostor:
-    """A plain TCP listener on the daemon's port that records every byte a client sends it."""
-
-    def __init__(self, reply: Reply | None, port: int = 0) -> None:
-        self.reply = reply
-        self.received = bytearray()
-        self.server: asyncio.AbstractServer | None = None
-        self.port = port
-        self.handlers: set[asyncio.Task[None]] = set()
-
-    async def __aenter__(self) -> Impostor:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-        self.port = self.server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        """Stop listening and wait for every connection's handler (the client has hung up by now)."""
-        assert self.server is not None
-        self.server.close()
-        await asyncio.wait_for(asyncio.gather(*self.handlers, return_exceptions=True), 30)
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self.handlers.add(task)
-        try:
-            first = await reader.readline()
-            self.received += first
-            if self.reply is not None and first.strip():
-                await self.reply(orjson.loads(first), writer)
-                await writer.drain()
-            while chunk := await reader.read(65536):  # record whatever else comes
-                self.received += chunk
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            writer.close()
-
-    def lines(self) -> list[dict[str, Any]]:
-        return [orjson.loads(x) for x in bytes(self.received).splitlines() if x.strip()]
 
 
 async def _wrong_proof(hello: dict[str, Any], w: asyncio.StreamWriter) -> None:
@@ -146,28 +102,6 @@ async def test_cli_refuses_an_impostor_with_exit_status_5() -> None:
     assert "did not prove it is the litbridge daemon" in text and "untrusted_daemon" in text, text
     assert TOKEN not in text and SECRET not in text
     _assert_only_a_nonce(imp)
-
-
-OTHER_USER_LISTENER = textwrap.dedent(
-    """
-    import os, pwd, socket, sys
-    nobody = pwd.getpwnam("nobody")
-    os.setgroups([]); os.setgid(nobody.pw_gid); os.setuid(nobody.pw_uid)
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen()
-    print(s.getsockname()[1], flush=True)
-    c, _ = s.accept()
-    c.settimeout(5)
-    got = b""
-    try:
-        while chunk := c.recv(65536):
-            got += chunk
-    except OSError:
-        pass
-    print(repr(got), flush=True)
-    """
-)
 
 
 @pytest.mark.asyncio

@@ -100,12 +100,17 @@ async def _guarded(main: Callable[[], Awaitable[int]]) -> int:
         return EXIT_ERROR
     except LitbridgeError as exc:
         if isinstance(exc, UntrustedDaemon) or isinstance(exc.__cause__, UntrustedDaemon):  # or on reconnect
-            eprint(f"litbridge: refusing to talk to it: {exc.message} [{exc.code}]")
-            return EXIT_UNTRUSTED
+            return untrusted(exc)
         eprint(f"litbridge: {error_text(exc)}")
         return EXIT_ERROR
     except BrokenPipeError:
         return closed_stdout()
+
+
+def untrusted(exc: LitbridgeError) -> int:
+    """Say that the TCP listener was refused (it did not prove it is the daemon); the exit status for it."""
+    eprint(f"litbridge: refusing to talk to it: {exc.message} [{exc.code}]")
+    return EXIT_UNTRUSTED
 
 
 def error_text(exc: LitbridgeError) -> str:

@@ -422,7 +422,8 @@ EVENTS: dict[str, Event] = {
         ),
         Event(
             "auth_challenge",
-            "TCP reply to hello{auth:{nonce}}: the daemon's nonce and its proof that it knows the token.",
+            "TCP reply to hello{auth:{nonce}} (and to the attach port's selector {auth:{nonce}}): the daemon's "
+            "nonce and its proof that it knows the token.",
             {
                 "nonce": Field("string", required=True, doc="the daemon's nonce (64 hex digits)"),
                 "proof": Field("string", required=True, doc="HMAC-SHA256 hex (protocol/auth.py)"),
