@@ -228,8 +228,8 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
 
     @server.tool(
         description="Keep waiting for a turn's end (after `send` returned `question` or `timeout`). Without "
-        "turn_id: the session's running turn. Returns like `send`; a question already returned is not "
-        "returned again."
+        "turn_id: the session's running turn, else its latest one. Returns like `send`; a question already "
+        "returned is not returned again."
     )
     async def wait(
         session: SessionArg,
@@ -240,9 +240,10 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         async def go(c: Client) -> dict[str, Any]:
             dump = await c.dump(session)  # session_not_found first, if that is the problem
             log = bridge.tracker.sessions.get(session)
-            tid = turn_id or (log.running if log is not None else None) or dump.get("turn_id")
+            latest = next(reversed(log.turns), None) if log is not None else None
+            tid = turn_id or (log.running if log is not None else None) or dump.get("turn_id") or latest
             if tid is None:
-                raise ToolError(f"{session}: no turn is running (nothing to wait for)")
+                raise ToolError(f"{session}: no turn seen yet (nothing to wait for)")
             if turn_id is not None and (log is None or turn_id not in log.turns):
                 raise ToolError(f"{session}: unknown turn {turn_id!r} (not seen by this server)")
             return await bridge.tracker.wait_turn(session, str(tid), timeout, _progress(ctx))
