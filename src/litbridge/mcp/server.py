@@ -196,7 +196,8 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         ] = None,
         timeout: Annotated[float, Field(gt=0, description="Seconds to wait for the prompt.")] = 600.0,
     ) -> dict[str, Any]:
-        extra = {"worktree": worktree} if worktree is not None and worktree is not False else {}
+        # passed through as the create command's `worktree` field, only when asked for
+        extra: dict[str, Any] = {"worktree": worktree} if worktree not in (None, False) else {}
         ready = await bridge.call(
             lambda c: c.create(
                 name, cli, args=args, working_dir=cwd, env=env, model=model, timeout=timeout, **extra
