@@ -240,3 +240,17 @@ def test_closed_stdin_ends_the_server_cleanly(daemon: Daemon) -> None:
     finally:
         proc.kill()
     assert rc == 0, proc.stderr.read() if proc.stderr else ""
+
+
+@pytest.mark.asyncio
+async def test_transcript_uri_of_an_odd_name(daemon: Daemon, watcher: Client) -> None:
+    """Names are percent-encoded in the URI and decoded once (a `%41` in the name stays `%41`)."""
+    name = "mcp odd%41/ü"
+    async with mcp_session(daemon.socket) as s:
+        await tool(s, "create_session", {"name": name, **BASH})
+        await tool(s, "send", {"session": name, "prompt": "echo odd"})
+        (uri,) = [str(r.uri) for r in (await s.list_resources()).resources if "odd" in str(r.uri)]
+        assert uri == "litbridge://session/mcp%20odd%2541%2F%C3%BC/transcript"
+        text = (await s.read_resource(uri)).contents[0].text
+        assert text.startswith(f"# litbridge session {name}\n") and "> echo odd\n\nodd\n" in text
+        await tool(s, "kill", {"session": name})

@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, TypeVar
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -310,7 +310,7 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         mime_type="text/markdown",
     )
     async def transcript(name: str) -> str:
-        return bridge.tracker.transcript(unquote(name))
+        return bridge.tracker.transcript(name)  # the SDK has percent-decoded it
 
     return server
 
