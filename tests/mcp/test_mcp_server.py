@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -60,7 +61,7 @@ async def test_create_send_screen_list_transcript_kill(daemon: Daemon, watcher: 
             s, "send", {"session": "mcp-sh", "prompt": "echo one; echo two"}, progress_callback=on_progress
         )
         assert (done["status"], done["content"], done["exit_code"]) == ("complete", "one\ntwo", 0)
-        assert progress and any(m.startswith("state ") for m in progress), progress
+        assert "state idle -> thinking" in progress, progress  # from the turn's first event on
 
         failed = await tool(s, "send", {"session": "mcp-sh", "prompt": "false"})
         assert (failed["status"], failed["exit_code"]) == ("complete", 1)
@@ -212,16 +213,9 @@ def test_no_daemon_is_a_clear_error(tmp_path: Any) -> None:
 
 
 def test_closed_stdin_ends_the_server_cleanly(daemon: Daemon) -> None:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
+    """Stdin closing ends the server with status 0, also while a `send` waits for a turn that would run for
+    minutes (the wait is dropped; the turn goes on in the daemon)."""
+    assert daemon.cli("create", "mcp-eof", "--cli", "bash").returncode == 0
     proc = subprocess.Popen(
         [sys.executable, *server_argv(daemon.socket)],
         stdin=subprocess.PIPE,
@@ -230,15 +224,36 @@ def test_closed_stdin_ends_the_server_cleanly(daemon: Daemon) -> None:
         text=True,
     )
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(init) + "\n")
-    proc.stdin.flush()
-    reply = json.loads(proc.stdout.readline())
-    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "litbridge"
-    proc.stdin.close()
+
+    def rpc(msg: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}) + "\n")
+        proc.stdin.flush()
+
     try:
+        client = {"name": "test", "version": "0"}
+        rpc(
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client},
+            }
+        )
+        reply = json.loads(proc.stdout.readline())
+        assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "litbridge"
+        rpc({"method": "notifications/initialized"})
+        send = {"session": "mcp-eof", "prompt": "sleep 600", "timeout": 900}
+        rpc({"id": 2, "method": "tools/call", "params": {"name": "send", "arguments": send}})
+        assert daemon.cli("list").stdout.count("mcp-eof") == 1
+        deadline = time.monotonic() + 60
+        while "thinking" not in daemon.cli("list").stdout:  # the send is in, its turn running
+            assert time.monotonic() < deadline, daemon.cli("list").stdout
+            time.sleep(0.2)
+        proc.stdin.close()
         rc = proc.wait(60)
     finally:
         proc.kill()
+        daemon.cli("kill", "mcp-eof")
     assert rc == 0, proc.stderr.read() if proc.stderr else ""
 
 

@@ -219,11 +219,12 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         timeout: TimeoutArg = DEFAULT_TIMEOUT,
     ) -> dict[str, Any]:
         async def go(c: Client) -> dict[str, Any]:
+            since = bridge.tracker.position(session)  # progress from the turn's first event on
             accepted = await c.request("send", {"session": session, "content": prompt})
             key = str(accepted.get("session") or session)
             turn_id = str(accepted.get("turn_id"))
             bridge.tracker.note_prompt(key, turn_id, prompt)
-            return await bridge.tracker.wait_turn(key, turn_id, timeout, _progress(ctx))
+            return await bridge.tracker.wait_turn(key, turn_id, timeout, _progress(ctx), since)
 
         return await bridge.call(go)
 

@@ -150,14 +150,25 @@ class Tracker:
 
     # --- waiting --------------------------------------------------------------------------------------
 
+    def position(self, key: str) -> int:
+        """How many events of `key` were seen so far (a `since` for `wait_turn`)."""
+        log = self.sessions.get(key)
+        return log.count if log is not None else 0
+
     async def wait_turn(
-        self, key: str, turn_id: str, timeout: float, progress: ProgressFn | None = None
+        self,
+        key: str,
+        turn_id: str,
+        timeout: float,
+        progress: ProgressFn | None = None,
+        since: int | None = None,
     ) -> dict[str, Any]:
         """The outcome of `turn_id`: its terminal event, or the first open question of the session not yet
-        reported to the caller, or `timeout` after `timeout` seconds (the turn keeps running)."""
+        reported to the caller, or `timeout` after `timeout` seconds (the turn keeps running). `progress` is
+        called with each event of the session after its `since`-th (default: from now on)."""
         log = self.session(key)
         rec = log.turn(turn_id)
-        pos = log.count
+        pos = log.count if since is None else since
         deadline = time.monotonic() + timeout
         while True:
             tick = self._tick
