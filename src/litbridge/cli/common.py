@@ -41,8 +41,11 @@ def add_socket_arg(parser: Any, help: str = SOCKET_HELP) -> None:
     )
 
 
-def add_connection_args(parser: argparse.ArgumentParser, *, json_help: str | None = None) -> None:
-    """--socket / --port / --token / --json, the same on every client subcommand."""
+def add_connection_args(
+    parser: argparse.ArgumentParser, *, json_help: str | None = None, json: bool = True
+) -> None:
+    """--socket / --port / --token / --json, the same on every client subcommand (`json=False`: no --json, for
+    `mcp`, whose output is the MCP protocol itself)."""
     g = parser.add_argument_group("connection")
     add_socket_arg(g)
     g.add_argument(
@@ -51,9 +54,12 @@ def add_connection_args(parser: argparse.ArgumentParser, *, json_help: str | Non
     g.add_argument(
         "--token", metavar="TOKEN", help="TCP auth token (default: read from the daemon's token file)"
     )
-    parser.add_argument(
-        "--json", action="store_true", help=json_help or "print the raw events as JSON lines instead of text"
-    )
+    if json:
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help=json_help or "print the raw events as JSON lines instead of text",
+        )
 
 
 def add_session_arg(parser: argparse.ArgumentParser) -> None:
