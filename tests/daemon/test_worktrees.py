@@ -9,15 +9,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
-from lbd_helpers import WAIT, Conn, DaemonProc, start_daemon
-
-pytestmark = pytest.mark.asyncio(loop_scope="function")
+from lbd_helpers import WAIT, Conn, DaemonProc, check_event, start_daemon
 
 BASH = shutil.which("bash") or "/bin/bash"
 
@@ -94,6 +94,7 @@ async def run(c: Conn, key: str, command: str) -> str:
     return str(done["content"])
 
 
+@pytest.mark.asyncio
 async def test_create_runs_in_a_worktree_and_clean_kill_removes_it(wt_daemon: DaemonProc, base: Path) -> None:
     repo = make_repo(base)
     c, hello = await connect(wt_daemon)
@@ -121,6 +122,7 @@ async def test_create_runs_in_a_worktree_and_clean_kill_removes_it(wt_daemon: Da
     await c.close()
 
 
+@pytest.mark.asyncio
 async def test_named_branch_dirty_kill_keeps_the_worktree(wt_daemon: DaemonProc, base: Path) -> None:
     repo = make_repo(base)
     (repo / "sub").mkdir()
@@ -146,6 +148,7 @@ async def test_named_branch_dirty_kill_keeps_the_worktree(wt_daemon: DaemonProc,
     await c.close()
 
 
+@pytest.mark.asyncio
 async def test_bad_inputs_are_refused_and_leave_nothing(wt_daemon: DaemonProc, base: Path) -> None:
     repo = make_repo(base)
     plain = base / "plain"
@@ -194,6 +197,7 @@ async def test_bad_inputs_are_refused_and_leave_nothing(wt_daemon: DaemonProc, b
     await c.close()
 
 
+@pytest.mark.asyncio
 async def test_git_not_installed(tmpdir_short: str, base: Path) -> None:
     repo = make_repo(base)
     empty = base / "nobin"
@@ -213,6 +217,7 @@ async def test_git_not_installed(tmpdir_short: str, base: Path) -> None:
         assert d.stop() == 0, d.log()
 
 
+@pytest.mark.asyncio
 async def test_exited_session_worktree_removed_at_reap_when_clean(tmpdir_short: str, base: Path) -> None:
     repo = make_repo(base)
     root = base / "trees"
@@ -242,3 +247,42 @@ async def test_exited_session_worktree_removed_at_reap_when_clean(tmpdir_short: 
         await c.close()
     finally:
         assert d.stop() == 0, d.log()
+
+
+def lb(d: DaemonProc, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "litbridge", *args, "--socket", d.socket],
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 3,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_cli_create_worktree_list_kill(wt_daemon: DaemonProc, base: Path) -> None:
+    repo = make_repo(base)
+    path = repo / ".litbridge" / "worktrees" / "clitree"
+    shell = ["--cli", BASH, "--arg=--norc", "--arg=--noprofile", "--env", "PS1=$ "]
+    out = lb(wt_daemon, "create", "clitree", *shell, "--worktree", "--json", cwd=repo)
+    assert out.returncode == 0, out.stderr
+    ready = orjson.loads(out.stdout)
+    check_event(ready)
+    assert ready["worktree"] == {"path": str(path), "branch": "litbridge/clitree"}
+    out = lb(wt_daemon, "create", "clinamed", *shell, "--worktree=topic", cwd=repo)
+    assert out.returncode == 0, out.stderr
+    assert f"in worktree {repo / '.litbridge' / 'worktrees' / 'clinamed'} (branch topic)" in out.stdout
+    table = lb(wt_daemon, "list")
+    header, *rows = table.stdout.splitlines()
+    assert header.split()[-1] == "BRANCH"
+    branches = {r.split()[0]: r.split()[-1] for r in rows}
+    assert branches["clitree"] == "litbridge/clitree" and branches["clinamed"] == "topic"
+    (path / "wip.txt").write_text("wip\n")
+    out = lb(wt_daemon, "kill", "clitree")
+    assert out.returncode == 0, out.stderr
+    assert f"worktree {path} kept: it has uncommitted changes or untracked files (1 path)" in out.stdout
+    out = lb(wt_daemon, "kill", "clinamed")
+    assert "removed (branch topic kept)" in out.stdout, out.stdout
+    # a refused create exits non-zero with the daemon's message
+    out = lb(wt_daemon, "create", "clitree", *shell, "--worktree", cwd=repo)
+    assert out.returncode != 0 and "already exists" in out.stderr and "Traceback" not in out.stderr
