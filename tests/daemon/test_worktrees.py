@@ -108,6 +108,9 @@ async def test_create_runs_in_a_worktree_and_clean_kill_removes_it(wt_daemon: Da
     items = {s["name"]: s for s in (await c.request({"cmd": "list"}, "sessions"))["sessions"]}
     assert items["wt1"]["worktree"] == {"path": str(path), "branch": "litbridge/wt1"}
     assert items["wt1"]["working_dir"] == str(path)
+    again = await c.request(bash("wt1", repo, worktree="other"), "ready")  # a live key is reused as is
+    assert again["reused"] is True and again["worktree"]["branch"] == "litbridge/wt1", again
+    assert "refs/heads/other" not in git(repo, "branch", "--list", "--format=%(refname)")
     # the main checkout stays clean: .litbridge/ is excluded, and only once
     assert "/.litbridge/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
     assert git(repo, "status", "--porcelain") == ""
@@ -286,3 +289,18 @@ def test_cli_create_worktree_list_kill(wt_daemon: DaemonProc, base: Path) -> Non
     # a refused create exits non-zero with the daemon's message
     out = lb(wt_daemon, "create", "clitree", *shell, "--worktree", cwd=repo)
     assert out.returncode != 0 and "already exists" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.asyncio
+async def test_client_refuses_worktree_on_a_daemon_without_the_feature(tmp_path: Path) -> None:
+    """An older daemon ignores `worktree` and would start the CLI in the main checkout: the client refuses
+    instead, sending nothing."""
+    from litbridge.client import Client, LitbridgeError
+
+    c = Client(str(tmp_path / "none.sock"))
+    c.server_info = {"event": "monitor_ready", "commands": ["create"], "events": ["ready"]}
+    with pytest.raises(LitbridgeError) as err:
+        await c.create("x", "bash", worktree=True)
+    assert err.value.code == "unsupported" and "too old for create worktree" in err.value.message
+    c.server_info["features"] = ["create.worktree"]
+    assert c.supports("create.worktree")
