@@ -247,9 +247,14 @@ async def test_exited_session_worktree_removed_at_reap_when_clean(tmpdir_short: 
         assert reaped["stays"]["removed"] is False and (dirty_path / "scratch").exists()
         branches = git(repo, "branch", "--list", "--format=%(refname)")
         assert "refs/heads/litbridge/gone" in branches and "refs/heads/litbridge/stays" in branches
+        # the daemon stopping treats its sessions' worktrees as kill does
+        last = await c.request(bash("last", repo, worktree=True), "ready")
+        assert last["event"] == "ready", last
         await c.close()
     finally:
         assert d.stop() == 0, d.log()
+    assert not (root / "repo" / "last").exists()
+    assert "refs/heads/litbridge/last" in git(repo, "branch", "--list", "--format=%(refname)")
 
 
 def lb(d: DaemonProc, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
