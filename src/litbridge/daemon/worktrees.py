@@ -137,7 +137,9 @@ class Worktrees:
             raise WorktreeError(f"create: working_dir {working_dir} is not a directory", "bad_field")
         rc, out = await _git("rev-parse", "--show-toplevel", cwd=working_dir, check=False)
         if rc != 0:
-            raise WorktreeError(f"{working_dir} is not in a git repository (worktree asked for)")
+            raise WorktreeError(
+                f"create: a worktree was asked for, but {working_dir} is not in a git repository"
+            )
         toplevel = out.strip()
         if not toplevel:
             raise WorktreeError(f"{working_dir} is inside a git directory, not a working tree")
