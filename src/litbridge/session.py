@@ -188,6 +188,7 @@ class Session:
         self._spawning: asyncio.Future[ptymod.ChildProcess] | None = None  # spawn_async's fork in a worker
         self._early_writes: list[bytes] = []  # written while _spawning, flushed to the child when attached
         self.program_status: dict[str, str] | None = None  # the last OSC 7501 report, read
+        self.worktree: Any = None  # the daemon's `worktrees.Worktree` when the CLI runs in one
         self._real_terminal = Terminal(
             ptymod.COLUMNS,
             ptymod.LINES,
@@ -309,7 +310,16 @@ class Session:
         self.model = result.get("model", self.model)
         self.resumed = bool(result.get("resumed", False))
         self.started = self.ready = True
-        self._emit(ev.ready(self.key, self.channel_id, model=self.model, resumed=self.resumed, re=re))
+        self._emit(
+            ev.ready(
+                self.key,
+                self.channel_id,
+                model=self.model,
+                resumed=self.resumed,
+                re=re,
+                **self.worktree_field(),
+            )
+        )
         self._schedule_pump()
 
     def _startup_failed(self, error: dict[str, Any]) -> None:
@@ -702,10 +712,15 @@ class Session:
             "queued": len(self.queue),
             "alive": not self.dead,
             "working_dir": self.options.get("working_dir"),
+            **self.worktree_field(),
         }
         for k, v in info.items():
             item.setdefault(k, v)
         return item
+
+    def worktree_field(self) -> dict[str, Any]:
+        """`{"worktree": {path, branch}}` for `ready` and `list` when the CLI runs in a worktree, else {}."""
+        return {} if self.worktree is None else {"worktree": self.worktree.info()}
 
     def dump(self, re: Any = None) -> dict[str, Any]:
         info = self.info()

@@ -84,6 +84,8 @@ async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, 
                 model=args.model,
                 channel_id=args.channel_id,
                 timeout=args.timeout,
+                worktree=args.worktree,
+                **({"worktree_allow_dirty": True} if args.allow_dirty else {}),
                 **extra,
             )
         finally:
@@ -101,7 +103,13 @@ async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, 
         else "started"
     )
     model = ready.get("model")
-    print(f"{key}: ready, {how}" + (f", model {model}" if model else ""))
+    wt = ready.get("worktree")
+    where = (
+        f", in worktree {common.shown(str(wt.get('path')))} (branch {common.shown(str(wt.get('branch')))})"
+        if isinstance(wt, dict)
+        else ""
+    )
+    print(f"{key}: ready, {how}" + (f", model {model}" if model else "") + where)
     return common.EXIT_OK
 
 
@@ -132,6 +140,21 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument(
         "--env", action="append", metavar="K=V", help="environment variable for the CLI (repeatable)"
+    )
+    p.add_argument(
+        "--worktree",
+        nargs="?",
+        const=True,
+        metavar="BRANCH",
+        help="run the CLI in a new git worktree of the working directory's repository, on new branch BRANCH "
+        "(default litbridge/SESSION), under <repo>/.litbridge/worktrees/SESSION; kill removes it when clean "
+        "and keeps the branch (give it after SESSION, or as --worktree=BRANCH)",
+    )
+    p.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="with --worktree: make it even when the main checkout has uncommitted changes or untracked files "
+        "(the worktree starts from HEAD without them)",
     )
     p.add_argument(
         "--model",

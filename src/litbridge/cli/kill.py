@@ -24,6 +24,14 @@ async def _main(args: argparse.Namespace) -> int:
             if stored
             else f"; not resumable: {ev.get('resume_error')}"
         )
+    wt = ev.get("worktree")
+    if isinstance(wt, dict):
+        path, branch = common.shown(str(wt.get("path"))), common.shown(str(wt.get("branch")))
+        note += (
+            f"; worktree {path} removed (branch {branch} kept)"
+            if wt.get("removed")
+            else f"; worktree {path} kept: {wt.get('reason')} (branch {branch})"
+        )
     key = common.shown(str(ev.get("session") or args.session))
     print(f"{key}: killed (CLI {common.describe_exit(ev.get('exit_code'))}){note}")
     return common.EXIT_OK

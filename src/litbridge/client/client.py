@@ -493,9 +493,10 @@ class Client:
         return self._connected.is_set()
 
     def supports(self, name: str) -> bool:
-        """Whether the daemon advertised command or event `name` (feature detection, no probing)."""
+        """Whether the daemon advertised command or event `name`, or new command field `command.field`
+        (`monitor_ready.features`, e.g. "create.worktree"): feature detection, no probing."""
         info = self.server_info
-        return name in (info.get("commands") or ()) or name in (info.get("events") or ())
+        return any(name in (info.get(k) or ()) for k in ("commands", "events", "features"))
 
     async def _start(self) -> Client:
         if self._task is None:
@@ -931,17 +932,26 @@ class Client:
         model: str | None = None,
         channel_id: str | None = None,
         timeout: float | None = 600.0,
+        worktree: bool | str | None = None,
         **extra: Any,
     ) -> Event:
         """Start `cli` (daemon default: "claude") as session `session`; returns the `ready` event.
 
         `ready` arrives once startup dialogs are handled and the prompt is live (`ready.reused` is true when
-        the key already had a live CLI). Extra keyword arguments are passed through as driver options.
+        the key already had a live CLI). `worktree` (True, or a branch name) runs the CLI in a new git worktree
+        of `working_dir`'s repository (`ready["worktree"]` = {path, branch}); a daemon too old for it raises
+        `LitbridgeError("unsupported")` instead of starting the CLI in the main checkout. Extra keyword
+        arguments are passed through as fields and driver options (`worktree_allow_dirty=True`).
 
         >>> async def start(c: Client) -> None:  # doctest: +SKIP
         ...     ready = await c.create("sh", cli="bash", args=["--norc"], working_dir="/tmp")
         ...     ready = await c.create("work", model="sonnet", working_dir="~/project")
+        ...     ready = await c.create("fix-1", working_dir="~/project", worktree=True)
         """
+        if worktree not in (None, False) and not self.supports("create.worktree"):
+            raise LitbridgeError(
+                "unsupported", f"the daemon at {self.address} is too old for create worktree (upgrade it)"
+            )
         fields: dict[str, Any] = {
             "session": session,
             "channel_id": channel_id,
@@ -950,6 +960,7 @@ class Client:
             "working_dir": os.fspath(working_dir) if working_dir is not None else None,
             "env": dict(env) if env is not None else None,
             "model": model,
+            "worktree": worktree if worktree is not False else None,
             **extra,
         }
         return await self._call("create", fields, timeout=timeout)

@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from litbridge import drivers
-from litbridge.daemon import paths
+from litbridge.daemon import paths, worktrees
 from litbridge.daemon.attach import AttachServer
 from litbridge.daemon.hub import Client, Hub
 from litbridge.daemon.resume_store import ResumeStore
@@ -80,6 +80,7 @@ class Daemon:
         self._stop_watch: asyncio.Task[None] | None = None
         self._state_before_stop: dict[str, str] = {}
         self.web: Any = None  # the WebServer of `serve --web`, set by run()
+        self.worktrees = worktrees.Worktrees()
 
     # ------------------------------------------------------------------ listen / run / stop
     async def start(self) -> None:
@@ -173,6 +174,7 @@ class Daemon:
         sessions = list(self.sessions.values())
         self.sessions.clear()
         await asyncio.gather(*(s.kill() for s in sessions), return_exceptions=True)
+        await asyncio.gather(*(self._release_worktree(s) for s in sessions), return_exceptions=True)
         for client in list(self.hub.clients):
             await client.aclose()
         self.attach.close_all()
@@ -361,13 +363,29 @@ class Daemon:
         cli = f.get("exe") or f.get("cli") or DEFAULT_CLI
         existing = self.sessions.get(key)
         if existing is not None and not existing.dead:
-            self.hub.publish(ev.ready_reused(key, f.get("channel_id"), model=existing.model, re=re))
+            self.hub.publish(
+                ev.ready_reused(
+                    key, f.get("channel_id"), model=existing.model, re=re, **existing.worktree_field()
+                )
+            )
             return
         if existing is not None:
             del self.sessions[key]  # its CLI died: re-create, never "reuse"
+            await self._release_worktree(existing)
         options = _create_options(f, cli)
+        worktree = None
+        if f.get("worktree") not in (None, False):  # raises WorktreeError; nothing made then
+            worktree = await self.worktrees.create(
+                options["working_dir"], key, f["worktree"], f.get("worktree_allow_dirty", False)
+            )
+            options["working_dir"] = worktree.path
+        if self.sessions.get(key) is not None:  # another create of the key came in while git ran: reuse it
+            if worktree is not None:
+                await self.worktrees.discard(worktree)
+            return await self.cmd_create(client, f, re)
         options["resume"] = self.resume_tokens.pop(key, None)
         session = Session(key, options, self.hub.publish, on_dead=self._on_dead, kill_grace=self.kill_grace)
+        session.worktree = worktree
         # Registered before the (off-loop) fork: a concurrent create of the key reuses it, kill/shutdown wait
         # for the child and reap it.
         self.sessions[key] = session
@@ -379,13 +397,37 @@ class Daemon:
             if self.sessions.get(key) is session:
                 del self.sessions[key]
             if not isinstance(exc, SessionCommandError):  # cancelled mid-fork: the child may still appear
-                self._background(session.kill())
+                self._background(self._undo_create(session))
+            elif worktree is not None:  # nothing was spawned: only the worktree to undo
+                await self._undo_create(session, kill=False)
             raise
         if session.killing or session.dead:  # killed, or the CLI exited before its startup could begin
+            if session.dead and not session.killing:
+                await self._undo_create(session)
             raise SessionCommandError("spawn_failed", session.startup_exit_message())
         session.start(re)
         if sys.platform.startswith("linux"):
             self._ensure_stop_watch()
+
+    async def _undo_create(self, session: Session, kill: bool = True) -> None:
+        """A create that failed: its CLI (if one may run) killed and reaped, then its worktree and branch
+        removed again."""
+        if kill:
+            await session.kill()
+        wt, session.worktree = session.worktree, None
+        if wt is not None:
+            await self.worktrees.discard(wt)
+
+    async def _release_worktree(self, session: Session) -> dict[str, Any] | None:
+        """The session is gone: its worktree removed when clean, else kept (once per session).
+        -> the outcome for `killed` / `reaped_idle`, None without a worktree."""
+        wt, session.worktree = session.worktree, None
+        if wt is None:
+            return None
+        outcome = await self.worktrees.release(wt)
+        if not outcome["removed"]:
+            log.info("worktree %s of %r kept: %s", wt.path, session.key, outcome.get("reason"))
+        return outcome
 
     def _background(self, coro: Any) -> None:
         """Run cleanup that must finish even when the command that started it was cancelled."""
@@ -415,7 +457,8 @@ class Daemon:
             log.debug("resume token of reaped session %r: %s", key, exc)
         if token and key not in self.resume_tokens:
             self._keep_resume_token(key, token)
-        self.hub.publish(ev.reaped_idle(key, session.channel_id, "exited", session.exit_code))
+        wt = await self._release_worktree(session)
+        self.hub.publish(ev.reaped_idle(key, session.channel_id, "exited", session.exit_code, wt))
         log.info("session %r reaped %.0fs after its CLI exited", key, self.reap_after)
 
     def _keep_resume_token(self, key: str, token: str) -> str | None:
@@ -507,6 +550,9 @@ class Daemon:
                 "resume_stored": False,
                 "resume_error": "the CLI gave no resume token (no conversation yet, or it cannot resume)",
             }
+        wt = await self._release_worktree(s)  # after the process group is gone
+        if wt is not None:
+            resume["worktree"] = wt
         self.hub.publish(ev.killed(key, s.channel_id, code, re, **resume))
 
     async def cmd_ping(self, client: Client, f: dict[str, Any], re: Any) -> None:

@@ -42,6 +42,7 @@ ERROR_CODES = (
     "timeout",  # a CLI did not reach its prompt (startup) in time
     "startup_dialog",  # a startup dialog the driver should answer could not be answered
     "no_web_view",  # web_login on a daemon started without --web
+    "worktree_failed",  # create{worktree}: the git worktree could not be made (nothing was left behind)
 )
 
 TURN_ERROR_KINDS = ("api_error", "cli_exited", "timeout")
@@ -144,6 +145,21 @@ COMMANDS: dict[str, Command] = {
                     "driver passes nothing and only reports it (`ready.model`, `list`)",
                     new=True,
                 ),
+                "worktree": Field(
+                    ("boolean", "string"),
+                    doc="run the CLI in a new git worktree of `working_dir`'s repository: `true` for branch "
+                    "`litbridge/<session>`, or the new branch's name; the session name must then be a plain "
+                    "path component (letters, digits, `.` `_` `-`), else `bad_field`; `ready.worktree` says "
+                    "where (docs/worktrees.md)",
+                    new=True,
+                ),
+                "worktree_allow_dirty": Field(
+                    "boolean",
+                    default=False,
+                    doc="make the worktree even when the main checkout has uncommitted changes or untracked "
+                    "files (else `worktree_failed`: the worktree starts from HEAD without them)",
+                    new=True,
+                ),
             },
             replies=("ready", "error"),
         ),
@@ -236,6 +252,20 @@ _TURN = Field("string", doc="turn id of the send", new=True)
 # `seq`, and clients de-duplicate events by `seq`.
 _LAST_SEQ = Field("integer", doc="the newest seq published so far (0: none yet)", new=True)
 _DAEMON_ID = Field("string", doc="random per daemon start; a change means seq numbering restarted", new=True)
+_FEATURES = Field(
+    "array",
+    items="string",
+    doc="the **new** command fields this daemon understands, as `command.field` (e.g. `create.worktree`): "
+    "a daemon ignores fields it does not know, so check here before relying on one",
+    new=True,
+)
+_WORKTREE = Field("object", doc="the session's git worktree: {path, branch}", new=True)
+_WORKTREE_END = Field(
+    "object",
+    doc="what became of the session's worktree: {path, branch, removed, reason}: removed only when clean (no "
+    "uncommitted changes or untracked files), else kept and `reason` says why; the branch is always kept",
+    new=True,
+)
 
 EVENTS: dict[str, Event] = {
     e.name: e
@@ -254,6 +284,7 @@ EVENTS: dict[str, Event] = {
                 "limits": Field("object", required=True, doc="{max_line, buffer}", new=True),
                 "last_seq": _LAST_SEQ,
                 "daemon_id": _DAEMON_ID,
+                "features": _FEATURES,
             },
             per_session=False,
         ),
@@ -265,6 +296,7 @@ EVENTS: dict[str, Event] = {
                 "model": Field(("string", "null")),
                 "resumed": Field("boolean"),
                 "reused": Field("boolean"),
+                "worktree": _WORKTREE,
             },
         ),
         Event(
@@ -367,6 +399,7 @@ EVENTS: dict[str, Event] = {
             {
                 "reason": Field("string", enum=("exited",), doc="`exited`: the CLI had exited", new=True),
                 "exit_code": Field(("integer", "null"), new=True),
+                "worktree": _WORKTREE_END,
             },
         ),
         Event(
@@ -402,6 +435,7 @@ EVENTS: dict[str, Event] = {
                     new=True,
                 ),
                 "resume_error": Field("string", doc="why `resume_stored` is false", new=True),
+                "worktree": _WORKTREE_END,
             },
         ),
         Event(
@@ -450,7 +484,19 @@ EVENTS: dict[str, Event] = {
             per_session=False,
             new=True,
         ),
-        Event("sessions", "list reply.", {"sessions": Field("array", items="object")}, per_session=False),
+        Event(
+            "sessions",
+            "list reply.",
+            {
+                "sessions": Field(
+                    "array",
+                    items="object",
+                    doc="one object per session (name, state, cli, model, pid, …; `worktree` {path, branch} "
+                    "when it runs in one)",
+                )
+            },
+            per_session=False,
+        ),
         Event(
             "dump",
             "dump reply.",
@@ -483,6 +529,7 @@ EVENTS: dict[str, Event] = {
                 "oldest_seq": Field(("integer", "null")),
                 "last_seq": _LAST_SEQ,
                 "daemon_id": _DAEMON_ID,
+                "features": _FEATURES,
             },
             per_session=False,
             new=True,
@@ -506,6 +553,11 @@ def command_names() -> list[str]:
 
 def event_names() -> list[str]:
     return list(EVENTS)
+
+
+def feature_names() -> list[str]:
+    """`monitor_ready.features`: every **new** command field, as `command.field` (derived, never listed)."""
+    return [f"{c.name}.{name}" for c in COMMANDS.values() for name, f in c.fields.items() if f.new]
 
 
 _PY_TYPES: dict[str, tuple[type, ...]] = {
