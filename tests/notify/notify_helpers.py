@@ -70,7 +70,9 @@ class Receiver:
             await self._runner.cleanup()
 
 
-def serve_with_config(directory: Path, config: str, *extra: str, env: dict[str, str] | None = None) -> DaemonProc:
+def serve_with_config(
+    directory: Path, config: str, *extra: str, env: dict[str, str] | None = None
+) -> DaemonProc:
     """`litbridge serve --config <directory>/config.toml` (XDG_CONFIG_HOME in `directory` too, so no config of
     the developer's is ever read)."""
     cfg = directory / "config.toml"

@@ -11,6 +11,8 @@ import json
 import os
 import re
 import socket
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -97,7 +99,9 @@ retry_delay = 0.2
     async with daemon_and_conn(short_tmp, config, "--web", "127.0.0.1:0", env=env) as (d, conn):
         await created(conn, rift_create("nr", short_tmp))
         start = len(conn.events)
-        accepted = await conn.request({"cmd": "send", "session": "nr", "content": "[ask:Pick one|red|blue]"}, "accepted")
+        accepted = await conn.request(
+            {"cmd": "send", "session": "nr", "content": "[ask:Pick one|red|blue]"}, "accepted"
+        )
         q = await conn.wait("question", timeout=60, session="nr")
         await conn.request({"cmd": "answer", "session": "nr", "question_id": q["question_id"], "digit": "1"})
         await conn.wait(lambda e: e.get("turn_id") == accepted["turn_id"] and e["event"] == "complete", 90)
@@ -127,7 +131,7 @@ retry_delay = 0.2
         stuck = [b for b in bodies if b["kind"] == "stuck" and b["session"] == "nb"]
         assert len(stuck) == 1, stuck
         assert stuck[0]["detail"]["state"] in ("thinking", "responding"), stuck
-        web_url = json.loads(Path(d.socket + ".web").read_text())["url"]
+        web_url = json.loads(await asyncio.to_thread(Path(d.socket + ".web").read_text))["url"]
         for post in receiver.posts:
             body, headers = post["body"], post["headers"]
             mac = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
@@ -233,32 +237,41 @@ async def test_desktop_calls_notify_send(short_tmp: Path) -> None:
     record = short_tmp / "argv.jsonl"
     stub = bindir / "notify-send"
     stub.write_text(
-        f"#!{os.sys.executable}\nimport json, sys\n"
+        f"#!{sys.executable}\nimport json, sys\n"
         f"open({str(record)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
     )
     stub.chmod(0o755)
     env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
-    async with daemon_and_conn(short_tmp, "", "--notify", "desktop", "--notify-events", "complete", env=env) as (
-        d,
+    async with daemon_and_conn(
+        short_tmp, "", "--notify", "desktop", "--notify-events", "complete", env=env
+    ) as (
+        _,
         conn,
     ):
         await created(conn, bash_create("-desk"))
         assert (await turn(conn, "-desk", "echo hello-desktop"))["event"] == "complete"
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 60
-        while not record.exists() and loop.time() < deadline:
-            await asyncio.sleep(0.1)
-        calls = [json.loads(line) for line in record.read_text().splitlines()]
+        calls = [json.loads(line) for line in (await asyncio.to_thread(_lines_of, record)).splitlines()]
         assert len(calls) == 1, calls
         argv = calls[0]
         assert argv[-3:] == ["--", "litbridge: -desk finished a turn", argv[-1]]
         assert "hello-desktop" in argv[-1]
 
 
+def _lines_of(path: Path, timeout: float = 60.0) -> str:
+    """The file's text once it exists (the stub writes it in one call)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return path.read_text()
+
+
 async def test_desktop_without_notify_send_is_skipped_with_a_log_line(short_tmp: Path) -> None:
     empty = short_tmp / "empty"
     empty.mkdir()
-    async with daemon_and_conn(short_tmp, "[notify]\ndesktop = true\n", env={"PATH": str(empty)}) as (d, conn):
+    async with daemon_and_conn(short_tmp, "[notify]\ndesktop = true\n", env={"PATH": str(empty)}) as (
+        d,
+        conn,
+    ):
         assert (await conn.request({"cmd": "ping"}, "pong"))["event"] == "pong"
         assert log_lines(d, "desktop notifications are off: notify-send is not on PATH")
 
@@ -266,9 +279,9 @@ async def test_desktop_without_notify_send_is_skipped_with_a_log_line(short_tmp:
 async def test_bad_config_is_a_clear_error(short_tmp: Path) -> None:
     """A typo in [notify] stops `serve` with exit 2 and a message naming the key (nothing starts)."""
     cfg = short_tmp / "config.toml"
-    cfg.write_text('[notify]\ndesktop = true\nper_minut = 3\n')
+    cfg.write_text("[notify]\ndesktop = true\nper_minut = 3\n")
     proc = await asyncio.create_subprocess_exec(
-        os.sys.executable,
+        sys.executable,
         "-m",
         "litbridge",
         "serve",

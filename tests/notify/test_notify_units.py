@@ -50,7 +50,9 @@ headers = { Authorization = "Bearer t" }
     assert (b.url, b.secret, b.events) == ("http://127.0.0.1:9/b", "from-env", None)
 
 
-def test_default_config_path_is_read_only_when_present(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_config_path_is_read_only_when_present(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     assert notify.default_config_path() == str(tmp_path / "litbridge" / "config.toml")
     assert not notify.build_config(None, []).enabled  # no file: nothing on, no error
@@ -157,7 +159,8 @@ def test_desktop_commands(monkeypatch: pytest.MonkeyPatch) -> None:
     argv, env = notify.desktop_command("T", "B", "linux") or ([], {})
     assert argv == ["/bin/notify-send", "--app-name=litbridge", "--", "T", "B"] and env == {}
     argv, env = notify.desktop_command('T"', "B'", "darwin") or ([], {})
-    assert argv[0] == "/bin/osascript" and argv[-2:] == ['T"', "B'"]  # arguments, never spliced into the script
+    # the title and body are arguments, never spliced into the script
+    assert argv[0] == "/bin/osascript" and argv[-2:] == ['T"', "B'"]
     argv, env = notify.desktop_command("T", "B", "win32") or ([], {})
     assert argv[0] == "/bin/powershell.exe" and "ToastNotificationManager" in argv[-1]
     assert env == {"LITBRIDGE_TITLE": "T", "LITBRIDGE_BODY": "B"}

@@ -97,9 +97,7 @@ def test_notifies_only_while_hidden(stubbed_page: Any, web_daemon: WebDaemon) ->
         )
         assert done["event"] == "complete", done
         page.evaluate("() => window.litbridge.reconnect()")
-        page.wait_for_function(
-            "s => window.litbridge.caughtUp.includes(s)", arg=done["seq"], timeout=WAIT
-        )
+        page.wait_for_function("s => window.litbridge.caughtUp.includes(s)", arg=done["seq"], timeout=WAIT)
         assert page.evaluate("() => window.__notes.length") == 1
         page.evaluate("() => { window.__hidden = false; }")
         button.click()  # muted

@@ -95,7 +95,7 @@ def read_config_file(path: str) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+        import tomli as tomllib  # type: ignore[import-not-found]
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -444,10 +444,14 @@ class Webhook(Target):
                     break
             if attempt < self.cfg.retries:
                 delay = min(self.cfg.retry_delay * 2**attempt, RETRY_DELAY_MAX)
-                log.info("%s: %s; retry %d/%d in %.1f s", self.name, why, attempt + 1, self.cfg.retries, delay)
+                log.info(
+                    "%s: %s; retry %d/%d in %.1f s", self.name, why, attempt + 1, self.cfg.retries, delay
+                )
                 await asyncio.sleep(delay)
         self.failed += 1
-        log.warning("%s: gave up on a %s notification of %r (%s)", self.name, notice.kind, notice.session, why)
+        log.warning(
+            "%s: gave up on a %s notification of %r (%s)", self.name, notice.kind, notice.session, why
+        )
 
     async def aclose(self) -> None:
         await super().aclose()
@@ -471,12 +475,19 @@ WINDOWS_TOAST = (
 through the environment, so nothing is ever quoted into the script. Shown under PowerShell's own app id."""
 
 
-def desktop_command(title: str, body: str, platform: str = sys.platform) -> tuple[list[str], dict[str, str]] | None:
+def desktop_command(
+    title: str, body: str, platform: str = sys.platform
+) -> tuple[list[str], dict[str, str]] | None:
     """(argv, extra environment) of this platform's notifier, or None when its program is not installed. The
     title and body are passed as arguments (or environment), never spliced into a script."""
     if platform == "darwin":
         exe = shutil.which("osascript")
-        script = ["-e", "on run argv", "-e", "display notification (item 2 of argv) with title (item 1 of argv)"]
+        script = [
+            "-e",
+            "on run argv",
+            "-e",
+            "display notification (item 2 of argv) with title (item 1 of argv)",
+        ]
         return ([exe, *script, "-e", "end run", title, body], {}) if exe else None
     if platform == "win32":
         exe = shutil.which("powershell.exe") or shutil.which("powershell")
@@ -534,10 +545,14 @@ class Desktop(Target):
 class Notifier:
     """Events in (`observe`, the hub's tap), notices out to the targets; owns the `stuck` timers."""
 
-    def __init__(self, cfg: NotifyConfig, daemon_id: str, link: Callable[[], str | None] = lambda: None) -> None:
+    def __init__(
+        self, cfg: NotifyConfig, daemon_id: str, link: Callable[[], str | None] = lambda: None
+    ) -> None:
         self.cfg = cfg
         self.rate = RateLimit(cfg.per_minute)
-        self.targets: list[Target] = [Webhook(h, h.events or cfg.events, daemon_id, link) for h in cfg.webhooks]
+        self.targets: list[Target] = [
+            Webhook(h, h.events or cfg.events, daemon_id, link) for h in cfg.webhooks
+        ]
         if cfg.desktop:
             self.targets.append(Desktop(cfg.desktop_events or cfg.events, DESKTOP_QUEUE))
         self._stuck: dict[str, asyncio.TimerHandle] = {}
