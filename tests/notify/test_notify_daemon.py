@@ -296,3 +296,20 @@ async def test_bad_config_is_a_clear_error(short_tmp: Path) -> None:
     assert proc.returncode == 2
     assert "unknown key(s) per_minut" in err.decode()
     assert not (short_tmp / "d.sock").exists()
+
+
+async def test_a_kill_is_not_news(short_tmp: Path, receiver: Receiver) -> None:
+    """Killing a session mid-turn ends the turn with `turn_error{cli_exited}` on the wire, but the kill was the
+    user's own doing: no notification (nor for `killed`)."""
+    config = f'[notify]\nper_minute = 100\n\n[[notify.webhook]]\nurl = "{receiver.url}"\n'
+    async with daemon_and_conn(short_tmp, config) as (_, conn):
+        await created(conn, bash_create("doomed"))
+        await created(conn, bash_create("last"))
+        await conn.request({"cmd": "send", "session": "doomed", "content": "sleep 60"}, "accepted")
+        await conn.wait("state", timeout=60, session="doomed", to="thinking")
+        killed = await conn.request({"cmd": "kill", "session": "doomed"}, "killed", timeout=60)
+        assert killed["event"] == "killed", killed
+        assert any(e["event"] == "turn_error" and e.get("session") == "doomed" for e in conn.events)
+        last = await turn(conn, "last", "echo sentinel")
+        bodies = await receiver.wait(lambda bs: any(b["session"] == "last" for b in bs))
+        assert [(b["kind"], b["session"], b["seq"]) for b in bodies] == [("complete", "last", last["seq"])]

@@ -546,9 +546,16 @@ class Notifier:
     """Events in (`observe`, the hub's tap), notices out to the targets; owns the `stuck` timers."""
 
     def __init__(
-        self, cfg: NotifyConfig, daemon_id: str, link: Callable[[], str | None] = lambda: None
+        self,
+        cfg: NotifyConfig,
+        daemon_id: str,
+        link: Callable[[], str | None] = lambda: None,
+        quiet: Callable[[str], bool] = lambda key: False,
     ) -> None:
+        """`link()`: the web view's address, if any; `quiet(key)`: the session is being killed (or is gone),
+        so the `turn_error` its running turn ends with is the kill's doing, not news."""
         self.cfg = cfg
+        self.quiet = quiet
         self.rate = RateLimit(cfg.per_minute)
         self.targets: list[Target] = [
             Webhook(h, h.events or cfg.events, daemon_id, link) for h in cfg.webhooks
@@ -589,7 +596,7 @@ class Notifier:
             self._untrack(key)
             self.rate.forget(key)
         notice = notice_of(event)
-        if notice is not None:
+        if notice is not None and not (notice.kind == "turn_error" and self.quiet(key)):
             self.emit(notice)
 
     def _track(self, key: str, channel: str | None, state: Any, seq: Any) -> None:

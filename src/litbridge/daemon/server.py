@@ -663,7 +663,13 @@ async def run(
     if notify is not None and notify.enabled:
         from litbridge.daemon.notify import Notifier
 
-        notifier = Notifier(notify, daemon.hub.daemon_id, lambda: web_server.url if web_server else None)
+        def killing(key: str) -> bool:
+            s = daemon.sessions.get(key)
+            return s is None or s.killing
+
+        notifier = Notifier(
+            notify, daemon.hub.daemon_id, lambda: web_server.url if web_server else None, killing
+        )
         notifier.start()
         daemon.hub.taps.append(notifier.observe)
     try:
