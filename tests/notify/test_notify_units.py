@@ -205,3 +205,22 @@ async def test_stuck_fires_once_per_stay_and_is_cancelled_by_a_state_change() ->
     await asyncio.sleep(0.5)
     assert len(rec.got) == 1
     await n.aclose()
+
+
+def test_a_targets_own_kinds_replace_the_global_list() -> None:
+    cfg = notify.parse_config(
+        {
+            "events": ["complete"],
+            "webhook": [
+                {"url": "http://127.0.0.1:9/a", "events": ["question"]},
+                {"url": "http://127.0.0.1:9/b"},
+            ],
+        }
+    )
+    n = notify.Notifier(cfg, "id")
+    a, b = n.targets
+    n.emit(notify.Notice("question", "s", None, "Allow?", 1))
+    n.emit(notify.Notice("complete", "s", None, "done", 2))
+    n.emit(notify.Notice("exited", "s", None, "exit code 1", 3))
+    assert [x.kind for x in a.queue] == ["question"] and [x.kind for x in b.queue] == ["complete"]
+    assert not n.wanted("stuck")

@@ -601,7 +601,7 @@ class Notifier:
 
     def _track(self, key: str, channel: str | None, state: Any, seq: Any) -> None:
         self._untrack(key)
-        if state in STUCK_STATES and "stuck" in self.cfg.events:
+        if state in STUCK_STATES and self.wanted("stuck"):
             after = self.cfg.stuck_after
             summary = f"still {state} after {after:g} s"
             notice = Notice("stuck", key, channel, summary, seq, {"state": state, "seconds": after})
@@ -620,8 +620,12 @@ class Notifier:
     def excluded(self, session: str) -> bool:
         return any(fnmatch.fnmatchcase(session, glob) for glob in self.cfg.exclude)
 
+    def wanted(self, kind: str) -> bool:
+        """Some target takes this kind (each target's `events`, by default the global list)."""
+        return any(kind in target.events for target in self.targets)
+
     def emit(self, notice: Notice) -> None:
-        if notice.kind not in self.cfg.events or self.excluded(notice.session):
+        if not self.wanted(notice.kind) or self.excluded(notice.session):
             return
         why = self.rate.allow(notice)
         if why is not None:
