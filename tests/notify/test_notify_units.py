@@ -224,3 +224,11 @@ def test_a_targets_own_kinds_replace_the_global_list() -> None:
     n.emit(notify.Notice("exited", "s", None, "exit code 1", 3))
     assert [x.kind for x in a.queue] == ["question"] and [x.kind for x in b.queue] == ["complete"]
     assert not n.wanted("stuck")
+
+
+def test_logs_show_a_webhook_without_its_path() -> None:
+    assert (
+        notify.shown_url("https://user:pw@hooks.example:8443/T0/B1/secret?x=1")
+        == "https://hooks.example:8443/…"
+    )
+    assert notify.shown_url("http://[::1]/hook") == "http://[::1]/…"

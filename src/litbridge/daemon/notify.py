@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -401,16 +402,33 @@ class Target:
                 await self._task
 
 
+def shown_url(url: str) -> str:
+    """A webhook URL as logs show it: scheme, host and port only (the path or query of many webhook services
+    is itself the secret, and credentials may sit in the authority)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{parts.scheme}://{host}{port}/…"
+
+
 class Webhook(Target):
     """JSON POSTs to one URL through aiohttp's client; retried with exponential backoff on connection errors,
-    timeouts, 408, 429 and 5xx; other 4xx answers are final (the receiver refused it)."""
+    timeouts, 408, 429 and 5xx; any other answer that is not 2xx is final (the receiver refused it, or
+    redirected: redirects are not followed, a POST body must not wander to another address)."""
 
     def __init__(
-        self, cfg: WebhookConfig, events: frozenset[str], daemon_id: str, link: Callable[[], str | None]
+        self,
+        cfg: WebhookConfig,
+        events: frozenset[str],
+        daemon_id: str,
+        link: Callable[[], str | None],
+        number: int = 1,
     ) -> None:
         super().__init__(events, cfg.queue)
         self.cfg = cfg
-        self.name = f"webhook {cfg.url}"
+        self.name = f"webhook {number} ({shown_url(cfg.url)})"
         self.daemon_id = daemon_id
         self.link = link
         self._http: Any = None
@@ -429,18 +447,21 @@ class Webhook(Target):
             headers[SIGNATURE_HEADER] = signature(self.cfg.secret, body)
         for attempt in range(self.cfg.retries + 1):
             try:
-                async with self._http.post(self.cfg.url, data=body, headers=headers) as resp:
+                async with self._http.post(
+                    self.cfg.url, data=body, headers=headers, allow_redirects=False
+                ) as resp:
                     status = resp.status
                     await resp.read()
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
                 why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                why = why.replace(self.cfg.url, shown_url(self.cfg.url))
             else:
                 if 200 <= status < 300:
                     self.delivered += 1
                     log.debug("%s: %s notification delivered (%d)", self.name, notice.kind, status)
                     return
                 why = f"HTTP {status}"
-                if 400 <= status < 500 and status not in (408, 429):
+                if status < 500 and status not in (408, 429):
                     break
             if attempt < self.cfg.retries:
                 delay = min(self.cfg.retry_delay * 2**attempt, RETRY_DELAY_MAX)
@@ -558,7 +579,7 @@ class Notifier:
         self.quiet = quiet
         self.rate = RateLimit(cfg.per_minute)
         self.targets: list[Target] = [
-            Webhook(h, h.events or cfg.events, daemon_id, link) for h in cfg.webhooks
+            Webhook(h, h.events or cfg.events, daemon_id, link, i + 1) for i, h in enumerate(cfg.webhooks)
         ]
         if cfg.desktop:
             self.targets.append(Desktop(cfg.desktop_events or cfg.events, DESKTOP_QUEUE))
