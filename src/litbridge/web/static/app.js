@@ -218,7 +218,12 @@
     const what = noticeOf(ev);
     if (!what) return;
     const key = ev.session;
-    const n = new Notification("litbridge: " + key + " " + what[0], { body: what[1], tag: key + ":" + ev.event });
+    let n;
+    try {
+      n = new Notification("litbridge: " + key + " " + what[0], { body: what[1], tag: key + ":" + ev.event });
+    } catch (e) {
+      return; // a browser that only notifies from a service worker (Android): the events go on regardless
+    }
     n.onclick = () => {
       window.focus();
       select(key);
