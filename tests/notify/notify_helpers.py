@@ -16,11 +16,12 @@ FAKE_RIFT = ROOT / "tests" / "fakes" / "fake_rift.py"
 
 
 class Receiver:
-    """A webhook receiver on 127.0.0.1: every POST is kept (headers, raw body, parsed JSON). `hang=True` accepts
-    the request and never answers."""
+    """A webhook receiver on 127.0.0.1: every POST it accepts is kept (headers, raw body, parsed JSON).
+    `hang=True` accepts the request and never answers; `fail_first=N` answers the first N with 503."""
 
-    def __init__(self, hang: bool = False) -> None:
+    def __init__(self, hang: bool = False, fail_first: int = 0) -> None:
         self.hang = hang
+        self.fail_first = fail_first  # answer this many requests with 503 first
         self.posts: list[dict[str, Any]] = []
         self.started = 0  # requests that reached the handler (a hanging receiver never finishes one)
         self._changed = asyncio.Event()
@@ -33,6 +34,8 @@ class Receiver:
         if self.hang:
             await asyncio.sleep(3600)
         body = await request.read()
+        if self.started <= self.fail_first:
+            return web.Response(status=503)
         self.posts.append({"headers": dict(request.headers), "body": body, "json": await request.json()})
         self._changed.set()
         return web.json_response({"ok": True})

@@ -31,6 +31,8 @@ from notify_helpers import (
     turn,
 )
 
+from litbridge.daemon import notify
+
 pytestmark = pytest.mark.asyncio
 
 KINDS = ("question", "complete", "turn_error", "exited")
@@ -320,3 +322,22 @@ async def test_a_kill_is_not_news(short_tmp: Path, receiver: Receiver) -> None:
         last = await turn(conn, "last", "echo sentinel")
         bodies = await receiver.wait(lambda bs: any(b["session"] == "last" for b in bs))
         assert [(b["kind"], b["session"], b["seq"]) for b in bodies] == [("complete", "last", last["seq"])]
+
+
+async def test_a_failing_receiver_gets_the_notice_once_it_recovers() -> None:
+    """503, 503, then 200: the notice is retried with backoff and delivered exactly once, in order with the
+    next one."""
+    receiver = await Receiver(fail_first=2).start()
+    hook = notify.Webhook(
+        notify.WebhookConfig(url=receiver.url, retry_delay=0.05), frozenset(notify.KINDS), "id", lambda: None
+    )
+    hook.start()
+    try:
+        hook.offer(notify.Notice("complete", "s", None, "first", 1))
+        hook.offer(notify.Notice("complete", "s", None, "second", 2))
+        bodies = await receiver.wait(lambda bs: len(bs) >= 2)
+        assert [b["summary"] for b in bodies] == ["first", "second"]
+        assert receiver.started == 4 and hook.delivered == 2 and hook.failed == 0
+    finally:
+        await hook.aclose()
+        await receiver.close()
