@@ -60,14 +60,16 @@ class WebDaemon:
         reply: str | None = None,
         timeout: float = 60.0,
         until: Callable[[dict[str, Any]], bool] | None = None,
+        rid: str = "t",
     ) -> dict[str, Any]:
-        """One command over a fresh control connection; returns the reply echoing its id (`reply`: the
+        """One command over a fresh control connection; returns the reply echoing its id `rid` (`reply`: the
         name of the event to wait for, else the first one; an error always ends the wait), or with
-        `until`, the first event (of any client) it accepts."""
+        `until`, the first event (of any client) it accepts. A `send` is idempotent by its id: give each
+        message its own `rid`."""
         with socket.socket(socket.AF_UNIX) as s:
             s.settimeout(timeout)
             s.connect(self.socket)
-            s.sendall(orjson.dumps({**cmd, "id": "t"}) + b"\n")
+            s.sendall(orjson.dumps({**cmd, "id": rid}) + b"\n")
             buf = b""
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
@@ -80,9 +82,9 @@ class WebDaemon:
                     ev = orjson.loads(line)
                     check_event(ev)
                     if until is not None:
-                        if until(ev) or (ev.get("re") == "t" and ev.get("event") == "error"):
+                        if until(ev) or (ev.get("re") == rid and ev.get("event") == "error"):
                             return ev
-                    elif ev.get("re") == "t" and (reply is None or ev.get("event") in (reply, "error")):
+                    elif ev.get("re") == rid and (reply is None or ev.get("event") in (reply, "error")):
                         return ev
         raise TimeoutError(f"no reply to {cmd}")
 

@@ -34,6 +34,39 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "open it with `litbridge web`",
     )
     p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML config file (default $XDG_CONFIG_HOME/litbridge/config.toml, read when it exists); "
+        "its [notify] table configures notifications (docs/notify.md)",
+    )
+    p.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="desktop|URL",
+        help="notify when a session asks, finishes a turn, fails, exits or looks stuck: `desktop` "
+        "(notify-send / osascript / a Windows toast) or a webhook URL (JSON POST, signed with "
+        "$LITBRIDGE_NOTIFY_SECRET when set); repeatable",
+    )
+    p.add_argument(
+        "--notify-events",
+        metavar="KINDS",
+        help="comma-separated kinds to notify: question,complete,turn_error,exited,stuck (default all)",
+    )
+    p.add_argument(
+        "--notify-stuck-after",
+        type=float,
+        metavar="SECONDS",
+        help="a session in thinking/responding/dialog this long is `stuck` (default 600)",
+    )
+    p.add_argument(
+        "--notify-exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="never notify about sessions whose name matches GLOB (fnmatch); repeatable",
+    )
+    p.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"], help="stderr log level"
     )
     p.set_defaults(func=main)
@@ -74,9 +107,16 @@ def main(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"litbridge serve: {exc}", file=sys.stderr)
             return 2
-    from litbridge.daemon import run
+    from litbridge.daemon import notify, run
 
-    coro = run(args.socket, args.port, web)
+    try:
+        notify_config = notify.build_config(
+            args.config, args.notify, args.notify_events, args.notify_stuck_after, args.notify_exclude
+        )
+    except notify.ConfigError as exc:
+        print(f"litbridge serve: {exc}", file=sys.stderr)
+        return 2
+    coro = run(args.socket, args.port, web, notify_config)
     if sys.platform != "win32":
         try:
             import uvloop

@@ -306,6 +306,7 @@ class Hub:
         self._last_replace: dict[str | None, _Kept] = {}
         self.clients: set[Client] = set()
         self._idle_since: int | None = 0  # seq at which the last client left (None while clients exist)
+        self.taps: list[Callable[[dict[str, Any]], None]] = []  # in-process observers (notify.py); must not raise
 
     def publish(self, event: dict[str, Any]) -> None:
         """A session event: seq, ring, broadcast to every subscribed (authenticated) client."""
@@ -318,6 +319,8 @@ class Hub:
         for client in list(self.clients):
             if client.wants(session) or client.wants_reply(session, re):
                 client.send(line, kind, session)
+        for tap in self.taps:
+            tap(event)
 
     def _keep(self, item: _Kept) -> None:
         if item.kind == "replace":

@@ -675,10 +675,14 @@ EXIT_ALREADY_RUNNING = 3  # `serve` when a live daemon owns the socket: retrying
 
 
 async def run(
-    socket_path: str | None = None, port: int | None = None, web: tuple[str, int] | None = None
+    socket_path: str | None = None,
+    port: int | None = None,
+    web: tuple[str, int] | None = None,
+    notify: Any = None,
 ) -> int:
     """Start, serve until SIGTERM/SIGINT, clean up. Returns the exit status. `web` = (host, port) of the
-    web view (`litbridge.web`), a client of this daemon on the same event loop."""
+    web view (`litbridge.web`), a client of this daemon on the same event loop; `notify` a
+    `notify.NotifyConfig` (notifications, a tap on the hub)."""
     daemon = Daemon(socket_path, port)
     daemon.install_signal_handlers()
     web_server = None
@@ -701,9 +705,24 @@ async def run(
         )
         await daemon.shutdown()
         return 1
+    notifier = None
+    if notify is not None and notify.enabled:
+        from litbridge.daemon.notify import Notifier
+
+        def killing(key: str) -> bool:
+            s = daemon.sessions.get(key)
+            return s is None or s.killing
+
+        notifier = Notifier(
+            notify, daemon.hub.daemon_id, lambda: web_server.url if web_server else None, killing
+        )
+        notifier.start()
+        daemon.hub.taps.append(notifier.observe)
     try:
         await daemon.serve_forever()
     finally:
         if web_server is not None:
             await web_server.close()
+        if notifier is not None:
+            await notifier.aclose()
     return 0

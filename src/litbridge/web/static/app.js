@@ -156,7 +156,79 @@
       S.catchingUp.push(ev);
       return;
     }
+    const fresh = typeof ev.seq !== "number" || !S.seen.has(ev.seq);
     apply(ev);
+    if (fresh) attention(ev); // live events only: a (re)connect's catch-up is old news
+  }
+
+  // ------------------------------------------------------------------ browser notifications
+  // While this tab is hidden, a question, a finished or failed turn and an unexpected exit raise a notification
+  // (the Notification API), from the events the page receives anyway. One per session and kind is shown at a
+  // time (`tag`: a newer one replaces it); clicking it brings the tab back with that session selected.
+  const NOTIFY_PREF = "litbridge.notify"; // localStorage: "off" mutes this page's notifications
+  const canNotify = typeof window.Notification === "function";
+
+  function notifyOn() {
+    return canNotify && Notification.permission === "granted" && localStorage.getItem(NOTIFY_PREF) !== "off";
+  }
+
+  function notifyButton() {
+    const b = $("#notify");
+    b.hidden = !canNotify;
+    if (!canNotify) return;
+    const perm = Notification.permission;
+    b.disabled = perm === "denied";
+    b.setAttribute("aria-pressed", String(notifyOn()));
+    b.textContent =
+      perm === "denied" ? "Notifications blocked" : perm !== "granted" ? "Enable notifications" : notifyOn() ? "Notifications on" : "Notifications off";
+  }
+
+  $("#notify").addEventListener("click", async () => {
+    if (Notification.permission === "granted") {
+      localStorage.setItem(NOTIFY_PREF, notifyOn() ? "off" : "on");
+    } else if (Notification.permission === "default") {
+      await Notification.requestPermission(); // the browser's prompt: only ever from this click
+      localStorage.removeItem(NOTIFY_PREF);
+    }
+    notifyButton();
+  });
+
+  function clip(text) {
+    const s = String(text || "").replace(/\s+/g, " ").trim();
+    return s.length > 200 ? s.slice(0, 199) + "…" : s;
+  }
+
+  // The same kinds and titles as the daemon's `serve --notify` (docs/notify.md); `stuck` is the daemon's alone.
+  function noticeOf(ev) {
+    switch (ev.event) {
+      case "question":
+        return ["asks a question", clip(ev.text) || "a question"];
+      case "complete":
+        return ["finished a turn", clip(ev.content) || "(no text)"];
+      case "turn_error":
+        return ["turn failed", clip(ev.message)];
+      case "exited":
+        return ev.exit_code === 0 ? null : ["CLI exited", clip("exit code " + ev.exit_code + (ev.stderr_tail ? ": " + ev.stderr_tail : ""))];
+    }
+    return null;
+  }
+
+  function attention(ev) {
+    if (!ev.session || document.visibilityState !== "hidden" || !notifyOn()) return;
+    const what = noticeOf(ev);
+    if (!what) return;
+    const key = ev.session;
+    let n;
+    try {
+      n = new Notification("litbridge: " + key + " " + what[0], { body: what[1], tag: key + ":" + ev.event });
+    } catch (e) {
+      return; // a browser that only notifies from a service worker (Android): the events go on regardless
+    }
+    n.onclick = () => {
+      window.focus();
+      select(key);
+      n.close();
+    };
   }
 
   function apply(ev) {
@@ -684,5 +756,6 @@
     },
   };
 
+  notifyButton();
   login().then((ok) => ok && connect());
 })();
