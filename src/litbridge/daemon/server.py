@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from litbridge import drivers
-from litbridge.daemon import paths
+from litbridge.daemon import memory, paths
 from litbridge.daemon.attach import AttachServer
 from litbridge.daemon.hub import Client, Hub
 from litbridge.daemon.resume_store import ResumeStore
@@ -353,6 +353,7 @@ class Daemon:
             self._keep_resume_token(key, token)
         self.hub.publish(ev.reaped_idle(key, session.channel_id, "exited", session.exit_code))
         log.info("session %r reaped %.0fs after its CLI exited", key, self.reap_after)
+        memory.trim_soon()  # its screen, buffers and driver are freed: give the heap back
 
     def _keep_resume_token(self, key: str, token: str) -> None:
         """Bounded: the oldest tokens go first (a token is a few dozen bytes; keys are client-chosen)."""
@@ -432,6 +433,7 @@ class Daemon:
         if token:
             self._keep_resume_token(key, token)
         self.hub.publish(ev.killed(key, s.channel_id, code, re))
+        memory.trim_soon()
 
     async def cmd_ping(self, client: Client, f: dict[str, Any], re: Any) -> None:
         client.send_event(ev.pong(re))
