@@ -40,6 +40,8 @@ log = logging.getLogger("litbridge.daemon")
 REAP_AFTER = float(os.environ.get("LITBRIDGE_REAP_AFTER", "60"))
 MAX_RESUME_TOKENS = 1000
 STOP_WATCH_EVERY = 1.0  # seconds between checks for stopped (SIGSTOP) CLIs
+# Seconds between checks that our lock file is still in place (a tmp cleaner or `rm` may remove it).
+LOCK_CHECK_EVERY = float(os.environ.get("LITBRIDGE_LOCK_CHECK", "5"))
 
 
 class Daemon:
@@ -69,6 +71,7 @@ class Daemon:
         self._lock: paths.SocketLock | None = None
         self._owned: dict[str, tuple[int, int] | None] = {}  # path -> (dev, ino) of the files we created
         self._stop_watch: asyncio.Task[None] | None = None
+        self._lock_watch: asyncio.Task[None] | None = None
         self._state_before_stop: dict[str, str] = {}
 
     # ------------------------------------------------------------------ listen / run / stop
@@ -79,7 +82,12 @@ class Daemon:
             paths.prepare_socket_dir(self.socket_path)
             self._lock = paths.SocketLock(self.socket_path)
             self._lock.acquire()  # raises AlreadyRunning; held until shutdown() has unlinked our files
-            paths.claim_socket_path(self.socket_path)
+            try:
+                paths.claim_socket_path(self.socket_path)  # raises AlreadyRunning when a daemon listens there
+            except BaseException:
+                self._lock.release()  # the live daemon locks the file we created at its next check
+                self._lock = None
+                raise
         if self.port is not None:
             self.issue_token()
             self._servers.append(
@@ -115,6 +123,7 @@ class Daemon:
                 os.chmod(self.socket_path, 0o600)
             finally:
                 os.umask(old)
+            self._lock_watch = asyncio.get_running_loop().create_task(self._watch_lock())
             log.info("listening on %s (attach %s.attach)", self.socket_path, self.socket_path)
 
     def issue_token(self) -> str:
@@ -146,8 +155,9 @@ class Daemon:
         log.info("shutting down: %d session(s)", len(self.sessions))
         for server in self._servers:
             server.close()
-        if self._stop_watch is not None:
-            self._stop_watch.cancel()
+        for watch in (self._stop_watch, self._lock_watch):
+            if watch is not None:
+                watch.cancel()
         sessions = list(self.sessions.values())
         self.sessions.clear()
         await asyncio.gather(*(s.kill() for s in sessions), return_exceptions=True)
@@ -166,6 +176,22 @@ class Daemon:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+    async def _watch_lock(self) -> None:
+        """Every LOCK_CHECK_EVERY seconds: a lock file someone removed or replaced is locked again (a stat and
+        an inode compare when nothing happened), so a later `serve` still sees this daemon through the lock."""
+        said: str | None = None
+        while self._lock is not None:
+            await asyncio.sleep(LOCK_CHECK_EVERY)
+            if self._lock is None:
+                return
+            try:
+                what = self._lock.check()
+            except OSError as exc:
+                what = f"checking the lock file failed: {exc}"
+            if what is not None and what != said:  # a lasting problem is logged once
+                log.warning("%s", what)
+            said = what
 
     # ------------------------------------------------------------------ control connections
     def _peer_ok(self, writer: asyncio.StreamWriter) -> bool:
