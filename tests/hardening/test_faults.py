@@ -294,13 +294,19 @@ async def test_slow_consumer_is_cut_off_and_others_are_unaffected(tmp_short: str
         )
         pings = 0
         send_task = asyncio.create_task(p.send(batch))
+        # the producer reads its acks while it sends, and the control client subscribes to no session: it
+        # wants only its pongs. Subscribed to everything, it got all 8000 acks too while the test read it only
+        # between pings, so on a busy machine it was cut as a slow consumer itself (300 entries, or 15 s
+        # without reading while the producer's acks were checked).
+        acks_task = asyncio.create_task(p.wait("keystroke_sent", re=n - 1, timeout=120.0))
         ctl = await connect(d.socket)
+        await ctl.request({"cmd": "hello", "subscribe": ["nothing-here"]}, "capabilities")
         while not send_task.done() or pings < 5:
             assert (await ctl.request({"cmd": "ping"}, "pong", timeout=30.0))["event"] == "pong"
             pings += 1
             await asyncio.sleep(0.02)
         await send_task
-        await p.wait("keystroke_sent", re=n - 1, timeout=60.0)
+        await acks_task
         acks = [e["re"] for e in p.events if e.get("event") == "keystroke_sent"]
         assert acks == list(range(n)), "the reading client lost or reordered acks"
         # the slow client was disconnected (its socket reaches EOF/reset once drained), the daemon lives on
