@@ -10,6 +10,7 @@ import asyncio
 import os
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,14 @@ def read_all(sock: socket.socket, timeout: float) -> bytes:
 @LINUX
 @ASYNC
 async def test_non_reading_subscribers_cost_little_and_get_a_complete_slow_consumer_line(tmp_short: str) -> None:
-    """Three subscribed clients never read while `bash` floods a turn (each `replace` carries the whole text so
-    far, up to ~1.4 MB). Superseded replaces leave their queues at once, so the daemon grows by at most 20 MiB;
-    the flood stops producing events once the turn's text reaches its 1 MiB cap, and the stall check, which
-    runs on a timer, still cuts them (LITBRIDGE_CLIENT_STALL lowered from 15 s to 4 s to keep this short).
-    Each one then reads a stream of complete JSON lines ending with `error{code:"slow_consumer"}`."""
+    """Three subscribed clients never read while `bash` floods a turn with 3000-character lines (each `replace`
+    carries the whole text so far, up to ~1 MB). Superseded replaces leave their queues at once, so the daemon
+    grows by at most 20 MiB (RSS sampled every 20 ms; it grew by 51-82 MiB before); the turn stops producing
+    events once its text reaches the 1 MiB cap, and the stall check, which runs on a timer, still cuts them
+    (LITBRIDGE_CLIENT_STALL lowered from 15 s to 4 s to keep this short). Each one then reads a stream of
+    complete JSON lines ending with `error{code:"slow_consumer"}`. (Long lines keep the session's own
+    per-evaluation garbage small: `seq` output, 150 000 short lines, costs the session ~15 MiB of transient
+    memory with no client at all, which is not what this test is about.)"""
     d = spawn_daemon(os.path.join(tmp_short, "m.sock"), env={"LITBRIDGE_CLIENT_STALL": "4"})
     slow = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(3)]
     try:
@@ -72,13 +76,28 @@ async def test_non_reading_subscribers_cost_little_and_get_a_complete_slow_consu
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             s.connect(d.socket)  # subscribed to everything, and never reads
         await asyncio.sleep(2)  # past their 1 s hold: their events flow from now on
-        base = peak = rss_mib(d.proc.pid)
-        assert await c.request({"cmd": "send", "session": "flood", "content": "seq 1 999999999"}, "accepted")
-        end = time.monotonic() + 25
-        while time.monotonic() < end:
-            assert (await c.request({"cmd": "ping"}, "pong", timeout=30))["event"] == "pong"
-            peak = max(peak, rss_mib(d.proc.pid))
-            await asyncio.sleep(0.25)
+        base = rss_mib(d.proc.pid)
+        samples: list[float] = []
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.is_set():
+                samples.append(rss_mib(d.proc.pid))
+                time.sleep(0.02)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        flood = "yes $(printf '%03000d' 0)"
+        try:
+            assert await c.request({"cmd": "send", "session": "flood", "content": flood}, "accepted")
+            end = time.monotonic() + 20
+            while time.monotonic() < end:
+                assert (await c.request({"cmd": "ping"}, "pong", timeout=30))["event"] == "pong"
+                await asyncio.sleep(0.25)
+        finally:
+            sampling.set()
+            sampler.join()
+        peak = max(samples)
         print(f"3 non-reading clients: daemon RSS {base:.1f} MiB -> peak {peak:.1f} MiB (+{peak - base:.1f})")
         assert peak - base <= 20, f"the daemon grew by {peak - base:.1f} MiB (base {base:.1f} MiB)"
         assert d.log().count("is too slow") == 3, d.log()[-3000:]

@@ -5,6 +5,11 @@ memory in its arenas: a daemon that ran 2000 short sessions stayed at its peak R
 `trim_soon()` asks for one `gc.collect()` then `malloc_trim(0)` shortly after, debounced (TRIM_DELAY) and
 rate-limited (TRIM_EVERY), which returns that memory. `malloc_trim` is skipped where the C library has none
 (musl, macOS, BSD); the collection still runs.
+
+`configure()` (once, at daemon start) pins glibc's mmap threshold: by default it rises to the size of the
+largest block freed, after which every transient megabyte-sized buffer (a `replace` line, a turn's text)
+lands in the heap and fragments it; pinned, such buffers are mapped and unmapped and their memory returns
+at once.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import asyncio
 import ctypes
 import gc
 import logging
+import os
 import sys
 from collections.abc import Callable
 
@@ -20,21 +26,34 @@ log = logging.getLogger(__name__)
 
 TRIM_DELAY = 1.0  # seconds: frees that come in a burst (a kill of many sessions) are trimmed once
 TRIM_EVERY = 5.0  # seconds at least between two runs (a full collection costs a few ms per 100k objects)
+MMAP_THRESHOLD = 256 * 1024  # bytes: larger allocations get their own mapping
+_M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
 
 
-def _find_malloc_trim() -> Callable[[int], int] | None:
+def _libc_function(name: str, argtypes: list[type]) -> Callable[..., int] | None:
+    """`name` from the libc the interpreter is linked against (glibc on Linux), or None."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        fn = ctypes.CDLL(None).malloc_trim  # the libc the interpreter is linked against
+        fn = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
         return None
-    fn.argtypes = [ctypes.c_size_t]
+    fn.argtypes = argtypes
     fn.restype = ctypes.c_int
     return fn  # type: ignore[no-any-return]
 
 
-_malloc_trim = _find_malloc_trim()
+_malloc_trim = _libc_function("malloc_trim", [ctypes.c_size_t])
+
+
+def configure() -> bool:
+    """Pin the mmap threshold (glibc), unless the environment already tunes it; True when set."""
+    if _malloc_trim is None or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    if "mmap_threshold" in os.environ.get("GLIBC_TUNABLES", ""):
+        return False
+    mallopt = _libc_function("mallopt", [ctypes.c_int, ctypes.c_int])
+    return mallopt is not None and mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
 _pending: asyncio.TimerHandle | None = None
 _pending_loop: asyncio.AbstractEventLoop | None = None
 _last_run = float("-inf")

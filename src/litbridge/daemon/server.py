@@ -557,6 +557,7 @@ async def run(
 ) -> int:
     """Start, serve until SIGTERM/SIGINT, clean up. Returns the exit status. `web` = (host, port) of the
     web view (`litbridge.web`), a client of this daemon on the same event loop."""
+    memory.configure()
     daemon = Daemon(socket_path, port)
     daemon.install_signal_handlers()
     web_server = None
