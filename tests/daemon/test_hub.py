@@ -296,7 +296,9 @@ async def test_a_superseded_unsent_replace_leaves_the_queue_at_once() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_replay_is_trimmed_to_the_queue_and_the_rest_is_a_gap(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_replay_is_trimmed_to_the_queue_and_the_rest_is_a_gap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A replay larger than the client's byte cap is not a cut-off: the newest events that fit are replayed
     and `gap` names the older ones."""
     monkeypatch.setattr(hubmod, "MAX_QUEUE_BYTES", 200_000)

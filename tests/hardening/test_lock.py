@@ -1,5 +1,5 @@
-"""Socket ownership when the lock file goes away: a second `serve` never unlinks a socket that has a listener,
-and the live daemon locks a removed or replaced `<socket>.lock` again. Each against real `litbridge serve`s."""
+"""Socket ownership when the lock file goes away: a second `serve` never unlinks a socket that has a
+listener, and the live daemon locks a removed or replaced `<socket>.lock` again. Against real daemons."""
 
 from __future__ import annotations
 

@@ -425,9 +425,9 @@ class Hub:
         return None
 
     def _replayable(self, client: Client, since_seq: int) -> tuple[list[_Kept], int]:
-        """The ring events a replay from `since_seq` sends (since_seq < seq < client.covered_from, never one it
-        already got), newest first kept, as many as the client's queue has room for; and the seq of the
-        newest one left out for lack of room (0 when none)."""
+        """The ring events a replay from `since_seq` sends (since_seq < seq < client.covered_from, never one
+        it already got): the newest ones that fit in the client's queue, and the seq of the newest one left
+        out for lack of room (0 when none)."""
         items = [
             item
             for item in self.ring

@@ -142,8 +142,8 @@ class SocketLock:
         self.fd = self._lock_file()
 
     def check(self) -> str | None:
-        """While held: when the lock file was removed or replaced, lock the file now at the path (creating it).
-        Returns what happened (for the log), or None when the lock file is still ours."""
+        """While held: when the lock file was removed or replaced, lock the file now at the path (creating
+        it). Returns what happened (for the log), or None when the lock file is still ours."""
         if self.fd is None:
             return None
         try:

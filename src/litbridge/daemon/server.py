@@ -178,8 +178,8 @@ class Daemon:
             self._lock = None
 
     async def _watch_lock(self) -> None:
-        """Every LOCK_CHECK_EVERY seconds: a lock file someone removed or replaced is locked again (a stat and
-        an inode compare when nothing happened), so a later `serve` still sees this daemon through the lock."""
+        """Every LOCK_CHECK_EVERY seconds: a lock file someone removed or replaced is locked again (a stat
+        and an inode compare when nothing happened), so a later `serve` still sees this daemon by its lock."""
         said: str | None = None
         while self._lock is not None:
             await asyncio.sleep(LOCK_CHECK_EVERY)
