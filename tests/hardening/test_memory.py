@@ -52,13 +52,13 @@ async def test_non_reading_subscribers_cost_little_and_get_a_complete_slow_consu
     tmp_short: str,
 ) -> None:
     """Three subscribed clients never read while `bash` floods a turn with 3000-character lines (each
-    `replace` carries the whole text so far, up to ~1 MB). Superseded replaces leave their queues at once, so the daemon
-    grows by at most 20 MiB (RSS sampled every 20 ms; it grew by 51-82 MiB before); the turn stops producing
-    events once its text reaches the 1 MiB cap, and the stall check, which runs on a timer, still cuts them
-    (LITBRIDGE_CLIENT_STALL lowered from 15 s to 4 s to keep this short). Each one then reads a stream of
-    complete JSON lines ending with `error{code:"slow_consumer"}`. (Long lines keep the session's own
-    per-evaluation garbage small: `seq` output, 150 000 short lines, costs the session ~15 MiB of transient
-    memory with no client at all, which is not what this test is about.)"""
+    `replace` carries the whole text so far, up to ~1 MB). Superseded replaces leave their queues at once,
+    so the daemon grows by at most 20 MiB (RSS sampled every 20 ms; it grew by 51-82 MiB before); the turn
+    stops producing events once its text reaches the 1 MiB cap, and the stall check, which runs on a timer,
+    still cuts them (LITBRIDGE_CLIENT_STALL lowered from 15 s to 4 s to keep this short). Each one then reads
+    a stream of complete JSON lines ending with `error{code:"slow_consumer"}`. (Long lines keep the
+    session's own per-evaluation garbage small: `seq` output, 150 000 short lines, costs the session ~15 MiB
+    of transient memory with no client at all, which is not what this test is about.)"""
     d = spawn_daemon(os.path.join(tmp_short, "m.sock"), env={"LITBRIDGE_CLIENT_STALL": "4"})
     slow = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(3)]
     try:
