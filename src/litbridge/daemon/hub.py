@@ -2,7 +2,8 @@
 
 `Hub.publish(event)` stamps a session event with `seq`, keeps it in a ring of the last `limits.buffer`
 events and queues it for every subscribed client. Each `Client` has a bounded queue drained by its own
-writer task: past a soft limit its `replace` events are coalesced per session, past the hard limit it is
+writer task: a `replace` not yet sent leaves the queue as soon as a newer `replace` of the same turn
+supersedes it; past a limit (entries, bytes, or time without progress, checked on a timer) the client is
 disconnected with `error{code:"slow_consumer"}`. Knows nothing of commands or sessions' internals.
 """
 
@@ -17,23 +18,32 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from litbridge.daemon import memory
 from litbridge.protocol import events as ev
 from litbridge.protocol.framing import encode
 from litbridge.protocol.spec import BUFFER_EVENTS
 
 log = logging.getLogger(__name__)
 
+# Queued entries past which a client's own commands wait (backpressure; the name is historical).
 COALESCE_AT = int(os.environ.get("LITBRIDGE_CLIENT_COALESCE", "256"))
 MAX_QUEUE = int(os.environ.get("LITBRIDGE_CLIENT_QUEUE", "10000"))
-# Bytes a client may have queued (not yet handed to its socket). As large as the ring's own cap, so a full
-# replay fits; the lines are shared with the ring, so most of them cost nothing extra.
-MAX_QUEUE_BYTES = int(os.environ.get("LITBRIDGE_CLIENT_QUEUE_BYTES", str(64 * 1024 * 1024)))
-# A client whose socket accepted nothing for this long while events waited for it is cut off: coalescing
+# Bytes a client may have queued (not yet handed to its socket); a single event larger than this still goes.
+# Most lines are shared with the ring (they cost nothing extra); the cap bounds what a stuck client keeps
+# alive beyond it. A replay is trimmed to fit (the client is told the rest with `replay_gap`).
+MAX_QUEUE_BYTES = int(os.environ.get("LITBRIDGE_CLIENT_QUEUE_BYTES", str(8 * 1024 * 1024)))
+# A client whose socket accepted nothing for this long while data waited for it is cut off: coalescing
 # keeps the queue of a never-reading client short, so its length alone would never say "too slow".
 STALL_AFTER = float(os.environ.get("LITBRIDGE_CLIENT_STALL", "15"))
-SLOW_ABORT_AFTER = 10.0  # seconds a cut-off slow client gets to read what was already buffered
+# Seconds a cut-off client gets to read what was already handed to its socket (complete lines, then the
+# `slow_consumer` error line) before the connection is aborted.
+SLOW_ABORT_AFTER = 60.0
 BATCH_BYTES = 256 * 1024  # one socket write: bounds what sits in the transport beyond the high-water mark
 HOLD_EVENTS = 1.0  # seconds a new client's events wait for its first command (a hello{since_seq})
+
+
+# Events that end a turn: a `replace` after one of them belongs to a new turn and supersedes nothing.
+TURN_ENDS = frozenset(("complete", "interrupted", "turn_error", "killed", "exited"))
 
 
 class _Entry:
@@ -47,8 +57,9 @@ class Client:
     """One control connection's outbound side (a bounded, coalescing queue + writer task).
 
     Bounded three ways: entries (`MAX_QUEUE`), bytes (`MAX_QUEUE_BYTES`) and time without progress
-    (`STALL_AFTER`); past any of them the client is cut off with `slow_consumer`. A superseded `replace`
-    is dropped from the queue (compacted away), so coalescing itself never grows memory.
+    (`STALL_AFTER`); past any of them the client is cut off with `slow_consumer`. An unsent `replace` is
+    dropped from the queue as soon as a newer `replace` of its turn arrives (it carries the whole text so
+    far): a client that does not keep up holds one `replace` per running turn, not one per update.
     """
 
     def __init__(self, hub: Hub, writer: asyncio.StreamWriter, peer: str, authed: bool = True) -> None:
@@ -96,10 +107,12 @@ class Client:
     def send(self, line: bytes, kind: str | None = None, session: str | None = None) -> None:
         if self.closed:
             return
-        if kind == "replace" and self._live >= COALESCE_AT:
+        if kind == "replace":
             older = self._last_replace.get(session)
             if older is not None and older.line is not None:
-                self._drop(older)  # superseded: only the newest replace of a session is kept
+                self._drop(older)  # superseded: only the newest replace of a turn is kept
+        elif kind in TURN_ENDS:
+            self._last_replace.pop(session, None)
         entry = _Entry(line, kind, session)
         self._queue.append(entry)
         self._live += 1
@@ -122,7 +135,7 @@ class Client:
             self._blank = 0
 
     def _over_limit(self) -> bool:
-        if self._live > MAX_QUEUE or self._bytes > MAX_QUEUE_BYTES:
+        if self._live > MAX_QUEUE or (self._bytes > MAX_QUEUE_BYTES and self._live > 1):
             return True
         if self._blocked_since is None:
             return False
@@ -177,12 +190,16 @@ class Client:
             return
         self._wake.set()
 
+    def room(self) -> tuple[int, int]:
+        """(entries, bytes) this client's queue can still take before it is cut off."""
+        return MAX_QUEUE - self._live, MAX_QUEUE_BYTES - self._bytes
+
     def _overflow(self) -> None:
         why = (
             f"more than {MAX_QUEUE} events"
             if self._live > MAX_QUEUE
             else f"more than {MAX_QUEUE_BYTES} bytes"
-            if self._bytes > MAX_QUEUE_BYTES
+            if self._bytes > MAX_QUEUE_BYTES and self._live > 1
             else f"nothing read for {STALL_AFTER:g} s"
         )
         log.warning(
@@ -200,11 +217,13 @@ class Client:
         err = ev.error(f"client too slow: {why}; reconnect with hello{{since_seq}}", "slow_consumer")
         transport = self.writer.transport
         with contextlib.suppress(Exception):
+            # the transport holds whole lines only (at most one batch): the error is a complete last line
             self.writer.write(encode(err))
             self.writer.close()
         # a peer that reads nothing would keep the buffered bytes forever: abort after a grace period
         asyncio.get_running_loop().call_later(SLOW_ABORT_AFTER, transport.abort)
         self.hub.detach(self)
+        memory.trim_soon()
 
     def _next_batch(self) -> list[bytes]:
         batch: list[bytes] = []
@@ -237,7 +256,8 @@ class Client:
                     self.writer.write(b"".join(batch))
                     self._blocked_since = loop.time()
                     self._blocked_size = _buffered(self.writer)
-                    await self.writer.drain()
+                    if not await self._drained():
+                        return
                     self._blocked_since = None
                     if self._live <= COALESCE_AT // 2:
                         self._room.set()
@@ -247,6 +267,23 @@ class Client:
             self.close()
         except asyncio.CancelledError:
             pass
+
+    async def _drained(self) -> bool:
+        """Wait until the transport took the batch, checking a few times per STALL_AFTER that the peer makes
+        progress (a session that stopped producing would otherwise never run the check); False once cut."""
+        every = max(0.05, min(1.0, STALL_AFTER / 4))
+        drain = asyncio.ensure_future(self.writer.drain())
+        try:
+            while not drain.done():
+                await asyncio.wait((drain,), timeout=every)
+                if not drain.done() and not self.closed and self._over_limit():
+                    self._overflow()
+                    return False
+            drain.result()  # a lost connection raises here
+        finally:
+            if not drain.done():
+                drain.cancel()
+        return not self.closed
 
     def close(self) -> None:
         self._room.set()
@@ -287,6 +324,24 @@ class _Kept:
 
 
 RING_BYTES = int(os.environ.get("LITBRIDGE_RING_BYTES", str(64 * 1024 * 1024)))
+REPLAY_SLACK_ENTRIES = 16  # room a replay leaves in the client's queue for the replies that follow it
+REPLAY_SLACK_BYTES = 64 * 1024
+
+
+def _fit(client: Client, items: list[_Kept]) -> tuple[list[_Kept], int]:
+    """The newest of `items` (in seq order) that fit in the client's queue, leaving room for the replies that
+    follow; and the seq of the newest one left out (0 when none)."""
+    room_entries, room_bytes = client.room()
+    room_entries -= REPLAY_SLACK_ENTRIES
+    room_bytes -= REPLAY_SLACK_BYTES
+    first = len(items)
+    while first > 0:
+        size = len(items[first - 1].line or b"")
+        if len(items) - first + 1 > room_entries or size > room_bytes:
+            break
+        room_bytes -= size
+        first -= 1
+    return items[first:], items[first - 1].seq if first else 0
 
 
 class Hub:
@@ -329,7 +384,7 @@ class Hub:
                 self.ring_bytes -= len(older.line)
                 older.line = None
             self._last_replace[item.session] = item
-        elif item.kind in ("complete", "interrupted", "turn_error", "killed", "exited"):
+        elif item.kind in TURN_ENDS:
             self._last_replace.pop(item.session, None)
         self.ring.append(item)
         self.ring_bytes += len(item.line or b"")
@@ -346,7 +401,8 @@ class Hub:
         buffered: list[_Kept] = []
         if not self.clients and self._idle_since is not None:
             buffered = [item for item in self.ring if item.seq > self._idle_since and item.line is not None]
-            client.covered_from = self._idle_since + 1
+            buffered = _fit(client, buffered)[0]  # older ones stay in the ring, for a hello{since_seq}
+            client.covered_from = buffered[0].seq if buffered else self.seq + 1
         else:
             client.covered_from = self.seq + 1
         self._idle_since = None
@@ -362,16 +418,19 @@ class Hub:
         return len(items)
 
     def gap(self, since_seq: int, client: Client) -> tuple[int, int] | None:
-        """The seqs (from, to) a replay from `since_seq` cannot deliver: they left the ring."""
+        """The seqs (from, to) a replay from `since_seq` cannot deliver: they left the ring, or they are older
+        than what fits in the client's queue (call just before `replay`)."""
         first_wanted = since_seq + 1
         oldest = self.ring[0].seq if self.ring else self.seq + 1
-        last_missing = min(oldest, client.covered_from) - 1
+        last_missing = max(min(oldest, client.covered_from) - 1, self._replayable(client, since_seq)[1])
         if first_wanted <= last_missing:
             return first_wanted, last_missing
         return None
 
-    def replay(self, client: Client, since_seq: int) -> int:
-        """Queue ring events with since_seq < seq < client.covered_from (never one it already got)."""
+    def _replayable(self, client: Client, since_seq: int) -> tuple[list[_Kept], int]:
+        """The ring events a replay from `since_seq` sends (since_seq < seq < client.covered_from, never one
+        it already got): the newest ones that fit in the client's queue, and the seq of the newest one left
+        out for lack of room (0 when none)."""
         items = [
             item
             for item in self.ring
@@ -379,6 +438,12 @@ class Hub:
             and item.line is not None
             and client.wants(item.session)
         ]
+        return _fit(client, items)
+
+    def replay(self, client: Client, since_seq: int) -> int:
+        """Queue ring events with since_seq < seq < client.covered_from (never one it already got), as many of
+        the newest as fit in its queue (`gap` names the rest)."""
+        items = self._replayable(client, since_seq)[0]
         client.covered_from = min(client.covered_from, since_seq + 1)
         client.send_before_queued(
             [(item.line, item.kind, item.session) for item in items if item.line is not None]

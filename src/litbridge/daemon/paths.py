@@ -8,6 +8,7 @@ No asyncio servers here; `server.py` binds. Clients import `default_socket_path`
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import socket
@@ -106,12 +107,30 @@ def is_live(path: str, timeout: float = 1.0) -> bool:
         s.close()
 
 
+def has_listener(path: str) -> bool:
+    """True unless the Unix socket `path` certainly has no listener: a connect that succeeds, or fails because
+    the accept backlog is full (EAGAIN) or for any reason other than "refused"/"gone", counts as a listener.
+    The second veto before unlinking a socket, after the lock (whose file a tmp cleaner may have removed)."""
+    if not hasattr(socket, "AF_UNIX"):
+        return False
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setblocking(False)
+    try:
+        s.connect(path)
+        return True
+    except OSError as exc:
+        return exc.errno not in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTSOCK)
+    finally:
+        s.close()
+
+
 class SocketLock:
     """An exclusive `flock` on `<socket>.lock`, held for the daemon's whole life.
 
-    Liveness is decided by the lock, never by connecting (a live daemon with a full accept backlog or a
-    stopped daemon refuses connections). The lock file stays in place: unlinking it would let two daemons
-    hold locks on two different inodes.
+    Liveness is decided by the lock first (a live daemon with a full accept backlog or a stopped daemon
+    refuses connections); `claim_socket_path` adds a second veto (a socket that has a listener is never
+    unlinked). The lock file stays in place: unlinking it would let two daemons hold locks on two different
+    inodes. If someone else removes or replaces it, `check()` (run periodically) locks a new one.
     """
 
     def __init__(self, socket_path: str) -> None:
@@ -120,6 +139,30 @@ class SocketLock:
 
     def acquire(self) -> None:
         """Raise AlreadyRunning when another daemon holds the lock."""
+        self.fd = self._lock_file()
+
+    def check(self) -> str | None:
+        """While held: when the lock file was removed or replaced, lock the file now at the path (creating
+        it). Returns what happened (for the log), or None when the lock file is still ours."""
+        if self.fd is None:
+            return None
+        try:
+            st = os.lstat(self.path)
+            held = os.fstat(self.fd)
+            if (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino):
+                return None
+            what = "replaced"
+        except FileNotFoundError:
+            what = "removed"
+        try:
+            fd = self._lock_file()
+        except (AlreadyRunning, OSError) as exc:
+            return f"lock file {self.path} was {what} and cannot be locked again yet: {exc}"
+        os.close(self.fd)
+        self.fd = fd
+        return f"lock file {self.path} was {what}; locked it again"
+
+    def _lock_file(self) -> int:
         import fcntl
 
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -141,7 +184,7 @@ class SocketLock:
         except BaseException:
             os.close(fd)
             raise
-        self.fd = fd
+        return fd
 
     def release(self) -> None:
         if self.fd is not None:
@@ -150,13 +193,21 @@ class SocketLock:
 
 
 def claim_socket_path(path: str) -> None:
-    """Make `path` (and its .attach) bindable once we hold the lock: whatever socket is there is stale."""
+    """Make `path` (and its .attach) bindable once we hold the lock: a socket there is stale, unless it has a
+    listener (its daemon's lock file was removed): then AlreadyRunning, and nothing is unlinked."""
+    present = []
     for p in (path, attach_path(path)):
         if not os.path.lexists(p):
             continue
-        mode = os.lstat(p).st_mode
-        if not stat.S_ISSOCK(mode):
+        if not stat.S_ISSOCK(os.lstat(p).st_mode):
             raise FileExistsError(f"{p} exists and is not a socket; refusing to replace it")
+        if has_listener(p):
+            raise AlreadyRunning(
+                f"a live daemon already listens on {p} (its lock file {lock_path(path)} was missing); "
+                "refusing to steal it"
+            )
+        present.append(p)
+    for p in present:
         os.unlink(p)
 
 

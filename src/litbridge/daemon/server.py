@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from litbridge import drivers
-from litbridge.daemon import paths, worktrees
+from litbridge.daemon import memory, paths, worktrees
 from litbridge.daemon.attach import AttachServer
 from litbridge.daemon.hub import Client, Hub
 from litbridge.daemon.resume_store import ResumeStore
@@ -49,6 +49,8 @@ log = logging.getLogger("litbridge.daemon")
 REAP_AFTER = float(os.environ.get("LITBRIDGE_REAP_AFTER", "60"))
 MAX_RESUME_TOKENS = 1000
 STOP_WATCH_EVERY = 1.0  # seconds between checks for stopped (SIGSTOP) CLIs
+# Seconds between checks that our lock file is still in place (a tmp cleaner or `rm` may remove it).
+LOCK_CHECK_EVERY = float(os.environ.get("LITBRIDGE_LOCK_CHECK", "5"))
 
 
 class Daemon:
@@ -78,6 +80,7 @@ class Daemon:
         self._lock: paths.SocketLock | None = None
         self._owned: dict[str, tuple[int, int] | None] = {}  # path -> (dev, ino) of the files we created
         self._stop_watch: asyncio.Task[None] | None = None
+        self._lock_watch: asyncio.Task[None] | None = None
         self._state_before_stop: dict[str, str] = {}
         self.web: Any = None  # the WebServer of `serve --web`, set by run()
         self.worktrees = worktrees.Worktrees()
@@ -91,7 +94,12 @@ class Daemon:
             paths.prepare_socket_dir(self.socket_path)
             self._lock = paths.SocketLock(self.socket_path)
             self._lock.acquire()  # raises AlreadyRunning; held until shutdown() has unlinked our files
-            paths.claim_socket_path(self.socket_path)
+            try:
+                paths.claim_socket_path(self.socket_path)  # raises AlreadyRunning when a daemon listens there
+            except BaseException:
+                self._lock.release()  # the live daemon locks the file we created at its next check
+                self._lock = None
+                raise
         if self.port is not None:
             self.issue_token()
             self._servers.append(
@@ -138,6 +146,7 @@ class Daemon:
                 os.chmod(self.socket_path, 0o600)
             finally:
                 os.umask(old)
+            self._lock_watch = asyncio.get_running_loop().create_task(self._watch_lock())
             log.info("listening on %s (attach %s.attach)", self.socket_path, self.socket_path)
 
     def issue_token(self) -> str:
@@ -169,8 +178,9 @@ class Daemon:
         log.info("shutting down: %d session(s)", len(self.sessions))
         for server in self._servers:
             server.close()
-        if self._stop_watch is not None:
-            self._stop_watch.cancel()
+        for watch in (self._stop_watch, self._lock_watch):
+            if watch is not None:
+                watch.cancel()
         sessions = list(self.sessions.values())
         self.sessions.clear()
         await asyncio.gather(*(s.kill() for s in sessions), return_exceptions=True)
@@ -190,6 +200,22 @@ class Daemon:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+    async def _watch_lock(self) -> None:
+        """Every LOCK_CHECK_EVERY seconds: a lock file someone removed or replaced is locked again (a stat
+        and an inode compare when nothing happened), so a later `serve` still sees this daemon by its lock."""
+        said: str | None = None
+        while self._lock is not None:
+            await asyncio.sleep(LOCK_CHECK_EVERY)
+            if self._lock is None:
+                return
+            try:
+                what = self._lock.check()
+            except OSError as exc:
+                what = f"checking the lock file failed: {exc}"
+            if what is not None and what != said:  # a lasting problem is logged once
+                log.warning("%s", what)
+            said = what
 
     # ------------------------------------------------------------------ control connections
     def _peer_ok(self, writer: asyncio.StreamWriter) -> bool:
@@ -460,6 +486,7 @@ class Daemon:
         wt = await self._release_worktree(session)
         self.hub.publish(ev.reaped_idle(key, session.channel_id, "exited", session.exit_code, wt))
         log.info("session %r reaped %.0fs after its CLI exited", key, self.reap_after)
+        memory.trim_soon()  # its screen, buffers and driver are freed: give the heap back
 
     def _keep_resume_token(self, key: str, token: str) -> str | None:
         """Bounded: the oldest tokens go first (a token is a few dozen bytes; keys are client-chosen).
@@ -554,6 +581,7 @@ class Daemon:
         if wt is not None:
             resume["worktree"] = wt
         self.hub.publish(ev.killed(key, s.channel_id, code, re, **resume))
+        memory.trim_soon()
 
     async def cmd_ping(self, client: Client, f: dict[str, Any], re: Any) -> None:
         client.send_event(ev.pong(re))
@@ -683,6 +711,7 @@ async def run(
     """Start, serve until SIGTERM/SIGINT, clean up. Returns the exit status. `web` = (host, port) of the
     web view (`litbridge.web`), a client of this daemon on the same event loop; `notify` a
     `notify.NotifyConfig` (notifications, a tap on the hub)."""
+    memory.configure()
     daemon = Daemon(socket_path, port)
     daemon.install_signal_handlers()
     web_server = None
