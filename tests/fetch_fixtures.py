@@ -3,7 +3,8 @@
     python tests/fetch_fixtures.py [--yes] [--offline] [--no-system]
 
 The cache is `$LITBRIDGE_TEST_CACHE`, else `$XDG_CACHE_HOME/litbridge/fixtures` (`~/.cache/litbridge/fixtures`);
-each entry is keyed by its version, so checkouts of different commits share what they have in common:
+each entry is keyed by its version, so checkouts of different commits share what they have in common (a cache
+filled before entries were keyed, `<cache>/claude-code` and so on, is used where its version matches):
 
 - pyte 0.8.2's sdist (its own test suite and captured streams)     -> <cache>/pyte-0.8.2/
 - the real Claude Code 2.1.328 native binary from npm              -> <cache>/claude-code-2.1.328/
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -43,16 +45,36 @@ def default_cache() -> Path:
 
 
 CACHE = Path(os.environ.get("LITBRIDGE_TEST_CACHE") or default_cache())
+
+
+def cache_entry(name: str, version: str, package: str) -> Path:
+    """`<cache>/<name>-<version>`. A cache filled before entries were keyed by version holds the npm `package`
+    in `<cache>/<name>`: that folder is used as it is when it holds exactly `version` (nothing is fetched
+    again), and never written to."""
+    keyed = CACHE / f"{name}-{version}"
+    legacy = CACHE / name
+    if not keyed.exists():
+        try:
+            meta = json.loads(
+                (legacy / "node_modules" / package / "package.json").read_text(encoding="utf-8")
+            )
+        except (OSError, ValueError):
+            return keyed
+        if isinstance(meta, dict) and meta.get("version") == version:
+            return legacy
+    return keyed
+
+
 PYTE_DIR = CACHE / "pyte-0.8.2"
 # The real Claude Code recordings the tests and benchmarks read (a trimmed copy kept in the repository, see its
 # README); the one definition every test and benchmark uses. $LITBRIDGE_CAPTURES points elsewhere (the full set).
 CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "claude"))
 CLAUDE_VERSION = "2.1.328"
-CLAUDE_DIR = CACHE / f"claude-code-{CLAUDE_VERSION}"
+CLAUDE_DIR = cache_entry("claude-code", CLAUDE_VERSION, "@anthropic-ai/claude-code")
 GEMINI_VERSION = "0.61.0"
-GEMINI_DIR = CACHE / f"gemini-{GEMINI_VERSION}"
+GEMINI_DIR = cache_entry("gemini", GEMINI_VERSION, "@google/gemini-cli")
 CODEX_VERSION = "0.169.0"
-CODEX_DIR = CACHE / f"codex-{CODEX_VERSION}"
+CODEX_DIR = cache_entry("codex", CODEX_VERSION, "@openai/codex")
 # The real Codex CLI recordings the tests replay, like CAPTURES for Claude: a trimmed copy kept in the repository
 # (see its README); $LITBRIDGE_CODEX_CAPTURES points elsewhere (e.g. the full set).
 CODEX_CAPTURES = Path(

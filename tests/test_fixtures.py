@@ -246,6 +246,27 @@ def test_the_cache_is_per_user_keyed_by_version_and_overridable(tmp_path: Path) 
     assert over[0] == str(tmp_path / "mine")
 
 
+@pytest.mark.parametrize(("version", "used"), [(fetch_fixtures.CLAUDE_VERSION, True), ("2.0.1", False)])
+def test_a_cache_filled_before_versioned_entries_is_used_when_its_version_matches(
+    tmp_path: Path, version: str, used: bool
+) -> None:
+    """`$LITBRIDGE_TEST_CACHE` may name a cache filled by an older fetch_fixtures (`<cache>/claude-code`, not
+    keyed by version): it serves as it is when it holds the right version, so nothing is downloaded again."""
+    meta = tmp_path / "claude-code" / "node_modules" / "@anthropic-ai" / "claude-code" / "package.json"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(json.dumps({"name": "@anthropic-ai/claude-code", "version": version}))
+    out = subprocess.run(
+        [sys.executable, "-c", "import fetch_fixtures as f; print(f.CLAUDE_DIR.name)"],
+        cwd=Path(__file__).resolve().parent,
+        env={**os.environ, "LITBRIDGE_TEST_CACHE": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    expected = "claude-code" if used else f"claude-code-{fetch_fixtures.CLAUDE_VERSION}"
+    assert out.stdout.strip() == expected
+
+
 def test_an_npm_fixture_lands_whole_or_not_at_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """npm installs into a temporary folder renamed into place on success: a failed or interrupted download
     leaves no half entry in the shared cache for another checkout to trust."""
