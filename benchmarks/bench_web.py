@@ -70,8 +70,8 @@ def _report(request: pytest.FixtureRequest) -> None:
 
 
 class WebDaemon:
-    def __init__(self, proc: subprocess.Popen[bytes], sock: str, url: str, token: str) -> None:
-        self.proc, self.socket, self.url, self.token = proc, sock, url, token
+    def __init__(self, proc: subprocess.Popen[bytes], sock: str, url: str) -> None:
+        self.proc, self.socket, self.url = proc, sock, url
 
     def request(self, cmd: dict[str, Any], reply: str, timeout: float = 60.0) -> dict[str, Any]:
         with socket.socket(socket.AF_UNIX) as s:
@@ -125,7 +125,7 @@ def web_daemon() -> Iterator[WebDaemon]:
                 raise RuntimeError((tmp / "daemon.log").read_text()[-2000:])
             time.sleep(0.02)
         url = json.loads(Path(sock + ".web").read_text())["url"]
-        yield WebDaemon(proc, sock, url, Path(sock + ".token").read_text().strip())
+        yield WebDaemon(proc, sock, url)
     finally:
         proc.terminate()
         try:
@@ -151,7 +151,7 @@ def browser() -> Iterator[Any]:
 
 def open_page(browser: Any, wd: WebDaemon) -> Any:
     page = browser.new_context(viewport={"width": 1800, "height": 1000}).new_page()
-    page.goto(f"{wd.url}?token={wd.token}")
+    page.goto(wd.request({"cmd": "web_login"}, "web_login")["url"])  # a one-time login link
     page.wait_for_function("() => document.querySelector('#conn').dataset.state === 'open'")
     return page
 
@@ -255,7 +255,10 @@ names => {
     const ws = new WebSocket('ws://' + location.host + '/ws/attach?session=' + encodeURIComponent(name));
     ws.binaryType = 'arraybuffer';
     const st = {t, ws, bytes: 0, open: false};
-    ws.onopen = () => { st.open = true; };
+    ws.onopen = () => {  // the page's credential first, as app.js sends it
+      ws.send(JSON.stringify({auth: sessionStorage.getItem('litbridge.credential')}));
+      st.open = true;
+    };
     ws.onmessage = m => { st.bytes += m.data.byteLength; t.write(new Uint8Array(m.data)); };
     return st;
   });

@@ -21,7 +21,7 @@ from typing import Any
 
 from litbridge import pty as ptymod
 from litbridge.drivers import get_driver, osc7501
-from litbridge.drivers.base import Driver, DriverError
+from litbridge.drivers.base import Driver, DriverError, meaningful_lines
 from litbridge.keys import encode_keys
 from litbridge.protocol import events as ev
 from litbridge.protocol.spec import DEFAULT_CLI, TURN_ERROR_KINDS
@@ -41,6 +41,25 @@ HOLD_NOTICE = (
 HOLD_LIMIT = 120.0  # ... and ended with `turn_error{timeout}` if it is still held this long
 SYNC_FRAME_FALLBACK = 0.25  # seconds: evaluate anyway if a synchronized frame never ends
 SEEN_IDS_MAX = 4096
+INSTALL_HINTS = {  # driver name -> how to install its CLI, for `cli_not_found`
+    "claude": "npm install -g @anthropic-ai/claude-code",
+    "codex": "npm install -g @openai/codex",
+    "gemini": "npm install -g @google/gemini-cli",
+}
+PATH_SHOWN = 240  # characters of a PATH an error message shows
+
+
+def _short_path(path: str) -> str:
+    """`path` for a message: whole when short, else its first entries and how many more."""
+    if len(path) <= PATH_SHOWN:
+        return path
+    dirs = path.split(os.pathsep)
+    shown: list[str] = []
+    for d in dirs:
+        if len(os.pathsep.join([*shown, d])) > PATH_SHOWN - 20:
+            break
+        shown.append(d)
+    return os.pathsep.join(shown) + f"{os.pathsep}… ({len(dirs) - len(shown)} more)"
 
 
 class _KeyLog(logging.LoggerAdapter):  # type: ignore[type-arg]
@@ -169,6 +188,7 @@ class Session:
         self._spawning: asyncio.Future[ptymod.ChildProcess] | None = None  # spawn_async's fork in a worker
         self._early_writes: list[bytes] = []  # written while _spawning, flushed to the child when attached
         self.program_status: dict[str, str] | None = None  # the last OSC 7501 report, read
+        self.worktree: Any = None  # the daemon's `worktrees.Worktree` when the CLI runs in one
         self._real_terminal = Terminal(
             ptymod.COLUMNS,
             ptymod.LINES,
@@ -229,11 +249,25 @@ class Session:
             raise SessionCommandError("bad_field", str(exc)) from exc
         exe = ptymod.resolve(spec.argv[0], env) if self._child_factory is None else spec.argv[0]
         if exe is None:
-            raise SessionCommandError("cli_not_found", f"CLI not found: {spec.argv[0]}")
+            raise SessionCommandError("cli_not_found", self._not_found(spec.argv[0], env))
         cwd = spec.cwd or self.options.get("working_dir") or os.path.expanduser("~")
         if spec.transport == "pipes":
             self.terminal = _TeeTerminal(self._real_terminal, self)
         return [exe, *spec.argv[1:]], env, cwd, spec.transport
+
+    def _not_found(self, program: str, env: dict[str, str]) -> str:
+        """`cli_not_found`'s message: where the program was looked for and how to get it."""
+        if os.sep in program:
+            where = "no executable file there"
+        else:
+            whose = "create.env's" if "PATH" in (self.options.get("env") or {}) else "the daemon's"
+            where = f"searched {whose} PATH: {_short_path(env.get('PATH', os.defpath))}"
+        how = INSTALL_HINTS.get(self.driver.name)
+        fix = f"install it with `{how}`, or " if how else ""
+        return (
+            f"CLI not found: {program} ({where}); {fix}give its full path as the CLI, or start "
+            "`litbridge serve` with its directory on PATH"
+        )
 
     def _attach_child(self, child: ptymod.ChildProcess, exe: str, cwd: str) -> None:
         """On the loop thread: start event-driven reads and exit watching for a freshly spawned child."""
@@ -276,7 +310,16 @@ class Session:
         self.model = result.get("model", self.model)
         self.resumed = bool(result.get("resumed", False))
         self.started = self.ready = True
-        self._emit(ev.ready(self.key, self.channel_id, model=self.model, resumed=self.resumed, re=re))
+        self._emit(
+            ev.ready(
+                self.key,
+                self.channel_id,
+                model=self.model,
+                resumed=self.resumed,
+                re=re,
+                **self.worktree_field(),
+            )
+        )
         self._schedule_pump()
 
     def _startup_failed(self, error: dict[str, Any]) -> None:
@@ -419,7 +462,7 @@ class Session:
         if startup_pending:  # the create never got its `ready`: answer it with an error
             self._emit(
                 ev.error(
-                    f"{why} during startup: {self.stderr_tail()[-500:]}",
+                    self.startup_exit_message(),
                     "spawn_failed",
                     self._create_re,
                     self.key,
@@ -446,6 +489,14 @@ class Session:
         self._output_listeners.clear()
         if self._on_dead is not None:
             self._on_dead(self)
+
+    def startup_exit_message(self) -> str:
+        """Why a create failed because the CLI is gone: killed, or exited with what it last said that has words
+        (its banner art, frames and blank rows left out)."""
+        if self.killing:
+            return "the session was killed while it was starting"
+        said = meaningful_lines(self.stderr_tail().splitlines())[-500:]
+        return f"CLI exited (code {self.exit_code}) during startup" + (f": {said}" if said else "")
 
     def stderr_tail(self) -> str:
         """Last stderr bytes (pipes) or the last non-blank screen rows (PTY: stderr is the screen)."""
@@ -661,10 +712,15 @@ class Session:
             "queued": len(self.queue),
             "alive": not self.dead,
             "working_dir": self.options.get("working_dir"),
+            **self.worktree_field(),
         }
         for k, v in info.items():
             item.setdefault(k, v)
         return item
+
+    def worktree_field(self) -> dict[str, Any]:
+        """`{"worktree": {path, branch}}` for `ready` and `list` when the CLI runs in a worktree, else {}."""
+        return {} if self.worktree is None else {"worktree": self.worktree.info()}
 
     def dump(self, re: Any = None) -> dict[str, Any]:
         info = self.info()

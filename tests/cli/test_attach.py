@@ -1,5 +1,5 @@
 """`litbridge attach` under a real pty (ptyprocess): initial paint, typing through, Ctrl-] detach, size warning,
-unknown session, TCP attach with the token."""
+unknown session, TCP attach (the proof-first handshake; its refusals are in test_attach_tcp_auth.py)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -247,6 +248,49 @@ def test_kill_store_resume_then_create_resumes(daemon: Daemon) -> None:
     assert _events(again.stdout)[0]["resumed"] is True
     recall = daemon.cli("send", "resumable", "[recall]")
     assert "pineapple" in recall.stdout
+
+
+def test_send_exits_with_a_failed_shell_commands_status(daemon: Daemon) -> None:
+    """`send sh false` printed nothing and exited 0: a failed command's status is shown and becomes ours."""
+    assert daemon.cli("create", "status", *BASH).returncode == 0
+    try:
+        failed = daemon.cli("send", "status", "false")
+        assert failed.returncode == 1, failed
+        assert failed.stdout == "" and "· exit status 1" in failed.stderr
+        seven = daemon.cli("send", "status", "(exit 7)")
+        assert seven.returncode == 7 and "· exit status 7" in seven.stderr
+        ok = daemon.cli("send", "status", "true")
+        assert ok.returncode == 0 and "exit status" not in ok.stderr
+        as_json = daemon.cli("send", "status", "false", "--json")
+        assert as_json.returncode == 1 and _events(as_json.stdout)[-1]["exit_code"] == 1
+    finally:
+        daemon.cli("kill", "status")
+
+
+def test_create_starts_the_cli_in_the_callers_directory(daemon: Daemon, tmp_path) -> None:
+    """Without --cwd the CLI used to start in the daemon's $HOME; now in the directory `create` ran in."""
+    here = tmp_path / "project dir"
+    here.mkdir()
+    assert daemon.cli("create", "here", *BASH, cwd=str(here)).returncode == 0
+    try:
+        assert daemon.cli("send", "here", "pwd").stdout.strip() == str(here)
+    finally:
+        daemon.cli("kill", "here")
+    assert daemon.cli("create", "home", *BASH, "--cwd", "~", cwd=str(here)).returncode == 0
+    try:  # `--cwd ~` is the caller's home
+        assert daemon.cli("send", "home", "pwd").stdout.strip() == os.path.expanduser("~")
+    finally:
+        daemon.cli("kill", "home")
+
+
+def test_kill_store_resume_says_when_nothing_was_stored(daemon: Daemon) -> None:
+    """bash gives no resume token: `kill --store-resume` must not promise a resume (the daemon's reason shown)."""
+    assert daemon.cli("create", "noresume", *BASH).returncode == 0
+    killed = daemon.cli("kill", "noresume", "--store-resume")
+    assert killed.returncode == 0 and killed.stdout.startswith("noresume: killed")
+    assert (
+        "the next create resumes" not in killed.stdout and "not resumable: the CLI gave no" in killed.stdout
+    )
 
 
 def test_serve_and_clients_share_litbridge_socket(tmp_path) -> None:

@@ -224,3 +224,30 @@ def test_bad_flag_prints_the_subcommands_usage(argv: list[str], usage: str) -> N
     assert out.returncode == 2
     assert out.stderr.startswith(usage), out.stderr
     assert f"error: unrecognized arguments: {argv[-1]}" in out.stderr
+
+
+def test_startup_error_excerpt_drops_banner_art() -> None:
+    """What a create error quotes of a CLI that exited while starting: its last lines with words, frames and
+    block-letter banners (Gemini CLI's, Claude Code's box) left out."""
+    from litbridge.drivers.base import meaningful_lines
+
+    screen = [
+        "",
+        " ███            █████████  ██████████ ██████   ██████",
+        "░░░███         ███░░░░░███░░███░░░░░█░░██████ ██████",
+        "  ░░░███      ███     ░░░  ░███  █ ░  ░███░█████░███",
+        "╭─── Claude Code v2.1.328 ─────────────────────────────╮",
+        "│                                                      │",
+        "│      Welcome back!   ▐▛███▜▌                          │",
+        "╰──────────────────────────────────────────────────────╯",
+        "  _ __  ___  _ __",
+        " | '_ \\/ _ \\| '_ \\",
+        "Error: API key not set.",
+        "   Set GEMINI_API_KEY   and try again.   ",
+        "",
+    ]
+    assert meaningful_lines(screen) == (
+        "Claude Code v2.1.328\nWelcome back!\nError: API key not set.\nSet GEMINI_API_KEY and try again."
+    )
+    assert meaningful_lines(screen, keep=1) == "Set GEMINI_API_KEY and try again."
+    assert meaningful_lines(["", "─" * 40, "█▀▀ █▀█"]) == ""

@@ -37,13 +37,16 @@ class Daemon:
         input: str | None = None,
         timeout: float = 60,
         extra_env: dict[str, str] | None = None,
+        cwd: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run `python -m litbridge ARGS --socket <ours>` and capture its output."""
         argv = [sys.executable, "-m", "litbridge", *args]
         if args and args[0] != "schema":
             argv += ["--socket", self.socket]
         env = {**os.environ, **(extra_env or {})}
-        return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout, env=env)
+        return subprocess.run(
+            argv, input=input, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
+        )
 
     def log_text(self) -> str:
         try:

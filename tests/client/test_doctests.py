@@ -10,6 +10,7 @@ import litbridge.client
 import litbridge.client.client
 import litbridge.client.errors
 import litbridge.client.paths
+import litbridge.protocol.auth
 import litbridge.protocol.jsonschema
 
 
@@ -20,6 +21,7 @@ import litbridge.protocol.jsonschema
         litbridge.client.client,
         litbridge.client.errors,
         litbridge.client.paths,
+        litbridge.protocol.auth,
         litbridge.protocol.jsonschema,
     ],
     ids=lambda m: m.__name__,

@@ -36,7 +36,7 @@ async def test_tcp_explicit_token_and_wrong_token(tcp_daemon: tuple[Daemon, int]
     token = read_token(daemon.socket)
     async with Client.connect(port=port, token=token) as c:
         assert (await c.ping())["event"] == "pong"
-    with pytest.raises(AuthFailed) as info:
+    with pytest.raises(AuthFailed) as info:  # UntrustedDaemon: the daemon's proof of this token fails
         async with Client.connect(port=port, token="not-the-token"):
             pass
-    assert info.value.code == "auth_failed"
+    assert info.value.code == "untrusted_daemon"

@@ -237,6 +237,148 @@ async def test_create_reuse_and_channel_key(daemon: Any, bash_create: Any) -> No
     await c.close()
 
 
+async def test_session_name_and_channel_id_are_at_most_256_bytes(daemon: Any, bash_create: Any) -> None:
+    """A name is repeated in every event and log line: past 256 UTF-8 bytes it is `bad_field` (and the error
+    does not echo it whole); 256 bytes, counted in UTF-8, is still a name."""
+    c, _ = await connect(daemon)
+    huge = "n" * 900_000
+    for cmd in (
+        bash_create(huge),
+        bash_create("ok", channel_id=huge),
+        {"cmd": "send", "session": huge, "content": "x"},
+        {"cmd": "kill", "session": "é" * 129},  # 258 bytes, 129 characters
+    ):
+        err = await c.request(cmd)
+        assert err["event"] == "error" and err["code"] == "bad_field", err
+        assert "at most 256 bytes" in err["message"] and len(err["message"]) < 300
+        assert "session" not in err
+    err = await c.request({"cmd": "kill", "session": "é" * 128})  # exactly 256 bytes: a valid (unknown) name
+    assert err["code"] == "session_not_found"
+    await c.close()
+
+
+async def test_create_with_an_empty_cli_is_bad_field(daemon: Any, bash_create: Any) -> None:
+    """`cli: ""` used to start the default CLI (claude) silently."""
+    c, _ = await connect(daemon)
+    for extra in ({"cli": ""}, {"cli": "  "}, {"exe": ""}):
+        err = await c.request({**bash_create("emptycli"), **extra})
+        assert err["event"] == "error" and err["code"] == "bad_field", (extra, err)
+        assert "empty" in err["message"]
+    lst = await c.request({"cmd": "list"}, "sessions")
+    assert "emptycli" not in [s["name"] for s in lst["sessions"]]
+    await c.close()
+
+
+async def test_colon_key_and_channel_id_name_the_same_session(daemon: Any, bash_create: Any) -> None:
+    """The documented key rule (docs/protocol.md, "Session keys"): `session:"k:c"` and `session:"k",
+    channel_id:"c"` are one session, as in lit-bridge-rs, whose events name a sub-session by the joined key."""
+    c, _ = await connect(daemon)
+    first = await create(c, bash_create("same", channel_id="c"))
+    again = await create(c, bash_create("same:c"))
+    assert first["session"] == again["session"] == "same:c" and again["reused"] is True
+    killed = await c.request({"cmd": "kill", "session": "same:c"}, "killed")
+    assert killed["event"] == "killed"
+    err = await c.request({"cmd": "dump", "session": "same", "channel_id": "c"})
+    assert err["code"] == "session_not_found"
+    await c.close()
+
+
+async def test_kill_store_resume_says_whether_the_token_was_stored(
+    daemon: Any, bash_create: Any, tmp_path: Path
+) -> None:
+    """`killed.resume_stored` (+ `resume_error`) after `store_resume:true`: true once the token is on disk; false
+    when the CLI had none, or when the store cannot be written (a full disk: the kill still succeeds)."""
+    from _daemon import running_daemon, spawn, stop
+
+    c, _ = await connect(daemon)
+    await create(c, bash_create("noresume"))
+    killed = await c.request({"cmd": "kill", "session": "noresume", "store_resume": True}, "killed")
+    assert killed["resume_stored"] is False and "no resume token" in killed["resume_error"]
+    killed = await c.request({"cmd": "kill", "session": "ghost-x", "store_resume": False})
+    assert killed["code"] == "session_not_found"
+    await c.close()
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with running_daemon() as d:
+        for state_home, stored in ((tmp_path / "state", True), (blocker / "state", False)):
+            d.env["XDG_STATE_HOME"] = str(state_home)  # under a file: every write fails, as on a full disk
+            stop(d.proc)
+            d.proc = spawn(d.socket, d.env, d.log)
+            c = await Conn.open(d.socket)
+            await c.wait("monitor_ready")
+            await c.request({"cmd": "create", "session": "keep", "cli": "rift"}, "ready")
+            acc = await c.request(
+                {"cmd": "send", "session": "keep", "content": "remember pineapple"}, "accepted"
+            )
+            await c.wait("complete", turn_id=acc["turn_id"])
+            killed = await c.request({"cmd": "kill", "session": "keep", "store_resume": True}, "killed")
+            assert killed["event"] == "killed" and killed["resume_stored"] is stored, killed
+            if stored:
+                assert "resume_error" not in killed
+            else:
+                assert "cannot write" in killed["resume_error"] and str(blocker) in killed["resume_error"]
+                again = await c.request({"cmd": "create", "session": "keep", "cli": "rift"}, "ready")
+                assert again["resumed"] is True  # kept in memory meanwhile
+                await c.request({"cmd": "kill", "session": "keep"}, "killed")
+            await c.close()
+
+
+async def test_cli_not_found_says_where_it_looked_and_how_to_install(daemon: Any) -> None:
+    c, _ = await connect(daemon)
+    err = await c.request({"cmd": "create", "session": "nf2", "cli": "no-such-cli-xyz"})
+    assert err["code"] == "cli_not_found" and "searched the daemon's PATH: " in err["message"]
+    assert (
+        "/usr/bin" in err["message"] and "npm install" not in err["message"]
+    )  # no hint for an unknown program
+    err = await c.request(
+        {"cmd": "create", "session": "nf2", "cli": "codex", "env": {"PATH": "/nonexistent-bin"}}
+    )
+    assert err["code"] == "cli_not_found", err
+    assert (
+        "create.env's PATH: /nonexistent-bin)" in err["message"]
+        and "npm install -g @openai/codex" in err["message"]
+    )
+    long_path = ":".join(f"/opt/tool-{i}/bin" for i in range(100))
+    err = await c.request({"cmd": "create", "session": "nf2", "cli": "claude", "env": {"PATH": long_path}})
+    assert "npm install -g @anthropic-ai/claude-code" in err["message"] and "more)" in err["message"]
+    assert "/opt/tool-0/bin" in err["message"] and "/opt/tool-99/bin" not in err["message"]
+    assert len(err["message"]) < 600
+    err = await c.request(
+        {"cmd": "create", "session": "nf2", "cli": "gemini", "env": {"PATH": "/nonexistent-bin"}}
+    )
+    assert "npm install -g @google/gemini-cli" in err["message"]
+    await c.close()
+
+
+@pytest.mark.parametrize("linger", ["0", "0.3"], ids=["exits-at-once", "exits-while-settling"])
+async def test_startup_exit_error_keeps_the_meaningful_lines(
+    daemon: Any, tmp_path: Path, linger: str
+) -> None:
+    """A CLI that exits while starting (before or after the driver's startup began): the error quotes its last
+    lines with words, not its banner art."""
+    script = tmp_path / "bannered"
+    script.write_text(
+        "#!/bin/sh\n"
+        "printf '\\n'\n"
+        "printf ' ███  █████ ██   ██\\n ░░░███ ░███ ░███\\n ███░  ░███  ██x██\\n\\n'\n"
+        "printf '╭──────────────────────────╮\\n│ Welcome to Bannered 1.0! │\\n╰──────────────────────────╯\\n'\n"
+        "printf '  _   _\\n | |_| |\\n |_| |_|\\n'\n"
+        "printf 'Error: not signed in.\\nRun bannered login first.\\n\\n'\n"
+        f"sleep {linger}\n"
+        "exit 3\n"
+    )
+    script.chmod(0o755)
+    c, _ = await connect(daemon)
+    err = await c.request({"cmd": "create", "session": "bannered", "cli": str(script)}, "ready")
+    assert err["event"] == "error" and err["code"] == "spawn_failed", err
+    assert err["message"] == (
+        "CLI exited (code 3) during startup: Welcome to Bannered 1.0!\nError: not signed in.\n"
+        "Run bannered login first."
+    ), err["message"]
+    await c.close()
+
+
 # ----------------------------------------------------------------------------- fake TUI: keys, input, env
 async def test_keystroke_bytes_reach_pty_and_bad_key_types_nothing(daemon: Any, tmp_path: Path) -> None:
     log = tmp_path / "rx.log"

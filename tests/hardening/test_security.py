@@ -232,7 +232,7 @@ def _token_compares(obj: Any) -> list[str]:
 
 
 def test_token_compare_is_constant_time() -> None:
-    for fn in (server_mod.Daemon._tcp_auth, attach_mod.AttachServer.handle):
+    for fn in (server_mod.Daemon._tcp_auth, attach_mod.AttachServer._tcp_selector):
         src = inspect.getsource(fn)
         assert "compare_digest(" in src, f"{fn.__qualname__} must use hmac/secrets.compare_digest"
         assert _token_compares(fn) == [], f"{fn.__qualname__} compares the token with ==/!="

@@ -64,6 +64,7 @@ _CLUSTERS = (
     "中\u0301",
     "\u200b",
     "🏳\ufe0f\u200d🌈",
+    "o" + "".join(chr(0x300 + i % 0x30) for i in range(40)),  # zalgo: past the per-cell cap (D13)
 )
 
 

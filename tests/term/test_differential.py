@@ -28,6 +28,7 @@ CELL_EVERY = 10  # compare every cell (all Char fields) every N chunks, and afte
 DEFAULT_SEEDS = (0, 1, 2)
 SLOW_SEEDS = tuple(range(3, 12))
 MAX_CHUNK = 8192
+CLUSTER_MAX = 32  # D13: codepoints one cell's grapheme cluster keeps (the documented cap the oracle applies)
 
 # ---------------------------------------------------------------------------------------------------------------
 # The oracle: pyte + the documented corrections (each names its section in docs/emulator-divergences.md).
@@ -184,7 +185,7 @@ class OracleScreen(pyte.Screen):
     # zero-width chars join the previous cell (NFC only for combining marks; a wide stub is skipped); a non-ASCII
     # char drawn where a ZWJ left the cursor, the second regional indicator of a flag, and a skin-tone modifier
     # after a wide char join that cell; VS16 after a narrow emoji-presentation base right before the cursor
-    # widens it to 2 cells; width -1 is skipped.
+    # widens it to 2 cells; width -1 is skipped. D13: a cell's cluster keeps at most CLUSTER_MAX codepoints.
     _join: tuple[str, int, int] | None = None  # ("zwj" | "ri", x, y): where the next char may join the cell
 
     def draw(self, data: str) -> None:
@@ -236,7 +237,9 @@ class OracleScreen(pyte.Screen):
             return
         y, x = target
         last = self.buffer[y][x]
-        data = unicodedata.normalize("NFC", last.data + ch) if normalize else last.data + ch
+        if len(last.data) >= CLUSTER_MAX:
+            return  # D13: a full cluster drops the character
+        data = unicodedata.normalize("NFC", last.data + ch)[:CLUSTER_MAX] if normalize else last.data + ch
         self.buffer[y][x] = last._replace(data=data)
         self.dirty.add(y)
         cx = self.cursor.x
@@ -760,6 +763,32 @@ def test_combining_after_wide_char_attaches_to_it(native_pyte: ModuleType) -> No
     assert screen.display[0] == "中\u0301x "
     screen = _feed(native_pyte, b"abcd\r\n\xcc\x81", cols=4)  # column 0: joins the previous row's last cell
     assert screen.buffer[0][3].data == "d\u0301"
+
+
+def test_combining_mark_flood_is_capped_per_cell(native_pyte: ModuleType) -> None:
+    """D13: 1 MB of combining marks on one base feeds in linear time and interns at most CLUSTER_MAX strings;
+    the cell keeps CLUSTER_MAX codepoints and the next character still gets its own cell."""
+    import time
+
+    from litbridge._core import screen as core
+
+    assert core.CLUSTER_MAX_CODEPOINTS == CLUSTER_MAX
+    marks = "".join(chr(0x300 + i % 0x30) for i in range(CLUSTER_MAX * 4))  # zalgo-like: varied marks
+    flood = ("x" + marks * (1 + 500_000 // len(marks))).encode()  # 2 bytes per mark: just over 1 MB
+    screen = native_pyte.Screen(20, 3)
+    stream = native_pyte.ByteStream(screen)
+    interned = core.interned_cluster_count()
+    start = time.monotonic()
+    for i in range(
+        0, len(flood), 4096
+    ):  # a PTY's reads; quadratic code overruns the bound within a few chunks
+        stream.feed(flood[i : i + 4096])
+        assert time.monotonic() - start < 10, f"combining-mark flood still feeding after 10 s at byte {i}"
+    assert core.interned_cluster_count() - interned <= CLUSTER_MAX
+    stream.feed("\u200d👩z".encode())  # a ZWJ on the full cell is dropped too: the emoji starts its own cell
+    cell = screen.buffer[0][0].data
+    assert len(cell) == CLUSTER_MAX and cell[0] == "x" and set(cell[1:]) <= set(marks)
+    assert [screen.buffer[0][x].data for x in (1, 2, 3)] == ["👩", "", "z"] and screen.cursor.x == 4
 
 
 def test_sgr_dim_is_kept(native_pyte: ModuleType) -> None:

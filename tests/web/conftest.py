@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -32,10 +32,7 @@ def web_daemon() -> Iterator[WebDaemon]:
     code = wd.proc.stop()
     assert code == 0, wd.proc.log()
     assert not os.path.exists(wd.socket + ".web"), "the web info file outlives the daemon"
-    with contextlib.suppress(OSError):
-        for p in Path(d).iterdir():
-            p.unlink()
-        os.rmdir(d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
@@ -75,13 +72,13 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, web_daemon: WebDaemon, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A fresh context (no cookies) with the page opened through the `litbridge web` link."""
+    """A fresh context with the page opened through a one-time `litbridge web` link."""
     ctx = browser.new_context(viewport={"width": 1800, "height": 1000})
     pg = ctx.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
     pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    pg.goto(web_daemon.link)
+    pg.goto(web_daemon.login_link())
     pg.wait_for_function("() => document.querySelector('#conn').dataset.state === 'open'")
     yield pg
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

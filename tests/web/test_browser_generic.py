@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -239,7 +241,7 @@ def test_daemon_stops_cleanly_with_a_page_open(browser: Any, tmp_path: Any) -> N
         create(wd, "g-stop")
         ctx = browser.new_context()
         pg = ctx.new_page()
-        pg.goto(wd.link)
+        pg.goto(wd.login_link())
         pg.locator('#sessions tr[data-session="g-stop"]').click(timeout=WAIT)
         pg.wait_for_function("() => document.querySelector('#term-status').textContent.includes('read-only')")
     finally:
@@ -273,3 +275,43 @@ def test_cli_output_is_never_run_as_html(web_daemon: WebDaemon, page: Any) -> No
     assert "<img src=x onerror=window.pwned=1>" in done.inner_text()
     assert done.locator("img, b, a, script").count() == 0
     assert page.evaluate("() => window.pwned") is None
+
+
+def test_shell_output_is_shown_as_it_is_not_as_markdown(web_daemon: WebDaemon, page: Any) -> None:
+    """A shell writes plain text: its line breaks stay, and `*`, `_`, `#` are characters, not formatting."""
+    create(web_daemon, "g-plain")
+    open_session(page, "g-plain")
+    send_from_page(page, r"printf 'a*b*c\n_x_ and __y__\n# not a heading\n  indented\n'")
+    done = chat(page, "g-plain").locator(".msg.assistant.done")
+    done.wait_for(timeout=WAIT)
+    assert done.get_attribute("data-format") == "plain"
+    shown = done.locator("pre.output").inner_text()
+    assert "a*b*c\n_x_ and __y__\n# not a heading\n  indented" in shown
+    assert done.locator("em, strong, h1, p").count() == 0
+
+
+FAKE_RIFT = Path(__file__).resolve().parents[1] / "fakes" / "fake_rift.py"
+
+
+def test_an_ai_clis_answer_is_rendered_as_markdown(web_daemon: WebDaemon, page: Any, tmp_path: Path) -> None:
+    """rift (here the project's fake, first on the session's PATH) writes markdown."""
+    rift = tmp_path / "bin" / "rift"
+    rift.parent.mkdir()
+    rift.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_RIFT}" "$@"\n')
+    rift.chmod(0o755)
+    env = {
+        "PATH": f"{rift.parent}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+        "FAKE_RIFT_SPEED": "0",
+    }
+    ev = web_daemon.request(
+        {"cmd": "create", "session": "g-md", "cli": "rift", "working_dir": str(tmp_path), "env": env}, "ready"
+    )
+    assert ev["event"] == "ready", ev
+    open_session(page, "g-md")
+    send_from_page(page, "**bold** and *it*")
+    done = chat(page, "g-md").locator(".msg.assistant.done")
+    done.wait_for(timeout=WAIT)
+    assert done.get_attribute("data-format") == "markdown"
+    assert done.locator("strong").inner_text() == "bold" and done.locator("em").inner_text() == "it"
+    assert done.locator("pre.output").count() == 0

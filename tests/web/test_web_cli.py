@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import socket
 import subprocess
 import sys
 
 import pytest
+from lbd_helpers import check_event, start_daemon
 from web_helpers import WebDaemon
 
 from litbridge.web import parse_address
@@ -51,22 +53,48 @@ def test_serve_rejects_a_bad_web_address(tmp_path: object) -> None:
     assert "--web wants [HOST:]PORT" in proc.stderr
 
 
-def test_web_prints_a_working_link(web_daemon: WebDaemon) -> None:
-    proc = run_cli("web", "--print", "--socket", web_daemon.socket)
-    assert proc.returncode == 0, proc.stderr
-    link = proc.stdout.strip()
-    assert link == web_daemon.link
+def test_web_prints_a_fresh_one_time_link(web_daemon: WebDaemon) -> None:
+    first = run_cli("web", "--print", "--socket", web_daemon.socket)
+    second = run_cli("web", "--print", "--socket", web_daemon.socket)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    link = first.stdout.strip()
+    assert link.startswith(web_daemon.url + "#code=") and link != second.stdout.strip()
     host, port = web_daemon.host_port.rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=20)
-    conn.request("GET", link.split(web_daemon.host_port, 1)[1])
-    resp = conn.getresponse()
-    assert resp.status == 200 and b"xterm.js" in resp.read()
+    for expected in (200, 401):  # the code buys one login, then it is spent
+        conn = http.client.HTTPConnection(host, int(port), timeout=20)
+        body = json.dumps({"code": link.split("#code=", 1)[1]})
+        conn.request(
+            "POST", "/login", body, {"Origin": web_daemon.origin, "Content-Type": "application/json"}
+        )
+        assert conn.getresponse().status == expected
+        conn.close()
 
 
-def test_web_without_a_web_view_says_so(tmp_path: object) -> None:
+def test_web_without_a_daemon_says_so(tmp_path: object) -> None:
     proc = run_cli("web", "--print", "--socket", f"{tmp_path}/none.sock")
     assert proc.returncode == 1
     assert "litbridge serve --web" in proc.stderr
+
+
+def test_web_on_a_daemon_without_a_web_view_says_so(tmp_path: object) -> None:
+    sock = f"{tmp_path}/plain.sock"
+    daemon = start_daemon(sock)
+    try:
+        proc = run_cli("web", "--print", "--socket", sock)
+        with socket.socket(socket.AF_UNIX) as s:  # the reply is an error event of the schema
+            s.settimeout(30)
+            s.connect(sock)
+            s.sendall(b'{"cmd":"web_login","id":1}\n')
+            reply = b""
+            while reply.count(b"\n") < 2:
+                reply += s.recv(65536)
+    finally:
+        assert daemon.stop() == 0
+    assert proc.returncode == 1
+    assert "no web view" in proc.stderr and "litbridge serve --web" in proc.stderr
+    error = json.loads(reply.split(b"\n")[1])
+    check_event(error)
+    assert error["event"] == "error" and error["code"] == "no_web_view" and error["re"] == 1
 
 
 def test_serve_exits_when_the_web_port_is_taken(tmp_path: object) -> None:

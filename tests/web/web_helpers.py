@@ -3,6 +3,9 @@ Chromium launch flags. The fixtures are in conftest.py; test modules import this
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import http.client
 import json
 import os
 import socket
@@ -11,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import orjson
 from lbd_helpers import DaemonProc, check_event, start_daemon
 
@@ -20,15 +24,35 @@ ARTIFACTS = Path(os.environ.get("LITBRIDGE_TEST_ARTIFACTS", TESTS.parent / ".art
 
 
 class WebDaemon:
-    """A daemon with its web view: `url` (no token), `link` (with it), sync `request` over its socket."""
+    """A daemon with its web view: `url`, `login_link()` (a fresh one-time link), sync `request` over its
+    socket."""
 
-    def __init__(self, proc: DaemonProc, url: str, token: str) -> None:
+    def __init__(self, proc: DaemonProc, url: str) -> None:
         self.proc = proc
         self.socket = proc.socket
         self.url = url
-        self.token = token
-        self.link = f"{url}?token={token}"
         self.host_port = url.split("/")[2]
+        self.origin = f"http://{self.host_port}"
+
+    def login_link(self) -> str:
+        """A fresh one-time login link (`web_login`), as `litbridge web` gets it."""
+        return str(self.request({"cmd": "web_login"}, "web_login")["url"])
+
+    def login_code(self) -> str:
+        return self.login_link().split("#code=", 1)[1]
+
+    def credential(self) -> str:
+        """What the page gets for a code: a browser session's credential (POST /login, same origin)."""
+        host, port = self.host_port.rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=20)
+        try:
+            body = json.dumps({"code": self.login_code()})
+            conn.request("POST", "/login", body, {"Origin": self.origin, "Content-Type": "application/json"})
+            resp = conn.getresponse()
+            assert resp.status == 200, resp.status
+            return str(json.loads(resp.read())["credential"])
+        finally:
+            conn.close()
 
     def request(
         self,
@@ -63,6 +87,24 @@ class WebDaemon:
         raise TimeoutError(f"no reply to {cmd}")
 
 
+def ws_first(wd: WebDaemon, path: str, first: str | bytes | None) -> tuple[Any, int | None]:
+    """Open a WebSocket with the web view's own Origin (as any local process can forge it), send `first`,
+    and return the first thing the server sends (a message or the close) and the close code."""
+
+    async def run() -> tuple[Any, int | None]:
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(wd.url.rstrip("/") + path, origin=wd.origin) as ws:
+                if isinstance(first, str):
+                    await ws.send_str(first)
+                elif first is not None:
+                    await ws.send_bytes(first)
+                msg = await ws.receive(timeout=40)
+                return msg, ws.close_code
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # its own thread: Playwright's loop may run here
+        return pool.submit(asyncio.run, run()).result()
+
+
 def start_web_daemon(directory: str, env: dict[str, str] | None = None) -> WebDaemon:
     sock = os.path.join(directory, "d.sock")
     proc = start_daemon(sock, "--web", "127.0.0.1:0", env=env)
@@ -72,11 +114,10 @@ def start_web_daemon(directory: str, env: dict[str, str] | None = None) -> WebDa
         while not info.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         url = json.loads(info.read_text())["url"]
-        token = Path(sock + ".token").read_text().strip()
     except BaseException:
         proc.stop()  # never leave a daemon behind a failed start
         raise
-    return WebDaemon(proc, url, token)
+    return WebDaemon(proc, url)
 
 
 # --------------------------------------------------------------------------------------- the page, step by step

@@ -5,6 +5,10 @@ from typing import Any
 
 from pyte.screens import Char, Margins, Savepoint
 
+CLUSTER_MAX_CODEPOINTS: int  # codepoints kept per cell's grapheme cluster; later marks are dropped
+
+def interned_cluster_count() -> int: ...
+
 class Cursor:
     x: int
     y: int

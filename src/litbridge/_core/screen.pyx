@@ -81,6 +81,10 @@ DEF FREEZE_AFTER = 32    # feeds on the alternate screen after which the hidden 
 DEF J_ZWJ = 1            # after a ZERO WIDTH JOINER: the next printable character
 DEF J_RI = 2             # after a lone regional indicator: a second one (a flag)
 
+# Codepoints kept in one cell's grapheme cluster; marks past it are dropped (a flood of combining marks would
+# otherwise rebuild and intern an ever longer string per mark: quadratic time, memory never freed).
+DEF CLUSTER_MAX = 32
+
 DEF MAXP = 32
 DEF OSCMAX = 65536
 
@@ -140,6 +144,13 @@ cdef list _NAMES = ["default"]
 cdef dict _NAME_ID = {"default": 0}
 cdef list _XSTR = [""]
 cdef dict _XSTR_ID = {"": 0}
+cdef uint8_t _XLEN[XSTR]     # codepoints in each _XSTR entry (capped at 255): the cluster cap without a Python call
+CLUSTER_MAX_CODEPOINTS = CLUSTER_MAX
+
+
+def interned_cluster_count():
+    """Multi-codepoint cell texts interned so far (process-wide, never freed): lets tests bound their growth."""
+    return len(_XSTR)
 cdef list _FGBG256 = list(_g.FG_BG_256)
 
 cdef uint32_t _name_id(str s) except? 0xFFFFFFFF:
@@ -210,6 +221,7 @@ cdef uint32_t _data_pack(str s) except? 0xFFFFFFFF:
             return <uint32_t>ord(s[0])
         _XSTR.append(s)
         _XSTR_ID[s] = i
+        _XLEN[i] = len(s) if len(s) < 255 else 255
     return XSTR | <uint32_t>i
 
 cdef uint32_t _first_cp(uint32_t w):
@@ -1251,7 +1263,8 @@ cdef class Screen:
         return 1
 
     cdef int _attach(self, uint32_t cp, bint normalize) except -1:
-        """Append cp to the grapheme cluster of the cell before the cursor (text kept whole, NFC for marks).
+        """Append cp to the grapheme cluster of the cell before the cursor (text kept whole, NFC for marks),
+        up to CLUSTER_MAX codepoints: past that, cp is dropped, as terminals cap combining marks per cell.
 
         A VARIATION SELECTOR-16 after a narrow base with an emoji presentation widens that cell to two
         columns when the cursor is right after it (the next cell becomes its stub), as the CLIs' width
@@ -1267,9 +1280,14 @@ cdef class Screen:
             w = self.blank_word()
             cell.fg = 0
             cell.bg = 0
+        if (w & XSTR) and _XLEN[w & CPMASK] >= CLUSTER_MAX:
+            self.pdirty[c.y] = 1  # nothing changed, but pyte's draw marks the cursor row dirty
+            return 0  # the cluster is full: drop the mark (C only, no string built)
         s = _data_str(w) + chr(cp)
         if normalize:
             s = unicodedata.normalize("NFC", s)
+            if len(s) > CLUSTER_MAX:
+                s = s[:CLUSTER_MAX]  # NFC can expand a codepoint (U+0344 -> 2)
         cell.cp = (w & ~DATAMASK) | _data_pack(s)
         if cp == 0x200D:
             self.join_kind = J_ZWJ

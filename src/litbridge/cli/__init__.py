@@ -29,6 +29,7 @@ SUBCOMMANDS = (
     "service",
     "completion",
     "web",
+    "mcp",
 )
 
 

@@ -1,6 +1,7 @@
 """`litbridge attach SESSION`: the session's raw 200x50 terminal in your terminal; Ctrl-] detaches.
 
-Connects to the attach socket (`<socket>.attach`, or TCP port+1), sends the selector line, then pipes
+Connects to the attach socket (`<socket>.attach`, or TCP port+1; there the daemon first proves it knows the
+token, `_prove_daemon`), sends the selector line, then pipes
 bytes both ways with the user's terminal in raw mode. It never parses the stream and never resizes the
 session (the grid stays 200x50; a smaller terminal gets a warning).
 """
@@ -19,23 +20,32 @@ from typing import Any
 import orjson
 
 from litbridge.cli import common
-from litbridge.client import UnsafeSocket, default_socket_path, read_token
-from litbridge.client.paths import attach_socket_path, check_peer, check_socket_path
+from litbridge.client import UnsafeSocket, UntrustedDaemon, default_socket_path, read_token, token_path
+from litbridge.client.paths import attach_socket_path, check_peer, check_socket_path, check_tcp_peer
+from litbridge.protocol import auth
 from litbridge.protocol.spec import GRID
 
 DETACH = b"\x1d"  # Ctrl-]
 # Modes a TUI may leave on; switched off on detach so the user's shell is usable again.
 _RESTORE = b"\x1b[0m\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?25h"
 _PEEK_SECONDS = 3.0
+_HANDSHAKE_SECONDS = 10.0  # for the daemon's auth_challenge line (as the Python client's connect_timeout)
+_CHALLENGE_MAX = 64 * 1024  # an auth_challenge line is ~200 bytes; a listener that sends more is not ours
 
 
 def _open(args: argparse.Namespace) -> tuple[socket.socket, str]:
     if args.port is not None:
         address = f"127.0.0.1:{args.port + 1}"
         try:
-            return socket.create_connection(("127.0.0.1", args.port + 1), timeout=5), address
+            sock = socket.create_connection(("127.0.0.1", args.port + 1), timeout=5)
         except OSError as exc:
             raise _NoDaemon(address, exc.strerror or str(exc)) from None
+        try:
+            check_tcp_peer(sock, address)  # Linux: a listener of another user gets not even the nonce
+        except UntrustedDaemon:
+            sock.close()
+            raise
+        return sock, address
     base = args.socket or str(default_socket_path())
     path = str(attach_socket_path(base))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -59,17 +69,82 @@ class _NoDaemon(Exception):
         super().__init__(f"no litbridge daemon at {address} — start it with `litbridge serve` ({detail})")
 
 
-def selector_line(args: argparse.Namespace) -> bytes:
+def selector_line(args: argparse.Namespace, proof: str | None = None) -> bytes:
+    """The selector; over TCP it carries our `auth.proof` (the token itself is never sent)."""
     sel: dict[str, Any] = {"session": args.session}
     if args.channel_id is not None:
         sel["channel_id"] = args.channel_id
     if args.control:
         sel["control"] = True
-    if args.port is not None:  # TCP attach is authenticated in the selector
-        token = args.token or read_token(args.socket)
-        if token:
-            sel["token"] = token
+    if proof is not None:
+        sel["auth"] = {"proof": proof}
     return orjson.dumps(sel) + b"\n"
+
+
+class _NoToken(Exception):
+    pass
+
+
+def _prove_daemon(sock: socket.socket, args: argparse.Namespace, address: str) -> str:
+    """The proof-first handshake on the TCP attach port (`litbridge.protocol.auth`, docs/protocol.md): send
+    only `{"auth":{"nonce"}}`, check the daemon's `auth_challenge` proof of the token, return our own proof.
+    Whatever holds the port learns nothing but a random nonce unless it proves it knows the token.
+    Raises UntrustedDaemon (or _NoToken before anything is sent)."""
+    token = args.token or read_token(args.socket)
+    if not token:
+        raise _NoToken(f"no TCP token for {address}: pass --token or make {token_path(args.socket)} readable")
+    nonce = auth.new_nonce()
+    refuse = f"the listener on {address} did not prove it is the litbridge daemon"
+    sock.settimeout(_HANDSHAKE_SECONDS)
+    try:
+        sock.sendall(orjson.dumps({"auth": {"nonce": nonce}}) + b"\n")
+        where = auth.endpoint(sock.getpeername())
+        line = _read_line(sock)
+    except TimeoutError:
+        raise UntrustedDaemon(
+            f"{refuse}: it did not answer the TCP auth handshake within {_HANDSHAKE_SECONDS:g} s "
+            "(only a nonce was sent to it)"
+        ) from None
+    except OSError as exc:
+        raise UntrustedDaemon(
+            f"{refuse}: the connection failed ({exc}); only a nonce was sent to it"
+        ) from None
+    if not line:
+        raise UntrustedDaemon(f"{refuse}: it closed the connection (only a nonce was sent to it)")
+    try:
+        ev = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        ev = None
+    if isinstance(ev, dict) and ev.get("event") == "auth_challenge":
+        theirs = ev.get("nonce")
+        if auth.valid_nonce(theirs) and auth.same(
+            auth.server_proof(token, nonce, theirs, where), ev.get("proof")
+        ):
+            return auth.client_proof(token, nonce, theirs, where)
+        raise UntrustedDaemon(
+            f"{refuse}: its proof of the token is wrong. Another program holds the port, or it is a "
+            "daemon with another token (a stale --token?). Only a nonce was sent to it"
+        )
+    said = common.shown(line.decode("utf-8", "replace")[:200])  # its words must not drive our terminal
+    raise UntrustedDaemon(
+        f'{refuse}: it answered "{said}" instead of auth_challenge (not litbridge, or a daemon older '
+        "than the proof-first handshake). Only a nonce was sent to it"
+    )
+
+
+def _read_line(sock: socket.socket) -> bytes:
+    """The first non-blank line the peer sends (stripped; b"" when it closed first); reads at most
+    _CHALLENGE_MAX bytes."""
+    data = b""
+    while len(data) <= _CHALLENGE_MAX:
+        head, newline, _ = data.lstrip().partition(b"\n")
+        if newline:
+            return head.strip()
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.strip()
 
 
 def _peek(sock: socket.socket) -> tuple[bytes, bool]:
@@ -112,7 +187,10 @@ def _pump(sock: socket.socket, stdin_fd: int, stdout_fd: int, read_only: bool) -
     sock.setblocking(False)
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ, "sock")
-    sel.register(stdin_fd, selectors.EVENT_READ, "stdin")
+    try:
+        sel.register(stdin_fd, selectors.EVENT_READ, "stdin")
+    except (PermissionError, ValueError):  # epoll refuses regular files and /dev/null: no keys to read,
+        pass  # as after stdin's EOF (`attach S --read-only < /dev/null > log` just records)
     try:
         while True:
             for key, _ in sel.select():
@@ -172,15 +250,24 @@ def _refusal(text: bytes, args: argparse.Namespace) -> str:
 
 def _main(args: argparse.Namespace) -> int:
     try:
-        sock, _address = _open(args)
+        sock, address = _open(args)
     except _NoDaemon as exc:
         common.eprint(f"litbridge: {exc}")
         return common.EXIT_ERROR
+    except UntrustedDaemon as exc:
+        return common.untrusted(exc)
     except UnsafeSocket as exc:
         common.eprint(f"litbridge: {exc.message} [{exc.code}]")
         return common.EXIT_ERROR
     with contextlib.closing(sock):
-        sock.sendall(selector_line(args))
+        try:
+            proof = _prove_daemon(sock, args, address) if args.port is not None else None
+        except UntrustedDaemon as exc:
+            return common.untrusted(exc)
+        except _NoToken as exc:
+            common.eprint(f"litbridge: {exc}")
+            return common.EXIT_ERROR
+        sock.sendall(selector_line(args, proof))
         first, closed = _peek(sock)
         if closed:
             common.eprint(f"litbridge: {_refusal(first, args)}")

@@ -1,8 +1,8 @@
 """What every client subcommand shares: the connection options, error-to-exit-code mapping, output helpers.
 
 Subcommands talk to the daemon through `litbridge.client` only. This module owns the friendly "no daemon"
-message and the exit codes (0 ok, 1 error, 2 usage, 3 turn_error, 4 interrupted, 130 Ctrl-C); it does
-not know any command's semantics.
+message and the exit codes (0 ok, 1 error, 2 usage, 3 turn_error, 4 interrupted, 5 untrusted daemon,
+130 Ctrl-C); it does not know any command's semantics.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from litbridge.client import Client, DaemonNotRunning, LitbridgeError
+from litbridge.client import Client, DaemonNotRunning, LitbridgeError, UntrustedDaemon
 from litbridge.client.client import _Connecting
 from litbridge.protocol.names import shown
 
@@ -27,6 +27,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_TURN_ERROR = 3
 EXIT_INTERRUPTED = 4
+EXIT_UNTRUSTED = 5  # what listens on the TCP port did not prove it is the daemon (nothing secret was sent)
 EXIT_CTRL_C = 130
 
 
@@ -40,8 +41,11 @@ def add_socket_arg(parser: Any, help: str = SOCKET_HELP) -> None:
     )
 
 
-def add_connection_args(parser: argparse.ArgumentParser, *, json_help: str | None = None) -> None:
-    """--socket / --port / --token / --json, the same on every client subcommand."""
+def add_connection_args(
+    parser: argparse.ArgumentParser, *, json_help: str | None = None, json: bool = True
+) -> None:
+    """--socket / --port / --token / --json, the same on every client subcommand (`json=False`: no --json, for
+    `mcp`, whose output is the MCP protocol itself)."""
     g = parser.add_argument_group("connection")
     add_socket_arg(g)
     g.add_argument(
@@ -50,9 +54,12 @@ def add_connection_args(parser: argparse.ArgumentParser, *, json_help: str | Non
     g.add_argument(
         "--token", metavar="TOKEN", help="TCP auth token (default: read from the daemon's token file)"
     )
-    parser.add_argument(
-        "--json", action="store_true", help=json_help or "print the raw events as JSON lines instead of text"
-    )
+    if json:
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help=json_help or "print the raw events as JSON lines instead of text",
+        )
 
 
 def add_session_arg(parser: argparse.ArgumentParser) -> None:
@@ -98,10 +105,18 @@ async def _guarded(main: Callable[[], Awaitable[int]]) -> int:
         eprint(f"litbridge: {exc.message}")
         return EXIT_ERROR
     except LitbridgeError as exc:
+        if isinstance(exc, UntrustedDaemon) or isinstance(exc.__cause__, UntrustedDaemon):  # or on reconnect
+            return untrusted(exc)
         eprint(f"litbridge: {error_text(exc)}")
         return EXIT_ERROR
     except BrokenPipeError:
         return closed_stdout()
+
+
+def untrusted(exc: LitbridgeError) -> int:
+    """Say that the TCP listener was refused (it did not prove it is the daemon); the exit status for it."""
+    eprint(f"litbridge: refusing to talk to it: {exc.message} [{exc.code}]")
+    return EXIT_UNTRUSTED
 
 
 def error_text(exc: LitbridgeError) -> str:

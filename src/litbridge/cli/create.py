@@ -49,6 +49,15 @@ def _options(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+def _here() -> str | None:
+    """The caller's working directory: where a CLI started from a shell expects to work (None, and so the
+    daemon's $HOME, when it no longer exists)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         env = common.parse_env(args.env or [])
@@ -56,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         common.eprint(f"litbridge: {exc}")
         return common.EXIT_USAGE
-    cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else None
+    cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else _here()
     return common.run(lambda: _main(args, env, cwd, extra))
 
 
@@ -75,6 +84,8 @@ async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, 
                 model=args.model,
                 channel_id=args.channel_id,
                 timeout=args.timeout,
+                worktree=args.worktree,
+                **({"worktree_allow_dirty": True} if args.allow_dirty else {}),
                 **extra,
             )
         finally:
@@ -92,7 +103,13 @@ async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, 
         else "started"
     )
     model = ready.get("model")
-    print(f"{key}: ready, {how}" + (f", model {model}" if model else ""))
+    wt = ready.get("worktree")
+    where = (
+        f", in worktree {common.shown(str(wt.get('path')))} (branch {common.shown(str(wt.get('branch')))})"
+        if isinstance(wt, dict)
+        else ""
+    )
+    print(f"{key}: ready, {how}" + (f", model {model}" if model else "") + where)
     return common.EXIT_OK
 
 
@@ -116,9 +133,28 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="A",
         help="an argument for the CLI (repeatable; write --arg=--flag for values that start with -)",
     )
-    p.add_argument("--cwd", metavar="DIR", help="working directory of the CLI (default: the daemon's $HOME)")
+    p.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="working directory of the CLI (default: the current directory; `--cwd ~` for your home)",
+    )
     p.add_argument(
         "--env", action="append", metavar="K=V", help="environment variable for the CLI (repeatable)"
+    )
+    p.add_argument(
+        "--worktree",
+        nargs="?",
+        const=True,
+        metavar="BRANCH",
+        help="run the CLI in a new git worktree of the working directory's repository, on new branch BRANCH "
+        "(default litbridge/SESSION), under <repo>/.litbridge/worktrees/SESSION; kill removes it when clean "
+        "and keeps the branch (give it after SESSION, or as --worktree=BRANCH)",
+    )
+    p.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="with --worktree: make it even when the main checkout has uncommitted changes or untracked files "
+        "(the worktree starts from HEAD without them)",
     )
     p.add_argument(
         "--model",

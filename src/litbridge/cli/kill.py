@@ -16,7 +16,22 @@ async def _main(args: argparse.Namespace) -> int:
     if args.json:
         common.print_json(ev)
         return common.EXIT_OK
-    note = "; the next create resumes the conversation" if args.store_resume else ""
+    note = ""
+    if args.store_resume:
+        stored = ev.get("resume_stored") is not False  # a daemon before the field: assume it did
+        note = (
+            "; the next create resumes the conversation"
+            if stored
+            else f"; not resumable: {ev.get('resume_error')}"
+        )
+    wt = ev.get("worktree")
+    if isinstance(wt, dict):
+        path, branch = common.shown(str(wt.get("path"))), common.shown(str(wt.get("branch")))
+        note += (
+            f"; worktree {path} removed (branch {branch} kept)"
+            if wt.get("removed")
+            else f"; worktree {path} kept: {wt.get('reason')} (branch {branch})"
+        )
     key = common.shown(str(ev.get("session") or args.session))
     print(f"{key}: killed (CLI {common.describe_exit(ev.get('exit_code'))}){note}")
     return common.EXIT_OK

@@ -6,6 +6,7 @@ Only formats; the fields are whatever the daemon's `list` reply carries.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from litbridge.cli import common
 
@@ -18,6 +19,16 @@ COLUMNS = (
     ("turn_id", "TURN"),
     ("queued", "QUEUED"),
 )
+BRANCH = ("branch", "BRANCH")  # shown when a session runs in a git worktree
+
+
+def _cell(session: dict[str, Any], column: str) -> Any:
+    """One table cell; BRANCH is the worktree's branch (empty for a session outside a worktree)."""
+    if column == "branch":
+        wt = session.get("worktree")
+        return common.shown(str(wt.get("branch"))) if isinstance(wt, dict) else ""
+    value = session.get(column)
+    return common.shown(str(value)) if column == "name" else value
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -29,11 +40,9 @@ async def _main(args: argparse.Namespace) -> int:
     if not sessions:
         print("no sessions (start one with `litbridge create NAME --cli ...`)")
         return common.EXIT_OK
-    rows = [
-        [common.shown(str(s.get(k))) if k == "name" else s.get(k) for k, _ in COLUMNS]
-        for s in sorted(sessions, key=lambda s: str(s.get("name")))
-    ]
-    print(common.table(rows, [h for _, h in COLUMNS]))
+    columns = COLUMNS + ((BRANCH,) if any(isinstance(s.get("worktree"), dict) for s in sessions) else ())
+    rows = [[_cell(s, k) for k, _ in columns] for s in sorted(sessions, key=lambda s: str(s.get("name")))]
+    print(common.table(rows, [h for _, h in columns]))
     return common.EXIT_OK
 
 

@@ -247,6 +247,9 @@ class TurnPrinter:
             self.live.note("· held until the CLI's input is live")
         elif kind == "complete":
             self.live.finish(str(ev.get("content") or ""))
+            code = ev.get("exit_code")
+            if isinstance(code, int) and code != 0:  # a shell command failed: say so, even with no output
+                self.live.note(f"· {common.describe_exit(code)}")
         elif kind == "interrupted":
             self.live.finish(str(ev.get("content") or ""))
             self.live.note("· interrupted")
@@ -259,10 +262,15 @@ class TurnPrinter:
 
 
 def exit_code_for(terminal: Event | None) -> int:
+    """`send`'s exit status for the turn's terminal event; a shell command's own non-zero status when the
+    turn completed with one (`complete.exit_code`, generic driver), 1 when that status does not fit."""
     if terminal is None:
         return common.EXIT_ERROR
     kind = terminal.get("event")
     if kind == "complete":
+        code = terminal.get("exit_code")
+        if isinstance(code, int) and code != 0:
+            return code if 0 < code < 256 else common.EXIT_ERROR
         return common.EXIT_OK
     if kind == "interrupted":
         return common.EXIT_INTERRUPTED
@@ -392,7 +400,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="send a message and stream the answer",
         description="Send TEXT to SESSION as one turn and stream the response live. Exit status: 0 complete, "
         "3 turn_error, 4 interrupted, 1 no daemon / command error, 130 Ctrl-C (the first Ctrl-C interrupts "
-        "the turn). Questions the CLI asks are answered inline when stdin is a terminal.",
+        "the turn); when the session is a shell (shell integration reports each command's status) and the "
+        "command failed, its own exit status (1-255, also shown on stderr), as if it had run here. Questions "
+        "the CLI asks are answered inline when stdin is a terminal.",
     )
     common.add_session_arg(p)
     p.add_argument("text", metavar="TEXT", help='the message ("-" reads it from stdin)')

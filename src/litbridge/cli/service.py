@@ -1,7 +1,7 @@
 """`litbridge service install|uninstall|status`: run the daemon as a per-user service (systemd / launchd).
 
-The unit starts this interpreter's `litbridge serve` on the socket the clients use by default (or `--socket`);
-see `litbridge.service`.
+The unit starts this interpreter's `litbridge serve`, which resolves the clients' default socket when it starts
+(only an explicit `--socket` is written into the unit); see `litbridge.service`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ def _main(args: argparse.Namespace) -> int:
         if args.action == "install":
             for line in service.install(unit, start=not args.no_start):
                 print(line)
-            print(f"the daemon listens on {unit.socket}")
+            if args.socket:
+                print(f"the daemon listens on {unit.socket}")
+            else:
+                print(f"the daemon listens on its default socket ({unit.socket} in this environment)")
         elif args.action == "uninstall":
             for line in service.uninstall(unit, stop=not args.no_start):
                 print(line)
@@ -48,7 +51,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--socket",
         metavar="PATH",
-        help="the socket the service's daemon listens on (default: the path the clients use by default)",
+        help="the socket the service's daemon listens on, written into the unit (default: none written; the "
+        "daemon resolves the clients' default, $XDG_RUNTIME_DIR/litbridge/litbridge.sock, when it starts)",
     )
     p.add_argument(
         "--no-start",

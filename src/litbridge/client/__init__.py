@@ -6,7 +6,14 @@ Speaks the JSON-lines wire protocol only; see `client.py` for the API and docs/c
 """
 
 from litbridge.client.client import TERMINAL_EVENTS, Client, Event, EventStream, Turn, session_key
-from litbridge.client.errors import AuthFailed, ConnectionLost, DaemonNotRunning, LitbridgeError, UnsafeSocket
+from litbridge.client.errors import (
+    AuthFailed,
+    ConnectionLost,
+    DaemonNotRunning,
+    LitbridgeError,
+    UnsafeSocket,
+    UntrustedDaemon,
+)
 from litbridge.client.paths import attach_socket_path, default_socket_path, read_token, token_path
 
 __all__ = [
@@ -20,6 +27,7 @@ __all__ = [
     "LitbridgeError",
     "Turn",
     "UnsafeSocket",
+    "UntrustedDaemon",
     "attach_socket_path",
     "default_socket_path",
     "read_token",

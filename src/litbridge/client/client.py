@@ -26,8 +26,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import errno
 import itertools
 import os
+import random
+import socket as _socket
+import sys
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Collection, Generator, Sequence
@@ -35,9 +39,24 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from litbridge.client.errors import AuthFailed, ConnectionLost, DaemonNotRunning, LitbridgeError, UnsafeSocket
-from litbridge.client.paths import check_peer, check_socket_path, default_socket_path, read_token
+from litbridge.client.errors import (
+    AuthFailed,
+    ConnectionLost,
+    DaemonNotRunning,
+    LitbridgeError,
+    UntrustedDaemon,
+)
+from litbridge.client.paths import (
+    check_peer,
+    check_socket_path,
+    check_tcp_peer,
+    default_socket_path,
+    read_token,
+    token_path,
+)
+from litbridge.protocol import auth
 from litbridge.protocol.framing import LineSplitter, TooLarge, decode, encode
+from litbridge.protocol.names import shown
 from litbridge.protocol.spec import MAX_LINE, ProtocolError
 
 Event = dict[str, Any]
@@ -75,6 +94,45 @@ SEEN_WINDOW = 50_000
 
 # Client-side read limit: generous, because a `complete` may legitimately carry a long answer.
 _CLIENT_MAX_LINE = 64 * MAX_LINE
+
+
+BUSY_RETRY_FOR = 5.0
+"""Seconds a Unix-socket connect is retried while the daemon's accept queue is full (a burst of connects)."""
+
+# Errors of a Unix-socket connect that mean "busy, try again": a full accept queue is EAGAIN on Linux (which
+# asyncio reports as a connect that worked: the socket is then not connected, ENOTCONN) and ECONNREFUSED on
+# the BSDs and macOS (on Linux ECONNREFUSED means that nothing listens: not retried).
+_BUSY = {errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOTCONN} | (
+    set() if sys.platform.startswith("linux") else {errno.ECONNREFUSED}
+)
+
+
+async def _unix_connect(path: str, retry_for: float) -> _socket.socket:
+    """A connected Unix socket to `path`, retried with jittered backoff for up to `retry_for` seconds while the
+    listener is busy. Nothing is sent, so a retry can never repeat part of a handshake."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + retry_for
+    delay = 0.005
+    while True:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            await loop.sock_connect(sock, path)
+            sock.getpeername()  # ENOTCONN: the EAGAIN asyncio took for success
+            return sock
+        except OSError as exc:
+            sock.close()
+            if exc.errno not in _BUSY:
+                raise
+            if loop.time() + delay > deadline:
+                raise LitbridgeError(
+                    "busy", f"the daemon at {path} stayed too busy to accept a connection for {retry_for:g} s"
+                ) from None
+        except BaseException:
+            sock.close()
+            raise
+        await asyncio.sleep(delay * random.uniform(0.5, 1.5))
+        delay = min(delay * 2, 0.25)
 
 
 def session_key(session: str, channel_id: str | None = None) -> str:
@@ -387,6 +445,8 @@ class Client:
         self._failed: LitbridgeError | None = None
         self._task: asyncio.Task[None] | None = None
         self._instance: Any = None
+        self._token_from_file = False  # else it was given
+        self._token_socket: str | os.PathLike[str] | None = None  # whose token file
         self._fresh = False  # a re-opened connection that has not delivered a seq'd event yet
         # Seqs delivered recently. A set, not just the highest: replayed events can arrive after newer ones
         # (the buffered flush precedes the since_seq replay; an explicit hello(since_seq) fetches history).
@@ -405,9 +465,11 @@ class Client:
     ) -> _Connecting:
         """Connect to the daemon at `socket` (default: the daemon's default path) or TCP `port`.
 
-        For TCP the token is sent in a first `hello`; without `token=` it is read from the token file next
-        to `socket` (or the default socket path). Options: `host`, `subscribe` (session keys or "*"),
-        `reconnect` (default True), `reconnect_timeout`, `connect_timeout`, `request_timeout`.
+        For TCP the daemon must first prove it knows the token (the token itself is never sent; see
+        docs/protocol.md); without `token=` the token is read from the token file next to `socket` (or the
+        default socket path), again on every reconnect. A listener that cannot prove it raises
+        `UntrustedDaemon` having received nothing but a random nonce. Options: `host`, `subscribe` (session
+        keys or "*"), `reconnect` (default True), `reconnect_timeout`, `connect_timeout`, `request_timeout`.
         Raises `DaemonNotRunning` when nothing listens there.
 
         >>> async def main() -> None:  # doctest: +SKIP
@@ -418,7 +480,7 @@ class Client:
         """
         client = cls(socket if port is None else None, port, token, **options)
         if port is not None and token is None:
-            client.token = read_token(socket)
+            client._token_from_file, client._token_socket = True, socket  # read (again on reconnect) from it
         return _Connecting(client)
 
     @property
@@ -431,9 +493,10 @@ class Client:
         return self._connected.is_set()
 
     def supports(self, name: str) -> bool:
-        """Whether the daemon advertised command or event `name` (feature detection, no probing)."""
+        """Whether the daemon advertised command or event `name`, or new command field `command.field`
+        (`monitor_ready.features`, e.g. "create.worktree"): feature detection, no probing."""
         info = self.server_info
-        return name in (info.get("commands") or ()) or name in (info.get("events") or ())
+        return any(name in (info.get(k) or ()) for k in ("commands", "events", "features"))
 
     async def _start(self) -> Client:
         if self._task is None:
@@ -445,36 +508,39 @@ class Client:
         return f"{self._id_prefix}-{next(self._ids)}"
 
     async def _open(self, initial: bool) -> None:
-        """Open one connection and finish its handshake (monitor_ready; the hello reply when one is sent)."""
-        try:
-            if self.port is not None:
-                coro = asyncio.open_connection(self.host, self.port, limit=_CLIENT_MAX_LINE)
-            else:
-                check_socket_path(str(self.socket_path))
-                coro = asyncio.open_unix_connection(str(self.socket_path), limit=_CLIENT_MAX_LINE)
-            reader, writer = await asyncio.wait_for(coro, self.connect_timeout)
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise DaemonNotRunning(self.address, exc.strerror or type(exc).__name__) from None
-        except asyncio.TimeoutError:
-            raise DaemonNotRunning(self.address, "connect timed out") from None
-        except OSError as exc:
-            raise DaemonNotRunning(self.address, exc.strerror or str(exc)) from None
-        if self.port is None:
-            try:
-                check_peer(writer.get_extra_info("socket"), self.address)  # before the first byte is sent
-            except UnsafeSocket:
-                writer.close()
-                raise
+        """Open one connection and finish its handshake (monitor_ready; the hello reply when one is sent).
+
+        Over TCP the daemon first proves it knows the token (`_prove_daemon`); until then nothing but a nonce
+        is sent, so a program that took the port never sees the token, a command or an `env`."""
+        reader, writer = await self._connect()
         splitter = LineSplitter(_CLIENT_MAX_LINE)
         hello_id: str | None = None
         hello: Event = {}
-        if self.port is not None and self.token:
-            hello["token"] = self.token
+        try:
+            if self.port is None:
+                check_peer(writer.get_extra_info("socket"), self.address)  # before the first byte is sent
+            else:
+                check_tcp_peer(writer.get_extra_info("socket"), self.address)  # likewise (Linux)
+                hello["auth"] = {"proof": await self._prove_daemon(reader, writer, splitter)}
+        except asyncio.TimeoutError:
+            writer.close()
+            raise UntrustedDaemon(
+                f"{self.address} did not answer the TCP auth handshake within {self.connect_timeout} s: it may "
+                "not be a litbridge daemon (only a nonce was sent to it)"
+            ) from None
+        except OSError as exc:
+            writer.close()
+            raise ConnectionLost(
+                f"the connection to {self.address} failed during the handshake: {exc}"
+            ) from None
+        except BaseException:
+            writer.close()
+            raise
         if self.subscribe is not None:
             hello["subscribe"] = self.subscribe if isinstance(self.subscribe, str) else list(self.subscribe)
         if not initial and self.last_seq is not None:
             hello["since_seq"] = self.last_seq
-        if hello or self.port is not None:
+        if hello:
             hello_id = self._next_id()
             writer.write(encode({"cmd": "hello", "id": hello_id, **hello}))
         got_ready = False
@@ -525,6 +591,69 @@ class Client:
         self._connected.set()
         for ev in buffered:
             self._dispatch(ev)
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Connect (no byte sent); a Unix socket whose accept queue is momentarily full is retried briefly."""
+        try:
+            if self.port is not None:
+                coro = asyncio.open_connection(self.host, self.port, limit=_CLIENT_MAX_LINE)
+                return await asyncio.wait_for(coro, self.connect_timeout)
+            check_socket_path(str(self.socket_path))
+            sock = await asyncio.wait_for(
+                _unix_connect(str(self.socket_path), min(BUSY_RETRY_FOR, self.connect_timeout / 2)),
+                self.connect_timeout,
+            )
+            return await asyncio.open_unix_connection(sock=sock, limit=_CLIENT_MAX_LINE)
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise DaemonNotRunning(self.address, exc.strerror or type(exc).__name__) from None
+        except asyncio.TimeoutError:
+            raise DaemonNotRunning(self.address, "connect timed out") from None
+        except OSError as exc:
+            raise DaemonNotRunning(self.address, exc.strerror or str(exc)) from None
+
+    async def _prove_daemon(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, splitter: LineSplitter
+    ) -> str:
+        """The proof-first TCP handshake (`litbridge.protocol.auth`): send `hello{auth:{nonce}}` only, check
+        the daemon's `auth_challenge` proof of the token, return our own proof. Raises UntrustedDaemon."""
+        if self._token_from_file:  # read it again: a restarted daemon writes a new one
+            self.token = read_token(self._token_socket) or self.token
+        token = self.token
+        if not token:
+            raise AuthFailed(
+                f"no TCP token for {self.address}: pass token= (--token) or make "
+                f"{token_path(self._token_socket)} readable"
+            )
+        nonce = auth.new_nonce()
+        auth_id = self._next_id()
+        writer.write(encode({"cmd": "hello", "id": auth_id, "auth": {"nonce": nonce}}))
+        where = auth.endpoint(writer.get_extra_info("peername"))
+        refuse = f"the listener on {self.address} did not prove it is the litbridge daemon"
+        while True:
+            chunk = await asyncio.wait_for(reader.read(65536), self.connect_timeout)
+            if not chunk:
+                raise UntrustedDaemon(
+                    f"{refuse}: it closed the connection (only a nonce was sent to it; a daemon older than the "
+                    "proof-first handshake does this too)"
+                )
+            for ev in self._lines(splitter, chunk):
+                kind = ev.get("event")
+                if kind == "auth_challenge" and ev.get("re") == auth_id:
+                    theirs = ev.get("nonce")
+                    if auth.valid_nonce(theirs) and auth.same(
+                        auth.server_proof(token, nonce, theirs, where), ev.get("proof")
+                    ):
+                        return auth.client_proof(token, nonce, theirs, where)
+                    raise UntrustedDaemon(
+                        f"{refuse}: its proof of the token is wrong. Another program holds the port, or it is a "
+                        "daemon with another token (a stale --token?). Only a nonce was sent to it"
+                    )
+                said = f"{ev.get('message')} [{ev.get('code')}]" if kind == "error" else f"a {kind!r} event"
+                said = shown(said[:200])  # escaped: its words must not drive the terminal that shows them
+                raise UntrustedDaemon(
+                    f"{refuse}: it answered {said} instead of auth_challenge (not litbridge, or a daemon older "
+                    "than the proof-first handshake). Only a nonce was sent to it"
+                )
 
     def _forget_seqs(self) -> None:
         self._seen.clear()
@@ -578,23 +707,30 @@ class Client:
             self._reader = self._writer = None
             if self._closing:
                 return
-            if not self.reconnect or not await self._reopen():
-                self._fail_everything(ConnectionLost(f"lost the connection to the daemon at {self.address}"))
+            why = await self._reopen() if self.reconnect else None
+            if not self.reconnect or why is not None:
+                lost = ConnectionLost(f"lost the connection to the daemon at {self.address}")
+                if isinstance(why, AuthFailed):  # still connection_lost for callers; the reason told, chained
+                    lost = ConnectionLost(f"{lost.message}; reconnecting failed: {why.message} [{why.code}]")
+                    lost.__cause__ = why
+                self._fail_everything(lost)
                 return
 
-    async def _reopen(self) -> bool:
-        """Reconnect with backoff until `reconnect_timeout`; re-send read-only commands still unanswered."""
+    async def _reopen(self) -> LitbridgeError | None:
+        """Reconnect with backoff until `reconnect_timeout`; re-send read-only commands still unanswered.
+        Returns None once reconnected, else why not: an AuthFailed / UntrustedDaemon (at once), or ConnectionLost."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.reconnect_timeout
         delay = 0.05
+        gone = ConnectionLost(f"lost the connection to the daemon at {self.address}")
         while not self._closing:
             try:
                 await self._open(initial=False)
-            except AuthFailed:
-                return False
+            except AuthFailed as exc:
+                return exc
             except LitbridgeError:
                 if loop.time() + delay > deadline:
-                    return False
+                    return gone
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
                 continue
@@ -603,8 +739,8 @@ class Client:
                 if pending.cmd in _RESEND_AFTER_RECONNECT and not pending.future.done():
                     with contextlib.suppress(OSError):
                         await self._write(pending.line)
-            return True
-        return False
+            return None
+        return gone
 
     def _fail_everything(self, exc: LitbridgeError) -> None:
         self._failed = exc
@@ -749,7 +885,12 @@ class Client:
         while not future.done():
             if self._failed is not None:
                 raise self._failed
-            await self._connected.wait()
+            if not self._connected.is_set():
+                # Until reconnected, or until the future fails (the reconnect gave up): never wait past that.
+                connected = asyncio.ensure_future(self._connected.wait())
+                await asyncio.wait({connected, future}, return_when=asyncio.FIRST_COMPLETED)
+                connected.cancel()
+                continue
             try:
                 await self._write(line)
                 return
@@ -791,17 +932,26 @@ class Client:
         model: str | None = None,
         channel_id: str | None = None,
         timeout: float | None = 600.0,
+        worktree: bool | str | None = None,
         **extra: Any,
     ) -> Event:
         """Start `cli` (daemon default: "claude") as session `session`; returns the `ready` event.
 
         `ready` arrives once startup dialogs are handled and the prompt is live (`ready.reused` is true when
-        the key already had a live CLI). Extra keyword arguments are passed through as driver options.
+        the key already had a live CLI). `worktree` (True, or a branch name) runs the CLI in a new git worktree
+        of `working_dir`'s repository (`ready["worktree"]` = {path, branch}); a daemon too old for it raises
+        `LitbridgeError("unsupported")` instead of starting the CLI in the main checkout. Extra keyword
+        arguments are passed through as fields and driver options (`worktree_allow_dirty=True`).
 
         >>> async def start(c: Client) -> None:  # doctest: +SKIP
         ...     ready = await c.create("sh", cli="bash", args=["--norc"], working_dir="/tmp")
         ...     ready = await c.create("work", model="sonnet", working_dir="~/project")
+        ...     ready = await c.create("fix-1", working_dir="~/project", worktree=True)
         """
+        if worktree not in (None, False) and not self.supports("create.worktree"):
+            raise LitbridgeError(
+                "unsupported", f"the daemon at {self.address} is too old for create worktree (upgrade it)"
+            )
         fields: dict[str, Any] = {
             "session": session,
             "channel_id": channel_id,
@@ -810,6 +960,7 @@ class Client:
             "working_dir": os.fspath(working_dir) if working_dir is not None else None,
             "env": dict(env) if env is not None else None,
             "model": model,
+            "worktree": worktree if worktree is not False else None,
             **extra,
         }
         return await self._call("create", fields, timeout=timeout)

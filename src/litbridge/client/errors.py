@@ -53,6 +53,15 @@ class AuthFailed(LitbridgeError):
         super().__init__("auth_failed", message)
 
 
+class UntrustedDaemon(AuthFailed):
+    """What listens on the TCP port did not prove it is the daemon (wrong or no `auth_challenge` proof: another
+    program holds the port, or it is a daemon with another token), or on Linux it belongs to another user. Only
+    the no-secret first line was sent to it: no token, command or `env`."""
+
+    def __init__(self, message: str) -> None:
+        LitbridgeError.__init__(self, "untrusted_daemon", message)
+
+
 class UnsafeSocket(LitbridgeError):
     """The socket, its directory or the process listening on it belongs to another user (or the directory is a
     symlink or open to others): nothing was sent to it."""

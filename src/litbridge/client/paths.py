@@ -7,12 +7,15 @@ first byte is sent) refuse a socket planted by another user. Opens nothing itsel
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket as _socket
 import stat
+import struct
+import sys
 from pathlib import Path
 
-from litbridge.client.errors import UnsafeSocket
+from litbridge.client.errors import UnsafeSocket, UntrustedDaemon
 from litbridge.daemon import paths as daemon_paths
 from litbridge.protocol.spec import ATTACH_SUFFIX
 
@@ -99,3 +102,77 @@ def check_peer(sock: _socket.socket | None, address: str) -> None:
         raise UnsafeSocket(
             f"the process listening at {address} runs as uid {peer}, not {uid}; refusing to use it"
         )
+
+
+_TCP_LISTEN = "0A"  # the state column of /proc/net/tcp for LISTEN
+
+
+def _proc_addr(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
+    """`0100007F:1E78` (host-order 32-bit words in hex, port in hex) -> (127.0.0.1, 7800)."""
+    hexip, _, hexport = text.partition(":")
+    raw = b"".join(struct.pack("=I", int(hexip[i : i + 8], 16)) for i in range(0, len(hexip), 8))
+    return _plain(ipaddress.ip_address(raw)), int(hexport, 16)
+
+
+def _plain(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return mapped if mapped is not None else ip
+
+
+def tcp_peer_owner(sock: _socket.socket | None) -> int | None:
+    """Linux: the uid that owns the listening end of our TCP connection, from /proc/net/tcp{,6}: the entry of
+    the accepted socket (it keeps its listener's uid), else the LISTEN entry on the peer's address and port.
+    None when it cannot be told (not Linux, /proc unreadable, no entry)."""
+    if sock is None or not sys.platform.startswith("linux"):
+        return None
+    try:
+        ours, theirs = sock.getsockname(), sock.getpeername()
+        here = (_plain(ipaddress.ip_address(ours[0])), ours[1])
+        there = (_plain(ipaddress.ip_address(theirs[0])), theirs[1])
+    except (OSError, ValueError, TypeError, IndexError):
+        return None
+    listener: int | None = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        port_hex = f":{there[1]:04X}"
+        for row in rows:
+            cols = row.split()
+            if len(cols) < 8 or not cols[1].endswith(port_hex):
+                continue  # another port: not worth parsing
+            try:
+                local, remote, uid = _proc_addr(cols[1]), _proc_addr(cols[2]), int(cols[7])
+            except (IndexError, ValueError):
+                continue
+            if local == there and remote == here:
+                return uid
+            if cols[3] == _TCP_LISTEN and local[1] == there[1] and local[0] in (there[0], _any(local[0])):
+                listener = uid
+    return listener
+
+
+def _any(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    return ipaddress.ip_address("0.0.0.0" if ip.version == 4 else "::")
+
+
+def check_tcp_peer(sock: _socket.socket | None, address: str) -> None:
+    """Refuse (UntrustedDaemon) a TCP listener that runs as another user, naming it, before anything is sent."""
+    uid = _uid()
+    owner = tcp_peer_owner(sock)
+    if uid is None or owner is None or owner == uid:
+        return
+    try:
+        import pwd
+
+        who = f"uid {owner} ({pwd.getpwuid(owner).pw_name})"
+    except (ImportError, KeyError):
+        who = f"uid {owner}"
+    raise UntrustedDaemon(
+        f"the process listening on {address} runs as {who}, not uid {uid}: it is not your litbridge daemon; "
+        "nothing was sent to it"
+    )

@@ -3,7 +3,8 @@
 Selector line (JSON object, bare key, `list` / `{"list":true}`), initial paint from
 `Terminal.ansi_repaint()`, then raw PTY bytes out and the controller's bytes in. Many viewers, one
 controller (the first, or whoever asks `{"control":true}`); never resizes; a slow viewer is dropped.
-Over TCP the selector must carry the daemon's `token`. No JSON events, no screen parsing here.
+Over TCP the connection is authenticated first (`_tcp_selector`): the proof-first handshake of
+`protocol/auth.py`, or the legacy `token` in the selector. No screen parsing here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from litbridge.protocol import auth
+from litbridge.protocol import events as ev
 from litbridge.protocol.framing import encode
 from litbridge.protocol.names import shown
 from litbridge.protocol.spec import session_key
@@ -31,6 +34,8 @@ SELECTOR_MAX = 4096
 VIEWER_BUFFER_MAX = int(os.environ.get("LITBRIDGE_ATTACH_BUFFER", str(2 * 1024 * 1024)))
 # Exact prefix lit-bridge-rs attach clients match on (scripts/attach.py); kept for compatibility.
 NO_SUCH_SESSION = "lit-bridge-rs: no such session"
+SELECTOR_TIMEOUT = 30.0
+"""Seconds a connection may take to send each selector line."""
 
 
 class Viewer:
@@ -82,6 +87,62 @@ class AttachServer:
             buf += ch
         return None
 
+    async def _next_selector(self, reader: asyncio.StreamReader) -> tuple[str, Any] | None:
+        """The next selector line as (text, parsed JSON or None); None when the client sent none in time."""
+        try:
+            raw = await asyncio.wait_for(self._read_selector(reader), SELECTOR_TIMEOUT)
+        except asyncio.TimeoutError:
+            raw = None
+        if raw is None:
+            return None
+        text = raw.decode("utf-8", "replace").strip()
+        obj: Any = None
+        if text.startswith("{"):
+            with contextlib.suppress(orjson.JSONDecodeError):
+                obj = orjson.loads(text)
+        return text, obj
+
+    async def _tcp_selector(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, first: tuple[str, Any]
+    ) -> tuple[str, Any] | None:
+        """Authenticate a TCP attach; returns the selector to serve, or None after writing why not.
+
+        Either the proof-first handshake (docs/protocol.md, Attach over TCP) — `{"auth":{"nonce"}}`, our
+        `auth_challenge` line, then the real selector with `"auth":{"proof"}` — or the legacy selector that
+        carries the token itself (lit-bridge clients)."""
+        obj = first[1]
+        token = self.daemon.token
+        why = 'attach over TCP needs {"auth":{"nonce":...}} (or the legacy {"token":...}) as the selector'
+        if isinstance(obj, dict) and token:
+            request = obj.get("auth")
+            if isinstance(request, dict):
+                second = await self._challenge(reader, writer, request.get("nonce"), token)
+                if second is not None:
+                    return second
+                why = "wrong nonce or proof in the attach selector's auth (docs/protocol.md, Attach over TCP)"
+            else:
+                legacy = obj.get("token")
+                if isinstance(legacy, str) and hmac.compare_digest(legacy.encode(), token.encode()):
+                    return first
+        writer.write(f"\r\nlitbridge: {why}\r\n".encode())
+        return None
+
+    async def _challenge(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_nonce: Any, token: str
+    ) -> tuple[str, Any] | None:
+        """Answer the client's nonce with one `auth_challenge` line; return its next selector when that
+        carries the right `auth.proof`, else None."""
+        if not auth.valid_nonce(client_nonce):
+            return None
+        daemon_nonce = auth.new_nonce()
+        where = auth.endpoint(writer.get_extra_info("sockname"))
+        proof = auth.server_proof(token, client_nonce, daemon_nonce, where)
+        writer.write(encode(ev.auth_challenge(daemon_nonce, proof)))
+        second = await self._next_selector(reader)
+        given = second[1].get("auth") if second is not None and isinstance(second[1], dict) else None
+        expected = auth.client_proof(token, client_nonce, daemon_nonce, where)
+        return second if isinstance(given, dict) and auth.same(expected, given.get("proof")) else None
+
     async def handle(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tcp: bool = False
     ) -> None:
@@ -89,26 +150,12 @@ class AttachServer:
         try:
             if not tcp and not self.daemon._peer_ok(writer):
                 return
-            try:
-                raw = await asyncio.wait_for(self._read_selector(reader), 30.0)
-            except asyncio.TimeoutError:
-                raw = None
-            if raw is None:
+            selector = await self._next_selector(reader)
+            if selector is not None and tcp:
+                selector = await self._tcp_selector(reader, writer, selector)
+            if selector is None:
                 return
-            text = raw.decode("utf-8", "replace").strip()
-            obj: Any = None
-            if text.startswith("{"):
-                with contextlib.suppress(orjson.JSONDecodeError):
-                    obj = orjson.loads(text)
-            if tcp:
-                token = obj.get("token") if isinstance(obj, dict) else None
-                if (
-                    not isinstance(token, str)
-                    or not self.daemon.token
-                    or not hmac.compare_digest(token, self.daemon.token)
-                ):
-                    writer.write(b'\r\nlitbridge: attach over TCP needs {"token":...} in the selector\r\n')
-                    return
+            text, obj = selector
             if text == "list" or (isinstance(obj, dict) and obj.get("list") is True):
                 writer.write(
                     encode(

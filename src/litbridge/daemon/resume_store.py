@@ -47,6 +47,7 @@ class ResumeStore(MutableMapping[str, str]):
         self.path = path
         self.socket_path = socket_path
         self._tokens: dict[str, str] = {}
+        self.write_error: str | None = None  # why the last write failed (None: the file is up to date)
         self._load()
 
     @classmethod
@@ -118,3 +119,6 @@ class ResumeStore(MutableMapping[str, str]):
                 raise
         except OSError as exc:
             log.warning("cannot store resume tokens in %s: %s (kept in memory only)", self.path, exc)
+            self.write_error = f"cannot write {self.path}: {exc.strerror or exc}"
+        else:
+            self.write_error = None

@@ -16,21 +16,30 @@ import hmac
 import logging
 import os
 import signal
+import socket
 import struct
 import sys
 from typing import Any
 
 from litbridge import drivers
-from litbridge.daemon import paths
+from litbridge.daemon import paths, worktrees
 from litbridge.daemon.attach import AttachServer
 from litbridge.daemon.hub import Client, Hub
 from litbridge.daemon.resume_store import ResumeStore
 from litbridge.drivers.base import DriverError
 from litbridge.keys import BadKey
+from litbridge.protocol import auth
 from litbridge.protocol import events as ev
 from litbridge.protocol.framing import TooLarge, decode, encode, read_lines
 from litbridge.protocol.names import control_character, shown
-from litbridge.protocol.spec import DEFAULT_CLI, MAX_LINE, ProtocolError, session_key, validate_command
+from litbridge.protocol.spec import (
+    DEFAULT_CLI,
+    MAX_LINE,
+    MAX_NAME_BYTES,
+    ProtocolError,
+    session_key,
+    validate_command,
+)
 from litbridge.pty import WriteQueueFull
 from litbridge.session import Session, SessionCommandError
 
@@ -70,11 +79,14 @@ class Daemon:
         self._owned: dict[str, tuple[int, int] | None] = {}  # path -> (dev, ino) of the files we created
         self._stop_watch: asyncio.Task[None] | None = None
         self._state_before_stop: dict[str, str] = {}
+        self.web: Any = None  # the WebServer of `serve --web`, set by run()
+        self.worktrees = worktrees.Worktrees()
 
     # ------------------------------------------------------------------ listen / run / stop
     async def start(self) -> None:
         """Bind every listener, the control socket last (once it accepts, everything is up).
         Raises paths.AlreadyRunning when a live daemon owns the socket."""
+        backlog = listen_backlog()
         if self._unix:
             paths.prepare_socket_dir(self.socket_path)
             self._lock = paths.SocketLock(self.socket_path)
@@ -84,12 +96,19 @@ class Daemon:
             self.issue_token()
             self._servers.append(
                 await asyncio.start_server(
-                    lambda r, w: self.attach.handle(r, w, tcp=True), "127.0.0.1", self.port + 1
+                    lambda r, w: self.attach.handle(r, w, tcp=True),
+                    "127.0.0.1",
+                    self.port + 1,
+                    backlog=backlog,
                 )
             )
             self._servers.append(
                 await asyncio.start_server(
-                    lambda r, w: self._on_control(r, w, tcp=True), "127.0.0.1", self.port, limit=MAX_LINE
+                    lambda r, w: self._on_control(r, w, tcp=True),
+                    "127.0.0.1",
+                    self.port,
+                    limit=MAX_LINE,
+                    backlog=backlog,
                 )
             )
             log.info(
@@ -103,13 +122,17 @@ class Daemon:
             try:
                 attach = paths.attach_path(self.socket_path)
                 try:
-                    self._servers.append(await asyncio.start_unix_server(self.attach.handle, path=attach))
+                    self._servers.append(
+                        await asyncio.start_unix_server(self.attach.handle, path=attach, backlog=backlog)
+                    )
                     self._owned[attach] = paths.file_id(attach)
                     os.chmod(attach, 0o600)
                 except OSError as exc:
                     log.warning("attach socket %s disabled: %s", attach, exc)
                 self._servers.append(
-                    await asyncio.start_unix_server(self._on_control, path=self.socket_path, limit=MAX_LINE)
+                    await asyncio.start_unix_server(
+                        self._on_control, path=self.socket_path, limit=MAX_LINE, backlog=backlog
+                    )
                 )
                 self._owned[self.socket_path] = paths.file_id(self.socket_path)
                 os.chmod(self.socket_path, 0o600)
@@ -151,6 +174,7 @@ class Daemon:
         sessions = list(self.sessions.values())
         self.sessions.clear()
         await asyncio.gather(*(s.kill() for s in sessions), return_exceptions=True)
+        await asyncio.gather(*(self._release_worktree(s) for s in sessions), return_exceptions=True)
         for client in list(self.hub.clients):
             await client.aclose()
         self.attach.close_all()
@@ -237,19 +261,55 @@ class Daemon:
                 self._conn_tasks.discard(task)
 
     async def _tcp_auth(self, lines: Any, writer: asyncio.StreamWriter) -> dict[str, Any] | None:
-        """The first TCP line must be hello{token} with the right token; anything else closes."""
+        """Authenticate a TCP connection before anything else; returns the hello to run, or None (closed).
+
+        The first line is either the legacy `hello{token}` (lit-bridge clients) or `hello{auth:{nonce}}`, the
+        proof-first handshake of `protocol/auth.py`: the daemon answers `auth_challenge` (its nonce and its
+        proof of the token) and the client's next line must be a hello carrying the client's proof."""
+        msg = await self._first_line(lines)
+        why = "TCP clients must first send hello{token} or hello{auth:{nonce}}"
+        if msg is not None and self.token is not None:
+            auth_req, token = msg.get("auth"), msg.get("token")
+            if isinstance(auth_req, dict):
+                answer = await self._challenge(lines, writer, msg, self.token)
+                if answer is not None:
+                    return answer
+                why = "wrong nonce or proof in hello.auth (see docs/protocol.md, TCP authentication)"
+            elif isinstance(token, str) and hmac.compare_digest(token.encode(), self.token.encode()):
+                return msg  # the legacy contract: the token itself on the first line
+        writer.write(encode(ev.error(why, "unauthorized")))
+        with contextlib.suppress(Exception):
+            await writer.drain()
+        return None
+
+    async def _challenge(
+        self, lines: Any, writer: asyncio.StreamWriter, hello: dict[str, Any], token: str
+    ) -> dict[str, Any] | None:
+        """Answer hello{auth:{nonce}} with `auth_challenge` (our nonce and proof); return the client's next
+        hello when it carries the right proof, else None."""
+        client_nonce = hello["auth"].get("nonce")
+        if not auth.valid_nonce(client_nonce):
+            return None
+        daemon_nonce = auth.new_nonce()
+        where = auth.endpoint(writer.get_extra_info("sockname"))
+        proof = auth.server_proof(token, client_nonce, daemon_nonce, where)
+        writer.write(encode(ev.auth_challenge(daemon_nonce, proof, hello.get("id"))))
+        answer = await self._first_line(lines)
+        given = answer.get("auth") if answer is not None else None
+        expected = auth.client_proof(token, client_nonce, daemon_nonce, where)
+        if isinstance(given, dict) and auth.same(expected, given.get("proof")):
+            return answer
+        return None
+
+    @staticmethod
+    async def _first_line(lines: Any) -> dict[str, Any] | None:
+        """The next line as a hello command, or None (no line within 30 s, not JSON, not a hello)."""
         try:
             item = await asyncio.wait_for(lines.__anext__(), 30.0)
             msg = decode(item) if isinstance(item, bytes) else None
         except (StopAsyncIteration, asyncio.TimeoutError, ProtocolError):
-            msg = None
-        token = msg.get("token") if isinstance(msg, dict) and msg.get("cmd") == "hello" else None
-        if not isinstance(token, str) or self.token is None or not hmac.compare_digest(token, self.token):
-            writer.write(encode(ev.error("TCP clients must first send hello{token}", "unauthorized")))
-            with contextlib.suppress(Exception):
-                await writer.drain()
             return None
-        return msg
+        return msg if isinstance(msg, dict) and msg.get("cmd") == "hello" else None
 
     def _live_count(self) -> int:
         return sum(1 for s in self.sessions.values() if not s.dead)
@@ -293,17 +353,39 @@ class Daemon:
     async def cmd_create(self, client: Client, f: dict[str, Any], re: Any) -> None:
         if not f.get("session"):
             raise ProtocolError("bad_field", "session name required")
+        for fname in ("exe", "cli"):  # "" used to mean the default CLI silently
+            if fname in f and not f[fname].strip():
+                raise ProtocolError(
+                    "bad_field",
+                    f"create: '{fname}' is empty; name a CLI or leave the field out (default {DEFAULT_CLI})",
+                )
         key = session_key(f)
         cli = f.get("exe") or f.get("cli") or DEFAULT_CLI
         existing = self.sessions.get(key)
         if existing is not None and not existing.dead:
-            self.hub.publish(ev.ready_reused(key, f.get("channel_id"), model=existing.model, re=re))
+            self.hub.publish(
+                ev.ready_reused(
+                    key, f.get("channel_id"), model=existing.model, re=re, **existing.worktree_field()
+                )
+            )
             return
         if existing is not None:
             del self.sessions[key]  # its CLI died: re-create, never "reuse"
+            await self._release_worktree(existing)
         options = _create_options(f, cli)
+        worktree = None
+        if f.get("worktree") not in (None, False):  # raises WorktreeError; nothing made then
+            worktree = await self.worktrees.create(
+                options["working_dir"], key, f["worktree"], f.get("worktree_allow_dirty", False)
+            )
+            options["working_dir"] = worktree.path
+        if self.sessions.get(key) is not None:  # another create of the key came in while git ran: reuse it
+            if worktree is not None:
+                await self.worktrees.discard(worktree)
+            return await self.cmd_create(client, f, re)
         options["resume"] = self.resume_tokens.pop(key, None)
         session = Session(key, options, self.hub.publish, on_dead=self._on_dead, kill_grace=self.kill_grace)
+        session.worktree = worktree
         # Registered before the (off-loop) fork: a concurrent create of the key reuses it, kill/shutdown wait
         # for the child and reap it.
         self.sessions[key] = session
@@ -315,13 +397,37 @@ class Daemon:
             if self.sessions.get(key) is session:
                 del self.sessions[key]
             if not isinstance(exc, SessionCommandError):  # cancelled mid-fork: the child may still appear
-                self._background(session.kill())
+                self._background(self._undo_create(session))
+            elif worktree is not None:  # nothing was spawned: only the worktree to undo
+                await self._undo_create(session, kill=False)
             raise
-        if session.killing or session.dead:
-            raise SessionCommandError("spawn_failed", "the session was killed while it was starting")
+        if session.killing or session.dead:  # killed, or the CLI exited before its startup could begin
+            if session.dead and not session.killing:
+                await self._undo_create(session)
+            raise SessionCommandError("spawn_failed", session.startup_exit_message())
         session.start(re)
         if sys.platform.startswith("linux"):
             self._ensure_stop_watch()
+
+    async def _undo_create(self, session: Session, kill: bool = True) -> None:
+        """A create that failed: its CLI (if one may run) killed and reaped, then its worktree and branch
+        removed again."""
+        if kill:
+            await session.kill()
+        wt, session.worktree = session.worktree, None
+        if wt is not None:
+            await self.worktrees.discard(wt)
+
+    async def _release_worktree(self, session: Session) -> dict[str, Any] | None:
+        """The session is gone: its worktree removed when clean, else kept (once per session).
+        -> the outcome for `killed` / `reaped_idle`, None without a worktree."""
+        wt, session.worktree = session.worktree, None
+        if wt is None:
+            return None
+        outcome = await self.worktrees.release(wt)
+        if not outcome["removed"]:
+            log.info("worktree %s of %r kept: %s", wt.path, session.key, outcome.get("reason"))
+        return outcome
 
     def _background(self, coro: Any) -> None:
         """Run cleanup that must finish even when the command that started it was cancelled."""
@@ -351,15 +457,18 @@ class Daemon:
             log.debug("resume token of reaped session %r: %s", key, exc)
         if token and key not in self.resume_tokens:
             self._keep_resume_token(key, token)
-        self.hub.publish(ev.reaped_idle(key, session.channel_id, "exited", session.exit_code))
+        wt = await self._release_worktree(session)
+        self.hub.publish(ev.reaped_idle(key, session.channel_id, "exited", session.exit_code, wt))
         log.info("session %r reaped %.0fs after its CLI exited", key, self.reap_after)
 
-    def _keep_resume_token(self, key: str, token: str) -> None:
-        """Bounded: the oldest tokens go first (a token is a few dozen bytes; keys are client-chosen)."""
+    def _keep_resume_token(self, key: str, token: str) -> str | None:
+        """Bounded: the oldest tokens go first (a token is a few dozen bytes; keys are client-chosen).
+        -> None when the store is on disk, else why it could not be written."""
         self.resume_tokens.pop(key, None)
         self.resume_tokens[key] = token
         while len(self.resume_tokens) > MAX_RESUME_TOKENS:
             del self.resume_tokens[next(iter(self.resume_tokens))]
+        return self.resume_tokens.write_error
 
     def _running(self, fields: dict[str, Any]) -> Session:
         """The session, refusing commands that need the CLI to read while it is stopped (SIGSTOP): they would
@@ -426,15 +535,35 @@ class Daemon:
     async def cmd_kill(self, client: Client, f: dict[str, Any], re: Any) -> None:
         s = self._session(f)
         key = s.key
-        code, token = await s.kill(bool(f.get("store_resume")))
+        store = bool(f.get("store_resume"))
+        code, token = await s.kill(store)
         if self.sessions.get(key) is s:
             del self.sessions[key]
+        resume: dict[str, Any] = {}
         if token:
-            self._keep_resume_token(key, token)
-        self.hub.publish(ev.killed(key, s.channel_id, code, re))
+            problem = self._keep_resume_token(key, token)
+            resume = {"resume_stored": problem is None}
+            if problem is not None:
+                resume["resume_error"] = f"{problem}; the token is kept in memory until the daemon stops"
+        elif store:
+            resume = {
+                "resume_stored": False,
+                "resume_error": "the CLI gave no resume token (no conversation yet, or it cannot resume)",
+            }
+        wt = await self._release_worktree(s)  # after the process group is gone
+        if wt is not None:
+            resume["worktree"] = wt
+        self.hub.publish(ev.killed(key, s.channel_id, code, re, **resume))
 
     async def cmd_ping(self, client: Client, f: dict[str, Any], re: Any) -> None:
         client.send_event(ev.pong(re))
+
+    async def cmd_web_login(self, client: Client, f: dict[str, Any], re: Any) -> None:
+        if self.web is None:
+            raise ProtocolError(
+                "no_web_view", "this daemon has no web view (start it with `litbridge serve --web PORT`)"
+            )
+        client.send_event(ev.web_login(self.web.login_url(), self.web.login_ttl, re))
 
     async def cmd_hello(self, client: Client, f: dict[str, Any], re: Any) -> None:
         sub = f.get("subscribe")
@@ -464,6 +593,16 @@ class Daemon:
                 self.hub.daemon_id,
             )
         )
+
+
+def listen_backlog() -> int:
+    """The largest accept queue the system allows (Linux: net.core.somaxconn), for every listener: asyncio's
+    default of 100 makes a burst of simultaneous connects fail (a full Unix-socket queue refuses with EAGAIN)."""
+    try:
+        with open("/proc/sys/net/core/somaxconn") as f:
+            return max(int(f.read().strip()), socket.SOMAXCONN)
+    except (OSError, ValueError):
+        return socket.SOMAXCONN
 
 
 def _unread(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
@@ -501,12 +640,20 @@ def _listen_problem(socket_path: str, exc: OSError) -> str:
 
 
 def _check_names(cmd: str, fields: dict[str, Any]) -> None:
-    """Session names and channel ids are shown in terminals (CLI messages, attach, logs): refuse the
-    control characters (C0, DEL, C1) a terminal would act on instead of printing."""
+    """Session names and channel ids are shown in terminals (CLI messages, attach, logs) and repeated in every
+    event: refuse the control characters (C0, DEL, C1) a terminal would act on instead of printing, and names
+    longer than MAX_NAME_BYTES."""
     for fname, what in (("session", "session name"), ("channel_id", "channel id")):
         value = fields.get(fname)
         if not isinstance(value, str):
             continue
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_NAME_BYTES:
+            raise ProtocolError(
+                "bad_field",
+                f"{cmd}: {what} '{shown(value[:32])}…' is {size} bytes long (UTF-8); "
+                f"session names and channel ids are at most {MAX_NAME_BYTES} bytes",
+            )
         bad = control_character(value)
         if bad is not None:
             raise ProtocolError(
@@ -524,6 +671,9 @@ def _create_options(f: dict[str, Any], cli: str) -> dict[str, Any]:
     return options
 
 
+EXIT_ALREADY_RUNNING = 3  # `serve` when a live daemon owns the socket: retrying cannot help (service units)
+
+
 async def run(
     socket_path: str | None = None, port: int | None = None, web: tuple[str, int] | None = None
 ) -> int:
@@ -539,9 +689,10 @@ async def run(
 
             web_server = WebServer(daemon, *web)
             await web_server.start()
+            daemon.web = web_server
     except paths.AlreadyRunning as exc:
         print(f"litbridge serve: {exc}", file=sys.stderr)
-        return 3
+        return EXIT_ALREADY_RUNNING
     except (OSError, FileExistsError, PermissionError) as exc:
         where = daemon.socket_path + (f" / 127.0.0.1:{port}" if port is not None else "")
         print(

@@ -32,14 +32,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from litbridge.protocol.spec import ERROR_CODES, TURN_ERROR_KINDS
 
 Transport = Literal["pty", "pipes"]
+
+
+_FRAME = "".join(chr(c) for c in range(0x2500, 0x25A0))  # box drawing + block elements (banners, frames)
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def meaningful_lines(rows: Iterable[str], keep: int = 4) -> str:
+    """The last `keep` rows that say something, for an error about a CLI that exited: frame and block
+    characters are stripped from both ends, and rows with no word (blank, box drawing, ASCII-art banners,
+    whose few letters are lost among the art) are dropped. Lines joined with newlines."""
+    out = []
+    for row in rows:
+        line = " ".join(row.strip().strip(_FRAME + " ").split())
+        letters = sum(ch.isalpha() for ch in line)
+        if _WORD.search(line) and letters * 3 >= len(line.replace(" ", "")):
+            out.append(line)
+    return "\n".join(out[-keep:])
 
 
 class DriverError(Exception):

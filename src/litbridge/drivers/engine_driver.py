@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from litbridge.drivers.base import Driver, DriverHost
+from litbridge.drivers.base import Driver, DriverHost, meaningful_lines
 from litbridge.drivers.engine import EngineHooks, Timing, TurnEngine
 from litbridge.drivers.paste import PASTE_END, PASTE_START
 
@@ -47,8 +47,8 @@ class EngineDriver(Driver, EngineHooks):
         return {"model": self.reported_model(), "resumed": self.resumed}
 
     def screen_excerpt(self) -> str:
-        """The screen's non-blank rows (the tail), for an error when the CLI exits during startup."""
-        return "\n".join(r.rstrip() for r in self.host.terminal.display if r.strip())[-600:]
+        """The screen's last meaningful rows (no banner art), for an error when the CLI exits during startup."""
+        return meaningful_lines(self.host.terminal.display)[-600:]
 
     def write_paste(self, payload: bytes) -> None:
         """`payload` as one bracketed paste (no Enter)."""

@@ -15,6 +15,7 @@ from litbridge.protocol.spec import (
     PROTOCOL_VERSION,
     command_names,
     event_names,
+    feature_names,
 )
 
 Ev = dict[str, Any]
@@ -48,6 +49,7 @@ def _handshake(last_seq: int | None, daemon_id: str | None) -> Ev:
         "version": __version__,
         "commands": command_names(),
         "events": event_names(),
+        "features": feature_names(),
         "limits": limits(),
     }
     if last_seq is not None:
@@ -91,12 +93,20 @@ def error(
     return _ev("error", session, channel_id, re, message=message, code=code)
 
 
+def auth_challenge(nonce: str, proof: str, re: Any = None) -> Ev:
+    return _ev("auth_challenge", re=re, nonce=nonce, proof=proof)
+
+
 def pong(re: Any = None) -> Ev:
     return _ev("pong", re=re)
 
 
 def sessions(items: list[dict[str, Any]], re: Any = None) -> Ev:
     return _ev("sessions", re=re, sessions=items)
+
+
+def web_login(url: str, expires_in: int, re: Any = None) -> Ev:
+    return _ev("web_login", re=re, url=url, expires_in=expires_in)
 
 
 # --- per-session ------------------------------------------------------------------------------------
@@ -114,8 +124,10 @@ def ready(
     return _ev("ready", session, channel_id, re, state="starting", model=model, resumed=resumed, **extra)
 
 
-def ready_reused(session: str, channel_id: str | None, *, model: str | None, re: Any = None) -> Ev:
-    return _ev("ready", session, channel_id, re, reused=True, model=model)
+def ready_reused(
+    session: str, channel_id: str | None, *, model: str | None, re: Any = None, **extra: Any
+) -> Ev:
+    return _ev("ready", session, channel_id, re, reused=True, model=model, **extra)
 
 
 def state(session: str, channel_id: str | None, from_: str, to: str) -> Ev:
@@ -252,11 +264,17 @@ def dialog_dismissed(session: str, channel_id: str | None, dialog: str, keys: li
 
 
 def reaped_idle(
-    session: str, channel_id: str | None, reason: str | None = None, exit_code: int | None = None
+    session: str,
+    channel_id: str | None,
+    reason: str | None = None,
+    exit_code: int | None = None,
+    worktree: dict[str, Any] | None = None,
 ) -> Ev:
+    """`worktree`: what became of the session's worktree (`Worktrees.release`), when it had one."""
+    extra: Ev = {} if worktree is None else {"worktree": worktree}
     if reason is None:
-        return _ev("reaped_idle", session, channel_id)
-    return _ev("reaped_idle", session, channel_id, reason=reason, exit_code=exit_code)
+        return _ev("reaped_idle", session, channel_id, **extra)
+    return _ev("reaped_idle", session, channel_id, reason=reason, exit_code=exit_code, **extra)
 
 
 def replay_gap(from_seq: int, to_seq: int, re: Any = None) -> Ev:
@@ -284,8 +302,9 @@ def answer_sent(
     return _ev("answer_sent", session, channel_id, re, digit=digit, question_id=question_id)
 
 
-def killed(session: str, channel_id: str | None, exit_code: int | None, re: Any = None) -> Ev:
-    return _ev("killed", session, channel_id, re, exit_code=exit_code)
+def killed(session: str, channel_id: str | None, exit_code: int | None, re: Any = None, **resume: Any) -> Ev:
+    """`resume`: `resume_stored` / `resume_error` after a `store_resume` kill; `worktree` when it had one."""
+    return _ev("killed", session, channel_id, re, exit_code=exit_code, **resume)
 
 
 def exited(session: str, channel_id: str | None, exit_code: int | None, stderr_tail: str) -> Ev:

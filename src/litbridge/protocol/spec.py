@@ -41,6 +41,8 @@ ERROR_CODES = (
     "cli_stopped",
     "timeout",  # a CLI did not reach its prompt (startup) in time
     "startup_dialog",  # a startup dialog the driver should answer could not be answered
+    "no_web_view",  # web_login on a daemon started without --web
+    "worktree_failed",  # create{worktree}: the git worktree could not be made (nothing was left behind)
 )
 
 TURN_ERROR_KINDS = ("api_error", "cli_exited", "timeout")
@@ -62,6 +64,9 @@ GRID = (200, 50)
 """Columns x rows of every session's terminal (PTY and emulator); attach viewers are told to match it."""
 ATTACH_SUFFIX = ".attach"
 """The attach socket of control socket PATH is PATH + this suffix (TCP: control port + 1)."""
+
+MAX_NAME_BYTES = 256
+"""Longest session name or channel id (UTF-8 bytes): a name is repeated in every event and log line."""
 
 DEFAULT_CLI = "claude"
 """The CLI a `create` without `cli`/`exe` starts (lit-bridge compatibility); decided here only."""
@@ -106,10 +111,14 @@ _SESSION_FIELDS = {
     "session": Field(
         "string",
         required=True,
-        doc="session name; the key is `session` or `session:channel_id`; no control characters (C0, DEL, C1: "
-        "`bad_field`)",
+        doc="session name; the key is `session` or `session:channel_id` (so `a:b` and `a` + channel `b` are one "
+        f"session); at most {MAX_NAME_BYTES} bytes (UTF-8) and no control characters (C0, DEL, C1): else "
+        "`bad_field`",
     ),
-    "channel_id": Field("string", doc="optional sub-session id; no control characters, as `session`"),
+    "channel_id": Field(
+        "string",
+        doc=f"optional sub-session id; at most {MAX_NAME_BYTES} bytes, no control characters, as `session`",
+    ),
 }
 
 COMMANDS: dict[str, Command] = {
@@ -120,8 +129,12 @@ COMMANDS: dict[str, Command] = {
             "Start a CLI session (or reuse a live one with the same key).",
             {
                 **_SESSION_FIELDS,
-                "cli": Field("string", default=DEFAULT_CLI, doc="CLI name or executable; `exe` is an alias"),
-                "exe": Field("string", doc="alias of `cli` (wins when both are given)"),
+                "cli": Field(
+                    "string",
+                    default=DEFAULT_CLI,
+                    doc="CLI name or executable; `exe` is an alias; an empty or blank value is `bad_field`",
+                ),
+                "exe": Field("string", doc="alias of `cli` (wins when both are given); not empty, as `cli`"),
                 "args": Field("array", items="string", default=[], doc="extra argv"),
                 "working_dir": Field("string", doc="cwd of the CLI (default $HOME)"),
                 "env": Field("object", values="string", default={}, doc="env applied after the defaults"),
@@ -130,6 +143,21 @@ COMMANDS: dict[str, Command] = {
                     doc="the CLI's model flag: `--model <model>` for claude, gemini and rift, `-m <model>` for "
                     "codex (claude, codex and gemini add none when `args` already has the flag); the generic "
                     "driver passes nothing and only reports it (`ready.model`, `list`)",
+                    new=True,
+                ),
+                "worktree": Field(
+                    ("boolean", "string"),
+                    doc="run the CLI in a new git worktree of `working_dir`'s repository: `true` for branch "
+                    "`litbridge/<session>`, or the new branch's name; the session name must then be a plain "
+                    "path component (letters, digits, `.` `_` `-`), else `bad_field`; `ready.worktree` says "
+                    "where (docs/worktrees.md)",
+                    new=True,
+                ),
+                "worktree_allow_dirty": Field(
+                    "boolean",
+                    default=False,
+                    doc="make the worktree even when the main checkout has uncommitted changes or untracked "
+                    "files (else `worktree_failed`: the worktree starts from HEAD without them)",
                     new=True,
                 ),
             },
@@ -196,9 +224,22 @@ COMMANDS: dict[str, Command] = {
             {
                 "subscribe": Field(("array", "string"), items="string", doc='session keys, or "*" for all'),
                 "since_seq": Field("integer", doc="replay buffered events with seq greater than this"),
-                "token": Field("string", doc="TCP auth token (from the token file)"),
+                "token": Field("string", doc="TCP auth token (from the token file); legacy, see `auth`"),
+                "auth": Field(
+                    "object",
+                    doc="TCP proof-first auth, token never sent: first `{nonce}`, then `{proof}` (docs/protocol.md)",
+                    new=True,
+                ),
             },
             replies=("capabilities", "error"),
+            per_session=False,
+            new=True,
+        ),
+        Command(
+            "web_login",
+            "A one-time login link for the web view (`serve --web`): spent on first use, expires unused.",
+            {},
+            replies=("web_login", "error"),
             per_session=False,
             new=True,
         ),
@@ -211,6 +252,20 @@ _TURN = Field("string", doc="turn id of the send", new=True)
 # `seq`, and clients de-duplicate events by `seq`.
 _LAST_SEQ = Field("integer", doc="the newest seq published so far (0: none yet)", new=True)
 _DAEMON_ID = Field("string", doc="random per daemon start; a change means seq numbering restarted", new=True)
+_FEATURES = Field(
+    "array",
+    items="string",
+    doc="the **new** command fields this daemon understands, as `command.field` (e.g. `create.worktree`): "
+    "a daemon ignores fields it does not know, so check here before relying on one",
+    new=True,
+)
+_WORKTREE = Field("object", doc="the session's git worktree: {path, branch}", new=True)
+_WORKTREE_END = Field(
+    "object",
+    doc="what became of the session's worktree: {path, branch, removed, reason}: removed only when clean (no "
+    "uncommitted changes or untracked files), else kept and `reason` says why; the branch is always kept",
+    new=True,
+)
 
 EVENTS: dict[str, Event] = {
     e.name: e
@@ -229,6 +284,7 @@ EVENTS: dict[str, Event] = {
                 "limits": Field("object", required=True, doc="{max_line, buffer}", new=True),
                 "last_seq": _LAST_SEQ,
                 "daemon_id": _DAEMON_ID,
+                "features": _FEATURES,
             },
             per_session=False,
         ),
@@ -240,6 +296,7 @@ EVENTS: dict[str, Event] = {
                 "model": Field(("string", "null")),
                 "resumed": Field("boolean"),
                 "reused": Field("boolean"),
+                "worktree": _WORKTREE,
             },
         ),
         Event(
@@ -342,6 +399,7 @@ EVENTS: dict[str, Event] = {
             {
                 "reason": Field("string", enum=("exited",), doc="`exited`: the CLI had exited", new=True),
                 "exit_code": Field(("integer", "null"), new=True),
+                "worktree": _WORKTREE_END,
             },
         ),
         Event(
@@ -364,7 +422,22 @@ EVENTS: dict[str, Event] = {
                 ),
             },
         ),
-        Event("killed", "kill ack; the process group is gone.", {"exit_code": Field(("integer", "null"))}),
+        Event(
+            "killed",
+            "kill ack; the process group is gone.",
+            {
+                "exit_code": Field(("integer", "null")),
+                "resume_stored": Field(
+                    "boolean",
+                    doc="only after `store_resume:true`: the resume token is stored on disk (a later create of "
+                    "the key resumes, also after a daemon restart); false when the CLI gave no token or it could "
+                    "not be written (`resume_error` says which)",
+                    new=True,
+                ),
+                "resume_error": Field("string", doc="why `resume_stored` is false", new=True),
+                "worktree": _WORKTREE_END,
+            },
+        ),
         Event(
             "exited",
             "The CLI exited by itself; state -> dead.",
@@ -382,6 +455,18 @@ EVENTS: dict[str, Event] = {
             per_session=False,
         ),
         Event(
+            "auth_challenge",
+            "TCP reply to hello{auth:{nonce}} (and to the attach port's selector {auth:{nonce}}): the daemon's "
+            "nonce and its proof that it knows the token.",
+            {
+                "nonce": Field("string", required=True, doc="the daemon's nonce (64 hex digits)"),
+                "proof": Field("string", required=True, doc="HMAC-SHA256 hex (protocol/auth.py)"),
+                "re": Field(("string", "integer"), doc="the hello's `id`"),
+            },
+            per_session=False,
+            new=True,
+        ),
+        Event(
             "replay_gap",
             "hello{since_seq} reply, before the replayed events: seqs from_seq..to_seq left the ring.",
             {"from_seq": Field("integer", required=True), "to_seq": Field("integer", required=True)},
@@ -389,7 +474,29 @@ EVENTS: dict[str, Event] = {
             new=True,
         ),
         Event("pong", "ping reply.", {}, per_session=False),
-        Event("sessions", "list reply.", {"sessions": Field("array", items="object")}, per_session=False),
+        Event(
+            "web_login",
+            "web_login reply.",
+            {
+                "url": Field("string", required=True, doc="the page's address with `#code=` (one use)"),
+                "expires_in": Field("integer", required=True, doc="seconds the code stays valid unused"),
+            },
+            per_session=False,
+            new=True,
+        ),
+        Event(
+            "sessions",
+            "list reply.",
+            {
+                "sessions": Field(
+                    "array",
+                    items="object",
+                    doc="one object per session (name, state, cli, model, pid, …; `worktree` {path, branch} "
+                    "when it runs in one)",
+                )
+            },
+            per_session=False,
+        ),
         Event(
             "dump",
             "dump reply.",
@@ -422,6 +529,7 @@ EVENTS: dict[str, Event] = {
                 "oldest_seq": Field(("integer", "null")),
                 "last_seq": _LAST_SEQ,
                 "daemon_id": _DAEMON_ID,
+                "features": _FEATURES,
             },
             per_session=False,
             new=True,
@@ -445,6 +553,11 @@ def command_names() -> list[str]:
 
 def event_names() -> list[str]:
     return list(EVENTS)
+
+
+def feature_names() -> list[str]:
+    """`monitor_ready.features`: every **new** command field, as `command.field` (derived, never listed)."""
+    return [f"{c.name}.{name}" for c in COMMANDS.values() for name, f in c.fields.items() if f.new]
 
 
 _PY_TYPES: dict[str, tuple[type, ...]] = {

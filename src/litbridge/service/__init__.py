@@ -2,8 +2,11 @@
 
 `litbridge service install|uninstall|status` (see `litbridge/cli/service.py`) writes, removes and inspects the
 unit. The unit starts this very interpreter (`<sys.executable> -m litbridge serve`), so a venv install keeps
-working, with `--socket` set to the path the clients use by default (or the one asked for), so `litbridge
-send ...` finds the service's daemon with no option. Nothing here needs root.
+working. It names no socket unless one was asked for: the daemon resolves its default when it starts (systemd
+gives the user manager `$XDG_RUNTIME_DIR`), so a path computed in the installing shell (say `/tmp/litbridge-<uid>`,
+a directory another user could have created first) is never frozen into the unit. The unit also sets a 077
+umask, a PATH that finds the user's CLIs (`~/.local/bin`, npm's global bin, the installing shell's PATH) and,
+for systemd, no restart loop when another daemon already owns the socket. Nothing here needs root.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +36,7 @@ class Unit:
     manager: str  # "systemd" | "launchd"
     path: Path
     text: str
-    socket: str
+    socket: str  # the socket the daemon is expected on (the one asked for, else the default as resolved here)
 
     def start_commands(self) -> list[list[str]]:
         if self.manager == "systemd":
@@ -53,11 +57,40 @@ class Unit:
         return ["launchctl", "print", f"gui/{os.getuid()}/{AGENT_LABEL}"]
 
 
-def serve_argv(socket: str) -> list[str]:
-    return [sys.executable, "-m", "litbridge", "serve", "--socket", socket]
+def serve_argv(socket: str | None) -> list[str]:
+    """The daemon's command line; `--socket` only when one was asked for (else the daemon's own default)."""
+    return [sys.executable, "-m", "litbridge", "serve", *(["--socket", socket] if socket else [])]
 
 
-def systemd_unit(socket: str) -> str:
+def service_path(environ: Mapping[str, str] = os.environ) -> str:
+    """PATH for the service: the installing shell's PATH, then `~/.local/bin` and npm's global bin if missing.
+
+    A service manager starts the daemon with a minimal PATH (systemd: /usr/local/bin:/usr/bin...), where the
+    CLIs installed per user (`npm install -g`, Claude Code's installer in ~/.local/bin) are not found."""
+    dirs = [d for d in environ.get("PATH", "").split(os.pathsep) if d]
+    dirs += [str(Path.home() / ".local" / "bin"), *filter(None, [_npm_global_bin()])]
+    return os.pathsep.join(dict.fromkeys(dirs))
+
+
+def _npm_global_bin() -> str | None:
+    """`$(npm config get prefix)/bin` when npm is installed and that directory exists."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    try:
+        out = subprocess.run([npm, "config", "get", "prefix"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    prefix = out.stdout.strip()
+    if out.returncode != 0 or not prefix:
+        return None
+    path = Path(prefix) / "bin"
+    return str(path) if path.is_dir() else None
+
+
+def systemd_unit(socket: str | None, path: str) -> str:
+    from litbridge.daemon.server import EXIT_ALREADY_RUNNING
+
     exec_start = " ".join(_systemd_quote(a) for a in serve_argv(socket))
     return (
         "# Written by `litbridge service install`; `litbridge service uninstall` removes it.\n"
@@ -68,8 +101,13 @@ def systemd_unit(socket: str) -> str:
         "[Service]\n"
         "Type=exec\n"
         f"ExecStart={exec_start}\n"
+        "# the CLIs the daemon starts are looked up on this PATH (the installing shell's, plus per-user bins)\n"
+        f"Environment={_systemd_quote('PATH=' + path, expand=False)}\n"
+        "UMask=0077\n"
         "Restart=on-failure\n"
         "RestartSec=2\n"
+        f"# exit status {EXIT_ALREADY_RUNNING}: a live daemon already owns the socket; restarting cannot help\n"
+        f"RestartPreventExitStatus={EXIT_ALREADY_RUNNING}\n"
         "# SIGTERM: the daemon kills its sessions and removes its socket\n"
         "KillSignal=SIGTERM\n"
         "TimeoutStopSec=30\n"
@@ -79,19 +117,24 @@ def systemd_unit(socket: str) -> str:
     )
 
 
-def _systemd_quote(arg: str) -> str:
-    """systemd's ExecStart quoting: double quotes when needed, `%` doubled (specifiers), `$` doubled."""
-    arg = arg.replace("%", "%%").replace("$", "$$")
+def _systemd_quote(arg: str, expand: bool = True) -> str:
+    """systemd's quoting: double quotes when needed, `%` doubled (specifiers), and `$` doubled where the line
+    expands variables (`expand`: ExecStart does, Environment= does not)."""
+    arg = arg.replace("%", "%%")
+    if expand:
+        arg = arg.replace("$", "$$")
     if not arg or any(c in arg for c in " \t\"\\'") or arg != arg.strip():
         return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return arg
 
 
-def launchd_plist(socket: str) -> str:
+def launchd_plist(socket: str | None, path: str) -> str:
     logs = Path.home() / "Library" / "Logs" / "litbridge.log"
     plist = {
         "Label": AGENT_LABEL,
         "ProgramArguments": serve_argv(socket),
+        "EnvironmentVariables": {"PATH": path},
+        "Umask": 0o077,
         "RunAtLoad": True,
         "KeepAlive": {"SuccessfulExit": False},  # restart after a crash, not after a clean stop
         "StandardErrorPath": str(logs),
@@ -102,16 +145,19 @@ def launchd_plist(socket: str) -> str:
 
 
 def unit_for(socket: str | None = None, platform: str = sys.platform) -> Unit:
-    """The unit this platform uses, for the daemon socket `socket` (default: the clients' default path)."""
+    """The unit this platform uses. `socket`: a path the user asked for, written into the unit; without it the
+    unit names none and `Unit.socket` is the default path as this environment resolves it (for messages)."""
     from litbridge.daemon.paths import default_socket_path
 
-    sock = os.path.abspath(socket or default_socket_path())
+    asked = os.path.abspath(socket) if socket else None
+    sock = asked or default_socket_path()
+    path = service_path()
     if platform.startswith("linux"):
         config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-        return Unit("systemd", config / "systemd" / "user" / UNIT_NAME, systemd_unit(sock), sock)
+        return Unit("systemd", config / "systemd" / "user" / UNIT_NAME, systemd_unit(asked, path), sock)
     if platform == "darwin":
-        path = Path.home() / "Library" / "LaunchAgents" / f"{AGENT_LABEL}.plist"
-        return Unit("launchd", path, launchd_plist(sock), sock)
+        where = Path.home() / "Library" / "LaunchAgents" / f"{AGENT_LABEL}.plist"
+        return Unit("launchd", where, launchd_plist(asked, path), sock)
     raise ServiceError(
         f"no service manager support on {platform}: run `litbridge serve --port N` from your startup tasks"
     )

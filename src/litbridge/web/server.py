@@ -6,10 +6,15 @@ maintained. The page's two WebSockets are bridged in-process to the daemon's own
 (`bridge.py`): `/ws/events` speaks the control protocol, `/ws/attach` carries the attach stream.
 
 Security, as a local web server must have it (each refusal is tested):
-- every HTTP and WebSocket request needs the daemon's token, presented once as `/?token=` (the link
-  `litbridge web` prints) and then kept in an `HttpOnly`, `SameSite=Strict` cookie;
+- the page and its assets hold no secret and are served to anyone who passes the `Host` rule; what grants
+  access is a per-browser-session credential (`auth.py`): the page buys it once, with a one-time code from
+  the link `litbridge web` opens (`/#code=`, a fragment: never sent in a request), by a same-origin POST
+  to `/login`, keeps it in `sessionStorage` (this origin's only: another port of the host cannot read it)
+  and presents it as the first message of each WebSocket, which carries nothing else until it is valid.
+  No cookie is ever set;
 - the `Host` header must name this server (loopback names, the bound host): DNS rebinding is refused;
-- a WebSocket upgrade must come from this server's own `Origin` (cross-site WebSocket hijacking);
+- `/login` and every WebSocket upgrade must come from this server's own `Origin` (cross-site hijacking);
+- a WebSocket's inbound bytes are bounded as the Unix socket's are (`_pipe`): a flood waits in the sender;
 - static files come from a fixed list built at start-up: no listing, no path is ever joined from a URL;
 - every response carries a Content-Security-Policy (scripts from this origin only) and no-sniff /
   no-frame / no-referrer headers.
@@ -19,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import logging
 import os
@@ -31,6 +35,7 @@ from aiohttp import WSMsgType, web
 
 from litbridge.daemon import paths
 from litbridge.protocol.spec import MAX_LINE
+from litbridge.web.auth import CODE_TTL, WebLogins
 from litbridge.web.bridge import WsWriter
 
 if TYPE_CHECKING:
@@ -61,6 +66,13 @@ SECURITY_HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
 }
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+AUTH_TIMEOUT = 10.0
+"""Seconds a WebSocket has to present its credential."""
+INBOUND_LIMIT = 64 * 1024
+"""A WebSocket's unread inbound bytes pause its reading past twice this (the handlers read in chunks, never
+whole lines, so this is only a flow-control mark)."""
+WS_UNAUTHORIZED = 4401
+"""WebSocket close code for a missing or unknown credential (the page then asks for a fresh link)."""
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -99,7 +111,8 @@ class WebServer:
         self.daemon = daemon
         self.host = host
         self.port = port
-        self.token = ""
+        self.logins = WebLogins()
+        self.login_ttl = int(CODE_TTL)
         self.allowed_hosts: set[str] = set()
         self.static = _static_files()
         self._index = (STATIC_DIR / "index.html").read_bytes()
@@ -108,22 +121,21 @@ class WebServer:
         self._info_path: str | None = None
 
     @property
-    def cookie_name(self) -> str:
-        return f"litbridge_{self.port}"  # cookies ignore ports: one name per server
-
-    @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         if host in ("0.0.0.0", "[::]"):
             host = "127.0.0.1"
         return f"http://{host}:{self.port}/"
 
+    def login_url(self) -> str:
+        """A one-time login link: the code rides in the fragment, so no request or Referer carries it."""
+        return f"{self.url}#code={self.logins.mint()}"
+
     async def start(self) -> None:
-        # Without --port the web view gets a token of its own, in the same file the TCP token would use.
-        self.token = self.daemon.token if self.daemon.token is not None else self.daemon.issue_token()
         app = web.Application(middlewares=[self._guard], client_max_size=64 * 1024)
         app.on_response_prepare.append(self._headers)
         app.router.add_get("/", self._page)
+        app.router.add_post("/login", self._login)
         app.router.add_get("/ws/events", self._ws_events)
         app.router.add_get("/ws/attach", self._ws_attach)
         for url in self.static:
@@ -139,6 +151,7 @@ class WebServer:
         log.info("web view on %s (open it with `litbridge web`)", self.url)
 
     async def close(self) -> None:
+        self.logins.revoke_all()
         for ws in list(self._sockets):
             with contextlib.suppress(Exception):
                 await ws.close()
@@ -157,21 +170,12 @@ class WebServer:
         return {f"{n.lower()}:{self.port}" for n in names}
 
     # ------------------------------------------------------------------ guards
-    def _authed(self, request: web.Request) -> bool:
-        cookie = request.cookies.get(self.cookie_name, "")
-        return bool(cookie) and hmac.compare_digest(cookie, self.token)
-
     @web.middleware
     async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
         host = (request.headers.get("Host") or "").lower()
         if host not in self.allowed_hosts:
             log.warning("web: refused Host %r", host)
             raise web.HTTPMisdirectedRequest(text="litbridge: unknown Host header (DNS rebinding?)\n")
-        if request.path == "/" and "token" in request.query:
-            if not hmac.compare_digest(request.query["token"], self.token):
-                raise web.HTTPUnauthorized(text="litbridge: wrong token\n")
-        elif not self._authed(request):
-            raise web.HTTPUnauthorized(text="litbridge: open the link `litbridge web` prints\n")
         return await handler(request)
 
     def _origin_ok(self, request: web.Request) -> bool:
@@ -186,9 +190,29 @@ class WebServer:
     async def _page(self, request: web.Request) -> web.Response:
         response = web.Response(body=self._index, content_type="text/html", charset="utf-8")
         response.headers["Cache-Control"] = "no-store"
-        if "token" in request.query:
-            response.set_cookie(self.cookie_name, self.token, httponly=True, samesite="Strict", path="/")
         return response
+
+    async def _login(self, request: web.Request) -> web.Response:
+        """Spend a one-time code (JSON `{"code"}`, same origin only) for a credential (`{"credential"}`)."""
+        if not self._origin_ok(request):
+            log.warning("web: refused a login from Origin %r", request.headers.get("Origin"))
+            raise web.HTTPForbidden(text="litbridge: cross-origin login refused\n")
+        if request.content_type != "application/json":
+            raise web.HTTPUnsupportedMediaType(text="litbridge: the login wants application/json\n")
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        code = body.get("code") if isinstance(body, dict) else None
+        credential = self.logins.redeem(code) if isinstance(code, str) else None
+        headers = {"Cache-Control": "no-store"}
+        if credential is None:
+            return web.json_response(
+                {"error": "this login link was already used or has expired: run `litbridge web` again"},
+                status=401,
+                headers=headers,
+            )
+        return web.json_response({"credential": credential}, headers=headers)
 
     async def _file(self, request: web.Request) -> web.Response:
         path = self.static[request.path]
@@ -198,25 +222,61 @@ class WebServer:
         )
 
     # ------------------------------------------------------------------ websockets
-    async def _open_ws(self, request: web.Request) -> web.WebSocketResponse:
+    async def _open_ws(self, request: web.Request) -> tuple[web.WebSocketResponse, bool]:
+        """Origin checked before the upgrade, the credential right after it; False: refused and closed."""
         if not self._origin_ok(request):
             log.warning("web: refused a WebSocket from Origin %r", request.headers.get("Origin"))
             raise web.HTTPForbidden(text="litbridge: cross-origin WebSocket refused\n")
         ws = web.WebSocketResponse(max_msg_size=MAX_LINE + 1, heartbeat=30.0)
         await ws.prepare(request)
         self._sockets.add(ws)
-        return ws
+        if not await self._authenticate(ws):
+            self._sockets.discard(ws)
+            await ws.close(code=WS_UNAUTHORIZED, message=b"unauthorized: open a fresh `litbridge web` link")
+            return ws, False
+        return ws, True
+
+    async def _authenticate(self, ws: web.WebSocketResponse) -> bool:
+        """The first message must be `{"auth": credential}` with a credential `/login` issued."""
+        try:
+            msg = await asyncio.wait_for(ws.receive(), AUTH_TIMEOUT)
+        except asyncio.TimeoutError:
+            return False
+        if msg.type != WSMsgType.TEXT:
+            return False
+        try:
+            first = json.loads(msg.data)
+        except ValueError:
+            return False
+        credential = first.get("auth") if isinstance(first, dict) else None
+        return isinstance(credential, str) and self.logins.check(credential)
 
     async def _pipe(self, ws: web.WebSocketResponse, handler: Any, first: bytes | None, typing: bool) -> None:
-        """Run a daemon handler over this socket until either side ends."""
-        reader = asyncio.StreamReader(limit=MAX_LINE)
+        """Run a daemon handler over this socket until either side ends.
+
+        Inbound is bounded as on the Unix socket: the reader pauses this loop once it holds more than
+        2 x INBOUND_LIMIT unread bytes (plus the frame just fed, at most MAX_LINE), and while it is paused no
+        frame is read, so aiohttp stops reading the TCP socket and the sender waits on its kernel buffers
+        rather than filling this process's memory."""
+        reader = asyncio.StreamReader(limit=INBOUND_LIMIT)
+        flow = _Flow()
+        reader.set_transport(flow)  # type: ignore[arg-type]
         writer = WsWriter(ws, binary=first is not None)
         if first is not None:
             reader.feed_data(first)
         task = asyncio.get_running_loop().create_task(handler(reader, writer))
-        task.add_done_callback(lambda _t: writer.close())
+
+        def handler_done(_task: asyncio.Task[None]) -> None:
+            writer.close()
+            flow.resume_reading()  # the loop below must not wait on a reader nobody reads any more
+
+        task.add_done_callback(handler_done)
         try:
-            async for msg in ws:
+            while True:
+                await flow.wait()
+                if task.done():
+                    break
+                msg = await ws.receive()
                 if msg.type == WSMsgType.TEXT:
                     data = msg.data.encode()
                 elif msg.type == WSMsgType.BINARY:
@@ -236,19 +296,40 @@ class WebServer:
             await writer.wait_closed()
 
     async def _ws_events(self, request: web.Request) -> web.WebSocketResponse:
-        ws = await self._open_ws(request)
+        ws, ok = await self._open_ws(request)
+        if not ok:
+            return ws
         await self._pipe(ws, self.daemon._on_control, None, typing=False)
         return ws
 
     async def _ws_attach(self, request: web.Request) -> web.WebSocketResponse:
         key = request.query.get("session", "")
         control = request.query.get("control") == "1"
-        ws = await self._open_ws(request)
+        ws, ok = await self._open_ws(request)
+        if not ok:
+            return ws
         # "control": false = watch only, never the controller, so a terminal attacher keeps the keyboard;
         # and the browser's keystrokes are dropped here unless the page took control
         selector = json.dumps({"session": key, "control": control}).encode() + b"\n"
         await self._pipe(ws, self.daemon.attach.handle, selector, typing=control)
         return ws
+
+
+class _Flow:
+    """The transport face a `StreamReader` pauses and resumes (its `limit` decides when)."""
+
+    def __init__(self) -> None:
+        self._open = asyncio.Event()
+        self._open.set()
+
+    def pause_reading(self) -> None:
+        self._open.clear()
+
+    def resume_reading(self) -> None:
+        self._open.set()
+
+    async def wait(self) -> None:
+        await self._open.wait()
 
 
 def _write_private(path: str, text: str) -> None:

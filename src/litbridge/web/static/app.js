@@ -3,10 +3,16 @@
 // command per message; /ws/attach carries one session's raw terminal bytes (read-only unless the page
 // took control). On reconnect the page asks hello{since_seq} and applies the replay in seq order, so it
 // catches up with no duplicate and no gap.
+// Login: `litbridge web` opens /#code=<one-time code>; the page spends the code (POST /login, same origin) for
+// a credential that it keeps in sessionStorage (this origin's alone; no cookie) and sends as the first
+// message of every WebSocket.
 "use strict";
 (function () {
   const $ = (sel) => document.querySelector(sel);
-  if (location.search.indexOf("token=") >= 0) history.replaceState(null, "", "/"); // the cookie has it now
+  const CREDENTIAL = "litbridge.credential"; // the sessionStorage key
+  const UNAUTHORIZED = 4401; // the server's close code for a missing or unknown credential
+  // The AI CLIs answer in markdown; a shell or REPL (the generic driver) writes plain text, shown as it is.
+  const MARKDOWN_CLIS = new Set(["claude", "codex", "gemini", "rift"]);
   const md = window.markdownit({ html: false, linkify: false, breaks: false }); // raw HTML is escaped
   const linkOpen = md.renderer.rules.link_open || ((tokens, i, opts, env, self) => self.renderToken(tokens, i, opts));
   md.renderer.rules.link_open = (tokens, i, opts, env, self) => {
@@ -43,7 +49,46 @@
     return id;
   }
 
+  // ------------------------------------------------------------------ login
+  async function login() {
+    const m = /^#code=([A-Za-z0-9_-]+)$/.exec(location.hash);
+    if (!m) return !!sessionStorage.getItem(CREDENTIAL) || loggedOut("");
+    history.replaceState(null, "", "/"); // the code leaves the address bar and this history entry
+    setConn("connecting", "logging in…");
+    let body = {};
+    try {
+      const r = await fetch("/login", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ code: m[1] }),
+        credentials: "omit",
+        cache: "no-store",
+      });
+      body = await r.json();
+    } catch (e) {
+      body = { error: "login failed: " + e };
+    }
+    if (body.credential) {
+      sessionStorage.setItem(CREDENTIAL, body.credential);
+      return true;
+    }
+    if (sessionStorage.getItem(CREDENTIAL)) return true; // an older login of this tab still stands
+    return loggedOut(body.error || "login failed");
+  }
+
+  function loggedOut(why) {
+    sessionStorage.removeItem(CREDENTIAL);
+    S.loggedOut = true;
+    setConn("login", (why ? why + " — " : "not logged in: ") + "run `litbridge web` to open a fresh one-time link");
+    return false;
+  }
+
+  function authenticate(ws) {
+    ws.send(JSON.stringify({ auth: sessionStorage.getItem(CREDENTIAL) || "" }));
+  }
+
   function connect() {
+    if (S.loggedOut) return;
     setConn("connecting", "connecting…");
     const ws = new WebSocket(wsUrl("/ws/events"));
     S.ws = ws;
@@ -61,11 +106,18 @@
         }
       }
     };
-    ws.onopen = () => { S.backoff = 250; };
-    ws.onclose = () => {
+    ws.onopen = () => {
+      authenticate(ws);
+      S.backoff = 250;
+    };
+    ws.onclose = (e) => {
       if (S.ws !== ws) return;
       S.ws = null;
       S.catchingUp = null;
+      if (e.code === UNAUTHORIZED) {
+        loggedOut("this browser session is not logged in (was the daemon restarted?)");
+        return;
+      }
       setConn("closed", "disconnected — reconnecting…");
       if (S.hold) return; // tests: stay away until reconnect()
       setTimeout(connect, S.backoff);
@@ -125,6 +177,7 @@
         });
         S.sessions = fresh;
         renderSessions();
+        S.chats.forEach((c, k) => c.turns.forEach((t) => t.answer !== undefined && renderAnswer(t.resp, k, t.answer)));
         return;
       }
       case "error":
@@ -191,7 +244,8 @@
         const t = turn(chat, ev.turn_id);
         startTurn(chat, t);
         const el = response(chat, t);
-        el.innerHTML = md.render(ev.content || "");
+        t.answer = ev.content || "";
+        renderAnswer(el, key, t.answer);
         el.classList.add("done");
         t.done = true;
         break;
@@ -240,6 +294,27 @@
     if (["ready", "state", "accepted", "complete", "interrupted", "turn_error", "killed", "exited", "reaped_idle"].includes(ev.event)) {
       refreshList();
     }
+  }
+
+  function writesMarkdown(key) {
+    const s = S.sessions.get(key);
+    return !!(s && s.cli && MARKDOWN_CLIS.has(s.cli.split("/").pop()));
+  }
+
+  // A final answer: markdown from the AI CLIs, preformatted text (line breaks, `*`, `_`, `#` kept) from anything
+  // else. Re-run when the sessions list arrives (a replayed answer can come before the session's cli is known).
+  function renderAnswer(el, key, content) {
+    const format = writesMarkdown(key) ? "markdown" : "plain";
+    if (el.dataset.format === format) return;
+    el.dataset.format = format;
+    if (format === "markdown") {
+      el.innerHTML = md.render(content);
+      return;
+    }
+    const pre = document.createElement("pre");
+    pre.className = "output";
+    pre.textContent = content;
+    el.replaceChildren(pre);
   }
 
   function onError(ev) {
@@ -531,11 +606,18 @@
     const ws = new WebSocket(wsUrl("/ws/attach?session=" + encodeURIComponent(key) + (T.control ? "&control=1" : "")));
     ws.binaryType = "arraybuffer";
     T.ws = ws;
-    ws.onopen = () => { $("#term-status").textContent = T.control ? "terminal (you type)" : "terminal (read-only)"; };
+    ws.onopen = () => {
+      authenticate(ws);
+      $("#term-status").textContent = T.control ? "terminal (you type)" : "terminal (read-only)";
+    };
     ws.onmessage = (m) => term.write(new Uint8Array(m.data));
-    ws.onclose = () => {
+    ws.onclose = (e) => {
       if (T.ws !== ws) return;
       T.ws = null;
+      if (e.code === UNAUTHORIZED) {
+        $("#term-status").textContent = "terminal: not logged in";
+        return;
+      }
       const s = S.sessions.get(key);
       $("#term-status").textContent = "terminal disconnected";
       if (s && s.alive !== false && s.state !== "dead") T.retry = setTimeout(() => T.key === key && attach(key), 1000);
@@ -602,5 +684,5 @@
     },
   };
 
-  connect();
+  login().then((ok) => ok && connect());
 })();
