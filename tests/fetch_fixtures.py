@@ -1,19 +1,30 @@
-"""Fetch what the test suite needs from the package registries into `.cache/` (idempotent).
+"""Fetch what the test suite needs into one per-user cache shared by every checkout (idempotent).
 
-- pyte 0.8.2's sdist (its own test suite and captured streams) -> .cache/pyte-0.8.2/
-- the real Claude Code 2.1.328 native binary from npm        -> .cache/claude-code/
-- the real Codex CLI 0.169.0 native binary from npm            -> .cache/codex/
-- the real Gemini CLI 0.61.0 (Node) from npm                -> .cache/gemini/
-- Debian's chromium, zsh and fish (browser and shell-mark tests) -> /usr/bin (apt-get: as root, or through
-  passwordless `sudo -n` as on GitHub's runners)
-Each step is best effort: a failure is reported and the tests that need it skip with the reason.
-The Claude, Codex and Gemini recordings are not fetched: trimmed copies live in the repository
-(tests/fixtures/captures/).
+    python tests/fetch_fixtures.py [--yes] [--offline] [--no-system]
+
+The cache is `$LITBRIDGE_TEST_CACHE`, else `$XDG_CACHE_HOME/litbridge/fixtures` (`~/.cache/litbridge/fixtures`);
+each entry is keyed by its version, so checkouts of different commits share what they have in common (a cache
+filled before entries were keyed, `<cache>/claude-code` and so on, is used where its version matches):
+
+- pyte 0.8.2's sdist (its own test suite and captured streams)     -> <cache>/pyte-0.8.2/
+- the real Claude Code 2.1.328 native binary from npm              -> <cache>/claude-code-2.1.328/
+- the real Codex CLI 0.169.0 native binary from npm                -> <cache>/codex-0.169.0/
+- the real Gemini CLI 0.61.0 (Node) from npm                       -> <cache>/gemini-0.61.0/
+- Debian's chromium, zsh and fish (browser and shell-mark tests)   -> /usr/bin, through
+  `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
+  packages apt-get would add or upgrade are listed first; at a terminal it asks, and it goes ahead without
+  asking only with `--yes`, under CI (`$CI`) or when stdin is not a terminal. `--no-system` skips this step.
+
+`--offline` downloads nothing and installs nothing: it reports what the cache already holds. Each step is best
+effort: a failure is reported and the tests that need it skip with the reason. The Claude, Codex and Gemini
+recordings are not fetched: trimmed copies live in the repository (tests/fixtures/captures/).
 """
 
 from __future__ import annotations
 
+import argparse
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -23,17 +34,47 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = Path(os.environ.get("LITBRIDGE_TEST_CACHE", ROOT / ".cache"))
+
+
+def default_cache() -> Path:
+    """The per-user fixture cache every checkout shares: $XDG_CACHE_HOME/litbridge/fixtures, else
+    ~/.cache/litbridge/fixtures (a relative $XDG_CACHE_HOME is ignored, as the XDG spec says)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "litbridge" / "fixtures"
+
+
+CACHE = Path(os.environ.get("LITBRIDGE_TEST_CACHE") or default_cache())
+
+
+def cache_entry(name: str, version: str, package: str) -> Path:
+    """`<cache>/<name>-<version>`. A cache filled before entries were keyed by version holds the npm `package`
+    in `<cache>/<name>`: that folder is used as it is when it holds exactly `version` (nothing is fetched
+    again), and never written to."""
+    keyed = CACHE / f"{name}-{version}"
+    legacy = CACHE / name
+    if not keyed.exists():
+        try:
+            meta = json.loads(
+                (legacy / "node_modules" / package / "package.json").read_text(encoding="utf-8")
+            )
+        except (OSError, ValueError):
+            return keyed
+        if isinstance(meta, dict) and meta.get("version") == version:
+            return legacy
+    return keyed
+
+
 PYTE_DIR = CACHE / "pyte-0.8.2"
 # The real Claude Code recordings the tests and benchmarks read (a trimmed copy kept in the repository, see its
 # README); the one definition every test and benchmark uses. $LITBRIDGE_CAPTURES points elsewhere (the full set).
 CAPTURES = Path(os.environ.get("LITBRIDGE_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "claude"))
-CLAUDE_DIR = CACHE / "claude-code"
 CLAUDE_VERSION = "2.1.328"
-GEMINI_DIR = CACHE / "gemini"
+CLAUDE_DIR = cache_entry("claude-code", CLAUDE_VERSION, "@anthropic-ai/claude-code")
 GEMINI_VERSION = "0.61.0"
-CODEX_DIR = CACHE / "codex"
+GEMINI_DIR = cache_entry("gemini", GEMINI_VERSION, "@google/gemini-cli")
 CODEX_VERSION = "0.169.0"
+CODEX_DIR = cache_entry("codex", CODEX_VERSION, "@openai/codex")
 # The real Codex CLI recordings the tests replay, like CAPTURES for Claude: a trimmed copy kept in the repository
 # (see its README); $LITBRIDGE_CODEX_CAPTURES points elsewhere (e.g. the full set).
 CODEX_CAPTURES = Path(
@@ -44,11 +85,22 @@ CODEX_CAPTURES = Path(
 GEMINI_CAPTURES = Path(
     os.environ.get("LITBRIDGE_GEMINI_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "gemini")
 )
+OFFLINE = False
+"""Set by `--offline`: every fetch only reports whether the cache holds its entry."""
+
+
+def _offline(what: str) -> bool:
+    """True (said) when `--offline` forbids fetching `what`, which the cache does not hold."""
+    if OFFLINE:
+        print(f"fetch_fixtures: {what} is not in {CACHE} and --offline fetches nothing", file=sys.stderr)
+    return OFFLINE
 
 
 def fetch_pyte() -> bool:
     if (PYTE_DIR / "tests").is_dir():
         return True
+    if _offline("pyte 0.8.2's sdist"):
+        return False
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [
             sys.executable,
@@ -76,15 +128,28 @@ def fetch_pyte() -> bool:
 
 
 def npm_install(prefix: Path, package: str, what: str, *, scripts: bool = False) -> bool:
-    """`npm install <package>` into `prefix` (its install scripts only if `scripts`); False, said, on failure."""
-    prefix.mkdir(parents=True, exist_ok=True)
-    cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), package]
-    if not scripts:
-        cmd.insert(2, "--ignore-scripts")
-    if subprocess.run(cmd).returncode != 0:
-        print(f"fetch_fixtures: could not install {what} from npm", file=sys.stderr)
-        return False
-    return True
+    """`npm install <package>` into `prefix` (its install scripts only if `scripts`); False, said, on failure.
+    It installs into a temporary folder beside `prefix`, renamed into place when npm succeeds, so an interrupted
+    download or two checkouts fetching at once never leave a half-installed entry in the shared cache."""
+    if prefix.exists():
+        shutil.rmtree(prefix, ignore_errors=True)  # a leftover without the binary the caller looked for
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    print(f"fetch_fixtures: installing {what} ({package}) from npm into {prefix}", file=sys.stderr)
+    tmp = Path(tempfile.mkdtemp(dir=prefix.parent, prefix=f".{prefix.name}-"))
+    try:
+        cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(tmp), package]
+        if not scripts:
+            cmd.insert(2, "--ignore-scripts")
+        if subprocess.run(cmd).returncode != 0:
+            print(f"fetch_fixtures: could not install {what} from npm", file=sys.stderr)
+            return False
+        try:
+            tmp.rename(prefix)
+        except OSError:  # another checkout finished first: keep its copy
+            pass
+        return True
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def claude_binary() -> Path:
@@ -94,6 +159,8 @@ def claude_binary() -> Path:
 def fetch_claude() -> bool:
     if claude_binary().exists():
         return True
+    if _offline(f"Claude Code {CLAUDE_VERSION}"):
+        return False
     if sys.platform != "linux" or shutil.which("npm") is None:
         print("fetch_fixtures: npm not available; real Claude Code tests will skip", file=sys.stderr)
         return False
@@ -155,27 +222,83 @@ def apt_get_prefix() -> list[str] | None:
     return None
 
 
-def fetch_system_packages() -> dict[str, bool]:
+def _truthy_env(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def consent(question: str, assume_yes: bool = False) -> bool:
+    """Whether to go ahead with a change to the system: yes with `--yes`, under CI (`$CI`, set by GitHub
+    Actions and most CI services) or with no terminal on stdin (nobody to ask: `.ci/run` in CI, a pipe);
+    otherwise the user at the terminal answers (no by default)."""
+    if assume_yes:
+        return True
+    if _truthy_env("CI") or not sys.stdin.isatty():
+        print("fetch_fixtures: not asking (--yes, $CI or no terminal on stdin): going ahead", file=sys.stderr)
+        return True
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def apt_plan(apt_get: list[str], packages: list[str]) -> list[str] | None:
+    """What `apt-get install --no-install-recommends packages` would install or upgrade (a dry run: `-s`
+    changes nothing), as apt-get's `Inst` lines without the prefix; None when apt-get cannot resolve them (stale
+    package lists, or a name this distribution lacks)."""
+    out = subprocess.run(
+        [*apt_get, "install", "-s", "--no-install-recommends", *packages], capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        return None
+    return [line[len("Inst ") :] for line in (out.stdout or "").splitlines() if line.startswith("Inst ")]
+
+
+def fetch_system_packages(assume_yes: bool = False) -> dict[str, bool]:
     """apt-get install what is missing of SYSTEM_PACKAGES on a Debian-like system, as root or through
-    passwordless sudo (system packages land in /usr/bin, not the cache); otherwise say which tests will skip."""
+    passwordless sudo (system packages land in /usr/bin, not the cache), without recommended packages, after
+    saying which packages apt-get would add or upgrade and getting `consent`; otherwise say which tests skip."""
     missing = [p for p in SYSTEM_PACKAGES if _system_binary(p) is None]
-    prefix = apt_get_prefix() if missing else None
+    prefix = apt_get_prefix() if missing and not OFFLINE else None
     if prefix is not None:
         # through `env`, because sudo drops the caller's environment
         apt_get = [*prefix, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
-        install = [*apt_get, "install", "-y", "-q"]
-        if subprocess.run([*install, *missing]).returncode != 0:
-            # stale package lists: update once, then retry one package at a time (a name this distribution
-            # lacks, e.g. Ubuntu's snap-only chromium, must not keep the others out)
-            subprocess.run([*apt_get, "update", "-q"])
-            for package in missing:
-                subprocess.run([*install, package])
+        install = [*apt_get, "install", "-y", "-q", "--no-install-recommends"]
+        how = "through sudo" if prefix else "as root"
+        print(
+            f"fetch_fixtures: about to run `apt-get install --no-install-recommends {' '.join(missing)}` {how}, "
+            "for " + "; ".join(f"{p}: {SYSTEM_PACKAGES[p]}" for p in missing),
+            file=sys.stderr,
+        )
+        plan = apt_plan(apt_get, missing)
+        if plan is None:
+            print(
+                "fetch_fixtures: apt-get cannot resolve them with the current package lists: it will run "
+                "`apt-get update` first, then install each package on its own",
+                file=sys.stderr,
+            )
+        else:
+            upgrades = [p for p in plan if "[" in p.split(" (")[0]]  # `Inst name [old] (new ...)`
+            print(
+                f"fetch_fixtures: apt-get would install {len(plan) - len(upgrades)} new packages and upgrade "
+                f"{len(upgrades)}:\n  " + "\n  ".join(plan),
+                file=sys.stderr,
+            )
+        if consent("Install them?", assume_yes):
+            if plan is None or subprocess.run([*install, *missing]).returncode != 0:
+                # stale package lists: update once, then retry one package at a time (a name this distribution
+                # lacks, e.g. Ubuntu's snap-only chromium, must not keep the others out)
+                subprocess.run([*apt_get, "update", "-q"])
+                for package in missing:
+                    subprocess.run([*install, package])
+        else:
+            print("fetch_fixtures: not installing system packages", file=sys.stderr)
     found = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
     for p, ok in found.items():
         if not ok:
             print(
-                f"fetch_fixtures: no {p} (apt-get needs root or passwordless sudo on Debian); "
-                f"{SYSTEM_PACKAGES[p]} will skip",
+                f"fetch_fixtures: no {p} (installed here only from Debian's apt-get, as root or with passwordless "
+                f"sudo, with consent); {SYSTEM_PACKAGES[p]} will skip",
                 file=sys.stderr,
             )
     return found
@@ -218,6 +341,8 @@ def fetch_codex() -> bool:
     if _codex_platform():
         print(f"fetch_fixtures: {_codex_platform()}; real Codex tests will skip", file=sys.stderr)
         return False
+    if _offline(f"Codex CLI {CODEX_VERSION}"):
+        return False
     if shutil.which("npm") is None:
         print("fetch_fixtures: npm not available; real Codex tests will skip", file=sys.stderr)
         return False
@@ -253,6 +378,8 @@ def gemini_missing() -> str | None:
 def fetch_gemini() -> bool:
     if gemini_script().exists():
         return True
+    if _offline(f"the Gemini CLI {GEMINI_VERSION}"):
+        return False
     if shutil.which("npm") is None or shutil.which("node") is None:
         print("fetch_fixtures: node/npm not available; real Gemini CLI tests will skip", file=sys.stderr)
         return False
@@ -265,12 +392,23 @@ def fetch_gemini() -> bool:
     return True
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    global OFFLINE
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-y", "--yes", action="store_true", help="install the system packages without asking")
+    parser.add_argument("--offline", action="store_true", help="download and install nothing: use the cache")
+    parser.add_argument("--no-system", action="store_true", help="leave the system packages alone")
+    args = parser.parse_args(argv)
+    OFFLINE = args.offline
+    print(f"fetch_fixtures: cache {CACHE}", file=sys.stderr)
     ok_pyte = fetch_pyte()
     ok_claude = fetch_claude()
     ok_codex = fetch_codex()
     ok_gemini = fetch_gemini()
-    system = fetch_system_packages()
+    if args.no_system:
+        system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
+    else:
+        system = fetch_system_packages(assume_yes=args.yes)
     found = {"pyte sdist": ok_pyte, "claude": ok_claude, "codex": ok_codex, "gemini": ok_gemini, **system}
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))
     return 0  # never fail the run here: dependent tests skip with a reason

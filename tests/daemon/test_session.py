@@ -476,7 +476,7 @@ async def test_organic_turn_is_a_turn_and_holds_the_queue() -> None:
 
 @pytest.mark.asyncio
 async def test_client_chosen_key_cannot_forge_log_lines(caplog: pytest.LogCaptureFixture) -> None:
-    """bugs.md#8: session keys (and the client's working_dir) are escaped in log lines."""
+    """Session keys (and the client's working_dir) are escaped in log lines: a client cannot forge the log."""
     import logging
 
     key = "inj\n2026-01-01 00:00:00,000 WARNING forged\n\x1b[2J"

@@ -147,6 +147,37 @@ async def test_python_repl_turn_and_interrupt() -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_ctrl_c_the_program_did_not_act_on_is_pressed_again() -> None:
+    """A Ctrl-C can reach no process (in a shell loop, one typed just after a job exited signals an empty
+    process group; a busy machine widens that gap): the interrupt presses it again while the command still runs.
+    Here the REPL swallows the first one on purpose. The turn still ends from the REPL's own prompt, carrying its
+    KeyboardInterrupt (not from the session's 10 s fallback, after which the loop would still hold the next send
+    forever), and the next send runs."""
+    rec = Recorder()
+    s = make("python3", ["-q", "-i"], rec)
+    try:
+        await rec.wait("ready")
+        s.send(
+            "import signal, time; _ = signal.signal(signal.SIGINT, lambda *a: signal.signal(signal.SIGINT, signal.default_int_handler))"
+        )
+        await rec.wait("complete")
+        s.send("while True: print('tick'); time.sleep(0.1)\n")
+        turn = [e for e in rec.events if e["event"] == "accepted"][-1]["turn_id"]
+        for _ in range(400):
+            if any(e["event"] == "replace" and "tick" in e["text"] for e in rec.events):
+                break
+            await asyncio.sleep(0.05)
+        s.interrupt(re="i2")
+        ev = await rec.wait("interrupted", turn_id=turn)
+        assert ev["re"] == "i2" and "KeyboardInterrupt" in ev["content"], ev
+        s.send("print('after')")
+        done = await rec.wait("complete", content="after")
+        assert done["turn_id"] != turn
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
 async def test_ready_when_program_prints_nothing() -> None:
     rec = Recorder()
     s = make("cat", [], rec)

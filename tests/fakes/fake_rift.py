@@ -2,8 +2,8 @@
 """A faithful, stdlib-only fake of `rift --serve` (protocol v1, as rift 2.9.0): JSON events on stdout,
 JSON commands on stdin, diagnostics on stderr, sessions under $HOME/.local/share/rift/sessions.
 
-It reproduces the wire behaviour in ../shared/reference/rift-serve.md ("What a faithful fake must do");
-it deliberately has no model: replies are scripted by directives in the prompt text.
+It reproduces rift's documented `--serve` wire behaviour (the events, commands and their order that this module
+implements); it deliberately has no model: replies are scripted by directives in the prompt text.
 
 Directives (anywhere in a prompt): `[think]` thinking deltas first; `[bash:CMD]` a bash tool call (runs CMD in
 the cwd; approval ask when approve is on); `[write:PATH:TEXT]` a write tool (edit_review when opted in, else an

@@ -1,7 +1,7 @@
 """Scripted mock of the OpenAI Responses API (HTTP + SSE) on 127.0.0.1, for running the real Codex CLI offline.
 
 Codex 0.169.0 reaches it through a custom `[model_providers.<name>]` with `wire_api = "responses"`: every model
-call is `POST {base_url}/responses` with `"stream": true` (see ../shared/reference/codex-0.169.0.md §1, §9).
+call is `POST {base_url}/responses` with `"stream": true`.
 
 Owns: the HTTP server (thread-based, in-process or as a script), the response script (one entry per agent request:
 assistant text, function calls, custom tool calls, reasoning summaries, HTTP errors, `response.failed`, dropped or

@@ -216,7 +216,7 @@ async def test_reconnect_since_seq_with_other_client_connected(daemon: Any) -> N
     await obs.drain_for(0.3)
     assert b.events[0]["event"] == "monitor_ready"
     _check_exactly_once_in_order(first, session_events(b.events, key), session_events(obs.events, key))
-    # the gap held non-replace events too (keystroke_sent): the replay went ahead of the live stream (bugs.md#5)
+    # the gap held non-replace events too (keystroke_sent): the replay went ahead of the live stream
     assert any(e["event"] == "keystroke_sent" for e in session_events(b.events, key)), (
         "the gap was not replayed"
     )

@@ -1,4 +1,4 @@
-"""Reliability and local security (issue #18), each against a real `litbridge serve` process.
+"""Reliability and local security, each against a real `litbridge serve` process.
 
 Bounded memory per client (bytes, entries, stall time; superseded `replace` events leave the queue), the lock
 file that decides which daemon owns a socket (no theft, unlink only what we own), client and daemon refusing
@@ -138,7 +138,7 @@ async def test_never_reading_client_is_cut_off_and_memory_stays_bounded(tmp_shor
                 tail_reader = asyncio.create_task(asyncio.to_thread(read_until_eof, slow, 40))
             await asyncio.sleep(1)
         print(f"slow consumer: RSS {base:.0f} MB -> peak {peak:.0f} MB, worst ping {worst_ping:.2f} s")
-        # cut off by whichever bound it hits first (#18): the stall time, or, when each `replace` carries the
+        # cut off by whichever bound it hits first: the stall time, or, when each `replace` carries the
         # whole output so far (up to 1 MiB) and a loaded box lets fewer than COALESCE_AT of them pile up, bytes
         cut = re.search(
             r"is too slow \((more than \d+ events|more than \d+ bytes|nothing read for 15 s) queued", d.log()

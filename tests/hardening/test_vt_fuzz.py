@@ -89,12 +89,13 @@ VOCAB: list[bytes] = [
     b"\x1b[200G",
 ]
 
-# Undocumented divergences found by this fuzzer, each filed in /work/notes/bugs.md and pinned by a strict xfail
-# below. Inputs containing them are set aside (counted with hypothesis.event) so the fuzz checks everything else.
-# Remove an entry together with its xfail mark once the oracle/docs (or the core) are fixed. (Fixed so far:
-# bugs.md#1 CSI part = D8, OSC part = core 8138015, ESC ESC = D12; bugs.md#2 = core; bugs.md#3 = D7;
-# bugs.md#9 = D11 of docs/emulator-divergences.md.)
-KNOWN_UNDOCUMENTED: dict[str, re.Pattern[bytes]] = {}  # bugs.md#2 (non-ASCII inside a CSI) fixed in the core
+# Undocumented divergences found by this fuzzer, each described here and pinned by a strict xfail below. Inputs
+# containing them are set aside (counted with hypothesis.event) so the fuzz checks everything else. Remove an entry
+# together with its xfail mark once the oracle/docs (or the core) are fixed. (Fixed so far, see
+# docs/emulator-divergences.md: ESC inside a CSI = D8, ESC inside an OSC = core 8138015, ESC ESC = D12, a
+# non-ASCII character inside a CSI = O5, IL/DL over rows never written = D7, a C0 control then ESC inside a CSI =
+# D11.)
+KNOWN_UNDOCUMENTED: dict[str, re.Pattern[bytes]] = {}  # none open
 # The shared oracle; on synthetic input it also mimics the litbridge bugs listed as "Open" in the docs (if any).
 ORACLE = getattr(DIFF, "OracleScreenWithOpenItems", DIFF.OracleScreen)
 
@@ -217,7 +218,7 @@ def test_fixed_findings_stay_fixed(data: bytes) -> None:
 
 
 def test_non_ascii_inside_csi_ends_it() -> None:
-    """bugs.md#2, fixed in the core: a non-ASCII character ends the CSI undispatched and is not drawn (pyte, xterm)."""
+    """Fixed in the core (O5): a non-ASCII character ends the CSI undispatched and is not drawn (pyte, xterm)."""
     assert _divergence("\x1b[\u259d8".encode()) is None
     assert _divergence("\x1b[\u259d8m9".encode()) is None
 

@@ -195,7 +195,7 @@ def test_compat_path_consumes_private_csi_and_strings(size: int) -> None:
     assert screen.buffer[0][4].bold and screen.buffer[0][4].fg == "red"
 
 
-# --- what issue #17 changed under the hood: the observable contract stays pyte's ------------------------------
+# --- what the compiled core changed under the hood: the observable contract stays pyte's --------------------
 
 
 def test_fast_stream_feed_is_the_native_parser_and_leaves_on_an_in_place_table_edit() -> None:

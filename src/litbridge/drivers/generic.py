@@ -26,6 +26,8 @@ STARTUP_MAX = 30.0
 SILENT_START = 3.0  # a program that prints nothing at all is taken as ready after this long
 STARTUP_SETTLE = 0.8  # startup: the first settle needs no long window
 INTERRUPT = b"\x03"
+INTERRUPT_AGAIN = 1.5  # s: a Ctrl-C the running command has not ended by then is pressed again ...
+INTERRUPT_PRESSES = 5  # ... up to this many times in all, well inside the session's 10 s interrupt fallback
 PASTE_WAIT = 0.5  # a multi-line send waits this long for the shell to turn bracketed paste on
 PROMPT_DRAWN_WAIT = 0.5  # after a command ends, the prompt's `B` mark is awaited this long before typing
 
@@ -249,6 +251,21 @@ class GenericDriver(Driver, EngineHooks):
             self.engine.interrupted(self._screen_response())
         else:
             self.marks.interrupted()
+            turn = self.engine.turn
+            if turn is not None:
+                self.host.call_later(INTERRUPT_AGAIN, lambda: self._press_again(turn, INTERRUPT_PRESSES - 1))
+
+    def _press_again(self, turn: Turn, left: int) -> None:
+        """Ctrl-C again while the interrupted command still runs, as a user would press it again. A Ctrl-C can
+        reach no process: in a shell loop (`for ...; do echo; sleep 0.1; done`) the terminal's foreground
+        group is each `sleep` in turn, and one typed just after a `sleep` exited, before the shell took the
+        terminal back (long on a busy machine), signals an empty group and is lost. The turn ends as usual when
+        the prompt comes back; nothing is pressed once it has (or once the session's fallback ended the turn)."""
+        self.engine.sync_turn()
+        if left <= 0 or self.engine.turn is not turn or self.marks is None or not self.marks.running:
+            return
+        self.host.write(INTERRUPT)
+        self.host.call_later(INTERRUPT_AGAIN, lambda: self._press_again(turn, left - 1))
 
     def info(self) -> dict[str, Any]:
         return {
