@@ -1,7 +1,7 @@
 """`litbridge mcp`: serve the daemon's sessions to an MCP client (Claude Code, an IDE...) over stdio.
 
 Only parses options and checks that a daemon answers before speaking MCP; the server is litbridge.mcp.server
-(which needs the optional `mcp` SDK: `pip install 'litbridge[mcp]'`).
+(which needs the optional `mcp` SDK: `pip install 'litbridge[mcp]' (from a checkout: pip install '.[mcp]')`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ async def _main(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         if exc.name is None or not exc.name.startswith(("mcp", "pydantic")):
             raise
-        common.eprint("litbridge mcp: needs the MCP SDK: pip install 'litbridge[mcp]'")
+        common.eprint("litbridge mcp: needs the MCP SDK: pip install 'litbridge[mcp]' (from a checkout: pip install '.[mcp]')")
         return common.EXIT_ERROR
     await serve_stdio(lambda: common.connect(args, reconnect_timeout=5.0))
     return common.EXIT_OK
