@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 from _daemon import Daemon, free_port, running_daemon
-from _impostor import OTHER_USER_LISTENER, Impostor, Reply
+from _impostor import Impostor, OtherUserListener, Relay, Reply
 from lbd_helpers import check_event
 
 from litbridge.client import read_token
@@ -98,18 +98,9 @@ async def test_impostor_on_the_attach_port_gets_only_a_nonce(reply: Reply) -> No
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="listener owner from /proc/net/tcp")
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to listen as nobody")
 async def test_attach_port_of_another_user_is_refused_before_any_byte() -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", OTHER_USER_LISTENER, stdout=subprocess.PIPE
-    )
-    assert proc.stdout is not None
-    port = int(await asyncio.wait_for(proc.stdout.readline(), 60))
-    try:
-        code, err = await _run_attach(port - 1, "--token", TOKEN)
-        received = await asyncio.wait_for(proc.stdout.readline(), 60)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
+    async with OtherUserListener() as listener:
+        code, err = await _run_attach(listener.port - 1, "--token", TOKEN)
+        received = await listener.received()
     assert code == EXIT_UNTRUSTED, err
     assert "runs as uid" in err and "(nobody)" in err, err
     assert received.strip() == b"b''", received  # not even the nonce
@@ -251,29 +242,11 @@ async def test_a_relay_in_front_of_the_attach_port_is_refused_and_never_sees_the
     daemon, port = tcp_daemon
     token = read_token(daemon.socket)
     assert token
-    seen = bytearray()
-
-    async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, record: bool) -> None:
-        while chunk := await src.read(65536):
-            if record:
-                seen.extend(chunk)
-            dst.write(chunk)
-            await dst.drain()
-        dst.close()
-
-    async def relay(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        ur, uw = await asyncio.open_connection("127.0.0.1", port + 1)
-        await asyncio.gather(pipe(r, uw, True), pipe(ur, w, False), return_exceptions=True)
-
-    server = await asyncio.start_server(relay, "127.0.0.1", 0)
-    relay_port = server.sockets[0].getsockname()[1]
-    try:
-        code, err = await _run_attach(relay_port - 1, "--token", token)
-    finally:
-        server.close()
+    async with Relay(port + 1) as relay:
+        code, err = await _run_attach(relay.port - 1, "--token", token)
     assert code == EXIT_UNTRUSTED, err
     assert "proof of the token is wrong" in err, err
-    _assert_only_a_nonce(bytes(seen), token)
+    _assert_only_a_nonce(bytes(relay.seen), token)
 
 
 @pytest.mark.asyncio

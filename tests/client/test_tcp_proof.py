@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 from _daemon import Daemon, free_port, running_daemon, spawn, stop
-from _impostor import OTHER_USER_LISTENER, Impostor, Reply
+from _impostor import Impostor, OtherUserListener, Relay, Reply
 from lbd_helpers import check_event
 
 from litbridge.client import AuthFailed, Client, ConnectionLost, UntrustedDaemon, read_token
@@ -108,20 +108,11 @@ async def test_cli_refuses_an_impostor_with_exit_status_5() -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="listener owner from /proc/net/tcp")
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to listen as nobody")
 async def test_listener_of_another_user_is_refused_before_any_byte() -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", OTHER_USER_LISTENER, stdout=subprocess.PIPE
-    )
-    assert proc.stdout is not None
-    port = int(await asyncio.wait_for(proc.stdout.readline(), 60))
-    try:
+    async with OtherUserListener() as listener:
         with pytest.raises(UntrustedDaemon) as info:
-            async with Client.connect(port=port, token=TOKEN, connect_timeout=3, reconnect=False):
+            async with Client.connect(port=listener.port, token=TOKEN, connect_timeout=3, reconnect=False):
                 pass
-        received = await asyncio.wait_for(proc.stdout.readline(), 60)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
+        received = await listener.received()
     assert "runs as uid" in info.value.message and "(nobody)" in info.value.message, info.value.message
     assert received.strip() == b"b''", received  # not even the nonce
 
@@ -235,36 +226,18 @@ async def test_a_relay_on_another_port_is_refused_and_never_sees_the_token(
     daemon, port = tcp_daemon
     token = read_token(daemon.socket)
     assert token
-    seen = bytearray()
-
-    async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, record: bool) -> None:
-        while chunk := await src.read(65536):
-            if record:
-                seen.extend(chunk)
-            dst.write(chunk)
-            await dst.drain()
-        dst.close()
-
-    async def relay(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        ur, uw = await asyncio.open_connection("127.0.0.1", port)
-        await asyncio.gather(pipe(r, uw, True), pipe(ur, w, False), return_exceptions=True)
-
     # A relay on another port is exactly what the endpoint in the proof refuses: the daemon's proof names
     # 127.0.0.1:<its port>, the client expects the port it dialled.
-    server = await asyncio.start_server(relay, "127.0.0.1", 0)
-    relay_port = server.sockets[0].getsockname()[1]
-    try:
+    async with Relay(port) as relay:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
-            *("-m", "litbridge", "list", "--port", str(relay_port), "--token", token),
+            *("-m", "litbridge", "list", "--port", str(relay.port), "--token", token),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(proc.communicate(), 120)
-    finally:
-        server.close()
     assert proc.returncode == EXIT_UNTRUSTED, (out, err)
-    assert token.encode() not in seen
+    assert token.encode() not in relay.seen
     # Straight to the daemon it works.
     done = await asyncio.create_subprocess_exec(
         sys.executable,
