@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import socket
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -115,6 +116,21 @@ async def connect(path: str) -> Any:
     ev = await c.wait(lambda e: True)
     assert ev["event"] == "monitor_ready", ev
     return c
+
+
+def fill_backlog(path: str, pending: list[socket.socket]) -> None:
+    """Connect to the (stopped) daemon's Unix socket until its accept backlog is full, a connect failing with
+    EAGAIN; the connections go in `pending`, for the caller to close however the test ends."""
+    for _ in range(300):  # asyncio's default backlog is 100
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(path)
+        except BlockingIOError:
+            s.close()
+            break
+        pending.append(s)
+    assert len(pending) > 50
 
 
 def children_of(pid: int) -> list[int]:

@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from hardening_helpers import connect, lbd, spawn_daemon, wait_until
+from hardening_helpers import connect, fill_backlog, lbd, spawn_daemon, wait_until
 
 L = lbd()
 ASYNC = pytest.mark.asyncio(loop_scope="function")
@@ -55,16 +55,7 @@ async def test_a_removed_lock_file_does_not_let_a_second_daemon_steal_the_socket
             os.unlink(sock + ".lock")
             if stopped:
                 d1.proc.send_signal(signal.SIGSTOP)
-                for _ in range(300):  # fill the backlog (asyncio's default is 100)
-                    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    s.setblocking(False)
-                    try:
-                        s.connect(sock)
-                    except BlockingIOError:
-                        s.close()
-                        break
-                    pending.append(s)
-                assert len(pending) > 50
+                fill_backlog(sock, pending)
             d2 = spawn_daemon(sock, wait=False)
             try:
                 assert d2.proc.wait(30) == 3, d2.log()

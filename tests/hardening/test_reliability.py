@@ -26,7 +26,7 @@ from typing import Any
 import jsonschema
 import orjson
 import pytest
-from hardening_helpers import connect, lbd, pid_alive, spawn_daemon, wait_until
+from hardening_helpers import connect, fill_backlog, lbd, pid_alive, spawn_daemon, wait_until
 
 from litbridge.protocol import jsonschema as lbschema
 
@@ -207,16 +207,7 @@ async def test_second_daemon_never_steals_the_socket_of_a_stopped_one(tmp_short:
     try:
         ino = os.lstat(sock).st_ino
         d1.proc.send_signal(signal.SIGSTOP)
-        for _ in range(300):  # fill the backlog (asyncio's default is 100)
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.setblocking(False)
-            try:
-                s.connect(sock)
-            except BlockingIOError:
-                s.close()
-                break
-            pending.append(s)
-        assert len(pending) > 50
+        fill_backlog(sock, pending)
         d2 = spawn_daemon(sock, wait=False)
         try:
             assert d2.proc.wait(30) == 3, d2.log()
