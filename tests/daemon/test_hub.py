@@ -55,6 +55,17 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
+async def stuck_client(hub: Hub) -> tuple[Client, FakeWriter]:
+    """A client whose drain never returns once its monitor_ready is written: what follows stays queued."""
+    w = FakeWriter()
+    w.gate.clear()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    await settle()
+    return c, w
+
+
 @pytest.mark.asyncio
 async def test_buffer_flush_then_live_and_ring_bound() -> None:
     hub = Hub(buffer=10)
@@ -150,12 +161,7 @@ async def test_replay_goes_before_queued_live_events() -> None:
     hub.attach(keeper, greet)
     for i in range(5):
         hub.publish(ev("s", n=i))  # seq 1..5 while our client is away
-    w = FakeWriter()
-    w.gate.clear()
-    c = Client(hub, w, "c")  # type: ignore[arg-type]
-    c.start()
-    hub.attach(c, greet)
-    await settle()  # monitor_ready is written; drain blocks: later events stay queued
+    c, w = await stuck_client(hub)
     hub.publish(ev("s", n=6))
     hub.publish(ev("s", n=7))
     assert hub.replay(c, 2) == 3
@@ -212,12 +218,7 @@ async def test_superseded_replaces_leave_the_queue(monkeypatch: pytest.MonkeyPat
     """A stuck client's queue holds each session's newest replace, not one (blanked) entry per event."""
     monkeypatch.setattr(hubmod, "COALESCE_AT", 5)
     hub = Hub()
-    w = FakeWriter()
-    w.gate.clear()
-    c = Client(hub, w, "c")  # type: ignore[arg-type]
-    c.start()
-    hub.attach(c, greet)
-    await settle()
+    c, _ = await stuck_client(hub)
     for i in range(20000):
         hub.publish(ev(f"s{i % 3}", "replace", text="y" * 100))
     assert not c.closed
@@ -229,12 +230,7 @@ async def test_superseded_replaces_leave_the_queue(monkeypatch: pytest.MonkeyPat
 async def test_queued_bytes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hubmod, "MAX_QUEUE_BYTES", 100_000)
     hub = Hub()
-    w = FakeWriter()
-    w.gate.clear()
-    c = Client(hub, w, "c")  # type: ignore[arg-type]
-    c.start()
-    hub.attach(c, greet)
-    await settle()
+    c, w = await stuck_client(hub)
     for _ in range(30):  # 30 entries: far below the entry limit
         hub.publish(ev("s", "tool_result", content="z" * 10_000))
     assert c.closed and c not in hub.clients
@@ -248,12 +244,7 @@ async def test_a_client_that_reads_nothing_for_too_long_is_cut_off(monkeypatch: 
     comes (a session that stopped producing)."""
     monkeypatch.setattr(hubmod, "STALL_AFTER", 0.2)
     hub = Hub()
-    w = FakeWriter()
-    w.gate.clear()
-    c = Client(hub, w, "c")  # type: ignore[arg-type]
-    c.start()
-    hub.attach(c, greet)
-    await settle()
+    c, w = await stuck_client(hub)
     hub.publish(ev("s", "replace", text="a"))
     for _ in range(100):
         if c.closed:
@@ -268,12 +259,7 @@ async def test_a_superseded_unsent_replace_leaves_the_queue_at_once() -> None:
     """However short the queue, only the newest unsent `replace` of a turn stays; a turn's end starts anew
     (the last `replace` of a finished turn is kept), and the order of everything else is unchanged."""
     hub = Hub()
-    w = FakeWriter()
-    w.gate.clear()
-    c = Client(hub, w, "c")  # type: ignore[arg-type]
-    c.start()
-    hub.attach(c, greet)
-    await settle()  # monitor_ready is written; the drain blocks: what follows stays queued
+    c, w = await stuck_client(hub)
     for i in range(3):
         hub.publish(ev("s", "replace", text=f"a{i}"))
     hub.publish(ev("t", "replace", text="other"))
