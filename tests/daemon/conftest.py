@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import lbd_helpers
 import pytest
 from lbd_helpers import DaemonProc, start_daemon
 
@@ -36,17 +37,6 @@ def daemon(tmpdir_short: str) -> Iterator[DaemonProc]:
 
 
 @pytest.fixture
-def bash_create() -> Callable[[str], dict[str, Any]]:
-    def make(key: str, **extra: Any) -> dict[str, Any]:
-        return {
-            "cmd": "create",
-            "session": key,
-            "cli": "bash",
-            "args": ["--norc", "--noprofile"],
-            "env": {"PS1": "$ ", "HISTFILE": "/dev/null"},
-            "working_dir": "/tmp",
-            "quiescence": 0.6,
-            **extra,
-        }
-
-    return make
+def bash_create() -> Callable[..., dict[str, Any]]:
+    """lbd_helpers.bash_create, for the tests that take it as a fixture."""
+    return lbd_helpers.bash_create

@@ -421,6 +421,20 @@ class Conn:
     _ids = 0
 
 
+def bash_create(key: str, **extra: Any) -> dict[str, Any]:
+    """A `create` for a plain bash (no rc files, history off, prompt `$ `)."""
+    return {
+        "cmd": "create",
+        "session": key,
+        "cli": "bash",
+        "args": ["--norc", "--noprofile"],
+        "env": {"PS1": "$ ", "HISTFILE": "/dev/null"},
+        "working_dir": "/tmp",
+        "quiescence": 0.6,
+        **extra,
+    }
+
+
 def fake_create(key: str, *args: str, **extra: Any) -> dict[str, Any]:
     return {
         "cmd": "create",

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
-from lbd_helpers import WAIT, Conn, DaemonProc, check_event, start_daemon
+from lbd_helpers import WAIT, Conn, DaemonProc, bash_create, check_event, start_daemon
 
 BASH = shutil.which("bash") or "/bin/bash"
 
@@ -55,16 +55,7 @@ def snapshot(repo: Path) -> tuple[str, str, list[str], str]:
 
 
 def bash(key: str, cwd: Path | str, **extra: Any) -> dict[str, Any]:
-    return {
-        "cmd": "create",
-        "session": key,
-        "cli": BASH,
-        "args": ["--norc", "--noprofile"],
-        "env": {"PS1": "$ ", "HISTFILE": "/dev/null"},
-        "working_dir": str(cwd),
-        "quiescence": 0.6,
-        **extra,
-    }
+    return bash_create(key, cli=BASH, working_dir=str(cwd), **extra)
 
 
 @pytest.fixture(scope="module")

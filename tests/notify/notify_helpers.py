@@ -1,5 +1,5 @@
 """Helpers for the notification tests: a local webhook receiver (aiohttp, on the test's loop), a daemon started
-with a config file, and bash / fake-rift session commands."""
+with a config file, and fake-rift session commands (bash ones are lbd_helpers.bash_create)."""
 
 from __future__ import annotations
 
@@ -82,18 +82,6 @@ def serve_with_config(
     cfg.write_text(config)
     full_env = {"XDG_CONFIG_HOME": str(directory), **(env or {})}
     return start_daemon(str(directory / "d.sock"), "--config", str(cfg), *extra, env=full_env)
-
-
-def bash_create(key: str) -> dict[str, Any]:
-    return {
-        "cmd": "create",
-        "session": key,
-        "cli": "bash",
-        "args": ["--norc", "--noprofile"],
-        "env": {"PS1": "$ ", "HISTFILE": "/dev/null"},
-        "working_dir": "/tmp",
-        "quiescence": 0.6,
-    }
 
 
 def fake_rift_path(directory: Path) -> dict[str, str]:

@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from lbd_helpers import Conn, DaemonProc
+from lbd_helpers import Conn, DaemonProc, bash_create
 from notify_helpers import (
     Receiver,
-    bash_create,
     created,
     fake_rift_path,
     log_lines,

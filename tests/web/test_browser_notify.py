@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from lbd_helpers import bash_create
 from web_helpers import WebDaemon
 
 WAIT = 60_000  # ms
@@ -63,18 +64,7 @@ def test_notifies_only_while_hidden(stubbed_page: Any, web_daemon: WebDaemon) ->
     assert button.is_visible() and button.text_content() == "Enable notifications"
     button.click()  # the permission prompt (stubbed: granted)
     page.wait_for_function("() => document.querySelector('#notify').textContent === 'Notifications on'")
-    created = wd.request(
-        {
-            "cmd": "create",
-            "session": key,
-            "cli": "bash",
-            "args": ["--norc", "--noprofile"],
-            "env": {"PS1": "$ ", "HISTFILE": "/dev/null"},
-            "working_dir": "/tmp",
-            "quiescence": 0.6,
-        },
-        "ready",
-    )
+    created = wd.request(bash_create(key), "ready")
     assert created["event"] == "ready", created
     try:
         page.evaluate("() => { window.__hidden = true; }")
