@@ -21,7 +21,13 @@ import orjson
 
 from litbridge.cli import common
 from litbridge.client import UnsafeSocket, UntrustedDaemon, default_socket_path, read_token, token_path
-from litbridge.client.paths import attach_socket_path, check_peer, check_socket_path, check_tcp_peer
+from litbridge.client.paths import (
+    answer_challenge,
+    attach_socket_path,
+    check_peer,
+    check_socket_path,
+    check_tcp_peer,
+)
 from litbridge.protocol import auth
 from litbridge.protocol.spec import GRID
 
@@ -116,15 +122,7 @@ def _prove_daemon(sock: socket.socket, args: argparse.Namespace, address: str) -
     except orjson.JSONDecodeError:
         ev = None
     if isinstance(ev, dict) and ev.get("event") == "auth_challenge":
-        theirs = ev.get("nonce")
-        if auth.valid_nonce(theirs) and auth.same(
-            auth.server_proof(token, nonce, theirs, where), ev.get("proof")
-        ):
-            return auth.client_proof(token, nonce, theirs, where)
-        raise UntrustedDaemon(
-            f"{refuse}: its proof of the token is wrong. Another program holds the port, or it is a "
-            "daemon with another token (a stale --token?). Only a nonce was sent to it"
-        )
+        return answer_challenge(token, nonce, ev, where, refuse)
     said = common.shown(line.decode("utf-8", "replace")[:200])  # its words must not drive our terminal
     raise UntrustedDaemon(
         f'{refuse}: it answered "{said}" instead of auth_challenge (not litbridge, or a daemon older '

@@ -47,6 +47,7 @@ from litbridge.client.errors import (
     UntrustedDaemon,
 )
 from litbridge.client.paths import (
+    answer_challenge,
     check_peer,
     check_socket_path,
     check_tcp_peer,
@@ -639,15 +640,7 @@ class Client:
             for ev in self._lines(splitter, chunk):
                 kind = ev.get("event")
                 if kind == "auth_challenge" and ev.get("re") == auth_id:
-                    theirs = ev.get("nonce")
-                    if auth.valid_nonce(theirs) and auth.same(
-                        auth.server_proof(token, nonce, theirs, where), ev.get("proof")
-                    ):
-                        return auth.client_proof(token, nonce, theirs, where)
-                    raise UntrustedDaemon(
-                        f"{refuse}: its proof of the token is wrong. Another program holds the port, or it is a "
-                        "daemon with another token (a stale --token?). Only a nonce was sent to it"
-                    )
+                    return answer_challenge(token, nonce, ev, where, refuse)
                 said = f"{ev.get('message')} [{ev.get('code')}]" if kind == "error" else f"a {kind!r} event"
                 said = shown(said[:200])  # escaped: its words must not drive the terminal that shows them
                 raise UntrustedDaemon(

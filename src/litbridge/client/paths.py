@@ -2,7 +2,8 @@
 
 The default control socket, the attach address and the TCP token, by the daemon's own rules (so client and
 daemon can never disagree). `check_socket_path` (before connecting) and `check_peer` (after, before the
-first byte is sent) refuse a socket planted by another user. Opens nothing itself.
+first byte is sent) refuse a socket planted by another user; `answer_challenge` checks a TCP daemon's proof
+of the token. Opens nothing itself.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import stat
 import struct
 import sys
 from pathlib import Path
+from typing import Any
 
 from litbridge.client.errors import UnsafeSocket, UntrustedDaemon
 from litbridge.daemon import paths as daemon_paths
+from litbridge.protocol import auth
 from litbridge.protocol.spec import ATTACH_SUFFIX
 
 
@@ -175,4 +178,18 @@ def check_tcp_peer(sock: _socket.socket | None, address: str) -> None:
     raise UntrustedDaemon(
         f"the process listening on {address} runs as {who}, not uid {uid}: it is not your litbridge daemon; "
         "nothing was sent to it"
+    )
+
+
+def answer_challenge(token: str, nonce: str, challenge: dict[str, Any], where: str, refuse: str) -> str:
+    """Our proof for the daemon's `auth_challenge`, once its own proof of the token checks out (one check for
+    the control client and `litbridge attach`); UntrustedDaemon, its message starting with `refuse`, if not."""
+    theirs = challenge.get("nonce")
+    if auth.valid_nonce(theirs) and auth.same(
+        auth.server_proof(token, nonce, theirs, where), challenge.get("proof")
+    ):
+        return auth.client_proof(token, nonce, theirs, where)
+    raise UntrustedDaemon(
+        f"{refuse}: its proof of the token is wrong. Another program holds the port, or it is a daemon with "
+        "another token (a stale --token?). Only a nonce was sent to it"
     )
