@@ -517,37 +517,26 @@ class Client:
         splitter = LineSplitter(_CLIENT_MAX_LINE)
         hello_id: str | None = None
         hello: Event = {}
+        buffered: list[Event] = []
+        proving = True  # a timeout before the daemon's proof came means it may not be the daemon at all
         try:
             if self.port is None:
                 check_peer(writer.get_extra_info("socket"), self.address)  # before the first byte is sent
             else:
                 check_tcp_peer(writer.get_extra_info("socket"), self.address)  # likewise (Linux)
                 hello["auth"] = {"proof": await self._prove_daemon(reader, writer, splitter)}
-        except asyncio.TimeoutError:
-            writer.close()
-            raise UntrustedDaemon(
-                f"{self.address} did not answer the TCP auth handshake within {self.connect_timeout} s: it may "
-                "not be a litbridge daemon (only a nonce was sent to it)"
-            ) from None
-        except OSError as exc:
-            writer.close()
-            raise ConnectionLost(
-                f"the connection to {self.address} failed during the handshake: {exc}"
-            ) from None
-        except BaseException:
-            writer.close()
-            raise
-        if self.subscribe is not None:
-            hello["subscribe"] = self.subscribe if isinstance(self.subscribe, str) else list(self.subscribe)
-        if not initial and self.last_seq is not None:
-            hello["since_seq"] = self.last_seq
-        if hello:
-            hello_id = self._next_id()
-            writer.write(encode({"cmd": "hello", "id": hello_id, **hello}))
-        got_ready = False
-        got_hello = hello_id is None
-        buffered: list[Event] = []
-        try:
+            proving = False
+            if self.subscribe is not None:
+                hello["subscribe"] = (
+                    self.subscribe if isinstance(self.subscribe, str) else list(self.subscribe)
+                )
+            if not initial and self.last_seq is not None:
+                hello["since_seq"] = self.last_seq
+            if hello:
+                hello_id = self._next_id()
+                writer.write(encode({"cmd": "hello", "id": hello_id, **hello}))
+            got_ready = False
+            got_hello = hello_id is None
             while not (got_ready and got_hello):
                 chunk = await asyncio.wait_for(reader.read(65536), self.connect_timeout)
                 if not chunk:
@@ -577,6 +566,11 @@ class Client:
                         buffered.append(ev)
         except asyncio.TimeoutError:
             writer.close()
+            if proving:
+                raise UntrustedDaemon(
+                    f"{self.address} did not answer the TCP auth handshake within {self.connect_timeout} s: it "
+                    "may not be a litbridge daemon (only a nonce was sent to it)"
+                ) from None
             raise LitbridgeError("timeout", f"no handshake from the daemon at {self.address}") from None
         except OSError as exc:
             writer.close()
