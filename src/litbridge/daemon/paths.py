@@ -91,20 +91,24 @@ def prepare_socket_dir(socket_path: str) -> None:
         os.chmod(sock_dir, 0o700)
 
 
-def is_live(path: str, timeout: float = 1.0) -> bool:
-    """True when something accepts connections on the Unix socket `path` (a hint only: with a full accept
-    backlog a live daemon looks dead; ownership is decided by the lock file)."""
-    if not hasattr(socket, "AF_UNIX"):
-        return False
+def _connect_error(path: str, timeout: float) -> OSError | None:
+    """Connect once to the Unix socket `path` and hang up: None when it connected, else why not (a timeout
+    of 0 never blocks, so a full accept backlog is EAGAIN)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         s.connect(path)
-        return True
-    except OSError:
-        return False
+        return None
+    except OSError as exc:
+        return exc
     finally:
         s.close()
+
+
+def is_live(path: str, timeout: float = 1.0) -> bool:
+    """True when something accepts connections on the Unix socket `path` (a hint only: with a full accept
+    backlog a live daemon looks dead; ownership is decided by the lock file)."""
+    return hasattr(socket, "AF_UNIX") and _connect_error(path, timeout) is None
 
 
 def has_listener(path: str) -> bool:
@@ -113,15 +117,8 @@ def has_listener(path: str) -> bool:
     The second veto before unlinking a socket, after the lock (whose file a tmp cleaner may have removed)."""
     if not hasattr(socket, "AF_UNIX"):
         return False
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.setblocking(False)
-    try:
-        s.connect(path)
-        return True
-    except OSError as exc:
-        return exc.errno not in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTSOCK)
-    finally:
-        s.close()
+    exc = _connect_error(path, 0.0)
+    return exc is None or exc.errno not in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTSOCK)
 
 
 class SocketLock:
