@@ -6,7 +6,9 @@
 - Every event an in-process `Session` emits, in any test, validates against `litbridge schema` (an autouse
   check; daemons run as subprocesses are checked by the client helpers that read their events).
 - Daemons the tests start keep their state (stored resume tokens) in a private `$XDG_STATE_HOME`, never in the
-  developer's `~/.local/state`; it is set here, before any test spawns one, and removed at the end.
+  developer's `~/.local/state`, and read their config from a private, empty `$XDG_CONFIG_HOME`, never the
+  developer's `~/.config/litbridge/config.toml` (whose `[notify]` would notify for test daemons); both are set
+  here, before any test spawns one, and removed at the end.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ import pytest
 
 _STATE_HOME = tempfile.mkdtemp(prefix="lbt-state-")
 os.environ["XDG_STATE_HOME"] = _STATE_HOME
+_CONFIG_HOME = tempfile.mkdtemp(prefix="lbt-config-")
+os.environ["XDG_CONFIG_HOME"] = _CONFIG_HOME
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_STATE_HOME, ignore_errors=True)
+    shutil.rmtree(_CONFIG_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -63,6 +63,14 @@ def test_default_config_path_is_read_only_when_present(
         notify.build_config(str(tmp_path / "missing.toml"), [])
 
 
+def test_the_suite_never_reads_the_developers_config() -> None:
+    """tests/conftest.py points XDG_CONFIG_HOME at an empty directory of its own: a `[notify]` in the developer's
+    ~/.config/litbridge/config.toml never reaches a daemon the tests start."""
+    path = Path(notify.default_config_path())
+    assert path.parents[1] != Path.home() / ".config", path
+    assert not path.exists() and not notify.build_config(None, []).enabled, path
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
