@@ -118,6 +118,17 @@ async def connect(path: str) -> Any:
     return c
 
 
+def refused_serve(path: str) -> str:
+    """Start another `serve` on the socket `path`, which must refuse it and exit 3 (the socket is owned, or has
+    a listener); its log."""
+    d = spawn_daemon(path, wait=False)
+    try:
+        assert d.proc.wait(30) == 3, d.log()
+    finally:
+        d.stop()  # a no-op once it exited; stops a thief
+    return d.log()
+
+
 def fill_backlog(path: str, pending: list[socket.socket]) -> None:
     """Connect to the (stopped) daemon's Unix socket until its accept backlog is full, a connect failing with
     EAGAIN; the connections go in `pending`, for the caller to close however the test ends."""

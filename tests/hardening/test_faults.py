@@ -21,7 +21,17 @@ from typing import Any
 
 import orjson
 import pytest
-from hardening_helpers import FAKES, HERE, children_of, connect, lbd, pid_alive, spawn_daemon, wait_until
+from hardening_helpers import (
+    FAKES,
+    HERE,
+    children_of,
+    connect,
+    lbd,
+    pid_alive,
+    refused_serve,
+    spawn_daemon,
+    wait_until,
+)
 
 from litbridge.drivers.claude.transcript import TranscriptTailer
 
@@ -496,8 +506,7 @@ async def test_daemon_sigkill_then_next_start_reclaims_the_socket(tmp_short: str
         assert stat.S_IMODE(os.stat(sock_path).st_mode) == 0o600
         await c2.close()
         # a third daemon must not steal the live socket: exit status 3
-        d3 = spawn_daemon(sock_path, wait=False)
-        assert d3.proc.wait(30) == 3, d3.log()
+        refused_serve(sock_path)
     finally:
         assert d2.stop() == 0, d2.log()
 
