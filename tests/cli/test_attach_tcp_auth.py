@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
-from _daemon import Daemon, free_port, running_daemon
+from _daemon import Daemon, free_port, run_cli, running_daemon
 from _impostor import Impostor, OtherUserListener, Relay, Reply
 from lbd_helpers import check_event
 
@@ -57,15 +57,8 @@ async def _close(first: dict[str, Any], w: asyncio.StreamWriter) -> None:
 
 async def _run_attach(port: int, *extra: str) -> tuple[int, str]:
     """`litbridge attach SESSION --port PORT ...` (no tty: it stops before the terminal is touched)."""
-    proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "litbridge", "attach", SESSION, "--control", "--port", str(port), *extra),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    _, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode is not None
-    return proc.returncode, err.decode(errors="replace")
+    code, _, err = await run_cli("attach", SESSION, "--control", "--port", str(port), *extra)
+    return code, err
 
 
 def _assert_only_a_nonce(received: bytes, token: str = TOKEN) -> None:

@@ -6,6 +6,7 @@ tests can get real `question` events without a model.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -53,6 +54,20 @@ class Daemon:
             return self.log.read_text(errors="replace")
         except OSError:
             return ""
+
+
+async def run_cli(*args: str) -> tuple[int, str, str]:
+    """`python -m litbridge ARGS` (stdin /dev/null) without blocking the event loop, where an impostor or a
+    relay the command talks to may be serving: its exit status, stdout and stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "litbridge", *args),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
 def _wait_listening(path: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:

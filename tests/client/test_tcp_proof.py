@@ -11,14 +11,13 @@ import asyncio
 import os
 import secrets
 import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
-from _daemon import Daemon, free_port, running_daemon, spawn, stop
+from _daemon import Daemon, free_port, run_cli, running_daemon, spawn, stop
 from _impostor import Impostor, OtherUserListener, Relay, Reply
 from lbd_helpers import check_event
 
@@ -88,17 +87,12 @@ async def test_impostor_gets_only_a_nonce(reply: Reply | None) -> None:
 @pytest.mark.asyncio
 async def test_cli_refuses_an_impostor_with_exit_status_5() -> None:
     async with Impostor(_wrong_proof) as imp:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            *("-m", "litbridge", "create", "work", "--cli", "bash", "--env", f"API_KEY={SECRET}"),
+        code, out, text = await run_cli(
+            *("create", "work", "--cli", "bash", "--env", f"API_KEY={SECRET}"),
             *("--port", str(imp.port), "--token", TOKEN),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
         )
-        out, err = await asyncio.wait_for(proc.communicate(), 120)
         await asyncio.sleep(0.2)
-    assert proc.returncode == EXIT_UNTRUSTED, (out, err)
-    text = err.decode()
+    assert code == EXIT_UNTRUSTED, (out, text)
     assert "did not prove it is the litbridge daemon" in text and "untrusted_daemon" in text, text
     assert TOKEN not in text and SECRET not in text
     _assert_only_a_nonce(imp)
@@ -229,24 +223,12 @@ async def test_a_relay_on_another_port_is_refused_and_never_sees_the_token(
     # A relay on another port is exactly what the endpoint in the proof refuses: the daemon's proof names
     # 127.0.0.1:<its port>, the client expects the port it dialled.
     async with Relay(port) as relay:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            *("-m", "litbridge", "list", "--port", str(relay.port), "--token", token),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode == EXIT_UNTRUSTED, (out, err)
+        code, out, err = await run_cli("list", "--port", str(relay.port), "--token", token)
+    assert code == EXIT_UNTRUSTED, (out, err)
     assert token.encode() not in relay.seen
     # Straight to the daemon it works.
-    done = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *("-m", "litbridge", "list", "--port", str(port), "--socket", daemon.socket),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(done.communicate(), 120)
-    assert done.returncode == 0, (out, err)
+    code, out, err = await run_cli("list", "--port", str(port), "--socket", daemon.socket)
+    assert code == 0, (out, err)
 
 
 @pytest.mark.asyncio
