@@ -81,19 +81,6 @@ async def session_pid(c: Any, key: str) -> int:
     raise AssertionError(f"no pid for {key}")
 
 
-def bash_create(key: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "cmd": "create",
-        "session": key,
-        "cli": "bash",
-        "args": ["--norc", "--noprofile"],
-        "working_dir": "/tmp",
-        "env": {"PS1": "$ "},
-        "quiescence": 0.3,
-        **extra,
-    }
-
-
 def read_until_eof(sock: socket.socket, timeout: float) -> bytes:
     sock.settimeout(timeout)
     data = b""
@@ -117,7 +104,7 @@ async def test_never_reading_client_is_cut_off_and_memory_stays_bounded(tmp_shor
     slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         c = await connect(d.socket)
-        await c.request(bash_create("flood"), "ready", timeout=60)
+        await c.request(L.bash_create("flood", quiescence=0.3), "ready", timeout=60)
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         slow.connect(d.socket)  # ... and never reads
         assert await c.request({"cmd": "send", "session": "flood", "content": "seq 1 999999999"}, "accepted")
@@ -637,7 +624,7 @@ async def test_kill_ends_a_setsid_grandchild(tmp_short: str) -> None:
     gc = 0
     try:
         c = await connect(d.socket)
-        await c.request(bash_create("k"), "ready", timeout=60)
+        await c.request(L.bash_create("k", quiescence=0.3), "ready", timeout=60)
         line = f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 1000' &\r"
         await c.request({"cmd": "input", "session": "k", "content": line}, "input_sent")
         assert await wait_until(lambda: pidfile.exists() and pidfile.read_text().strip().isdigit())
