@@ -21,7 +21,6 @@ from acp_helpers import acp_agent, agent_argv
 from litbridge.client import Client
 
 BASH = {"cli": "bash", "args": ["--norc", "--noprofile"], "env": {"PS1": "$ "}}
-pytestmark = pytest.mark.asyncio
 
 
 async def _until(check: Any, what: str, timeout: float = 60.0) -> Any:
@@ -39,6 +38,7 @@ async def _sessions(c: Client) -> dict[str, Any]:
     return {s["name"]: s for s in await c.list()}
 
 
+@pytest.mark.asyncio
 async def test_initialize_advertises_what_is_served(daemon: Daemon, watcher: Client) -> None:
     async with acp_agent(daemon.socket) as ed:
         init = [m for way, m in ed.checker.messages if way == "in" and "result" in m][0]["result"]
@@ -49,6 +49,7 @@ async def test_initialize_advertises_what_is_served(daemon: Daemon, watcher: Cli
         assert init["agentInfo"]["name"] == "litbridge" and init["authMethods"] == []
 
 
+@pytest.mark.asyncio
 async def test_bash_prompt_streams_the_output_and_ends_the_turn(daemon: Daemon, watcher: Client) -> None:
     async with acp_agent(daemon.socket) as ed:
         sid = await ed.new({**BASH, "name": "acp-sh"})
@@ -64,6 +65,7 @@ async def test_bash_prompt_streams_the_output_and_ends_the_turn(daemon: Daemon, 
         assert ed.rec.text(sid).endswith("oops")
 
 
+@pytest.mark.asyncio
 async def test_cancel_during_a_long_command(daemon: Daemon, watcher: Client) -> None:
     async with acp_agent(daemon.socket) as ed:
         sid = await ed.new({**BASH, "name": "acp-cancel"})
@@ -82,6 +84,7 @@ async def test_cancel_during_a_long_command(daemon: Daemon, watcher: Client) -> 
         assert again.stop_reason == "end_turn" and ed.rec.text(sid).endswith("after")
 
 
+@pytest.mark.asyncio
 async def test_question_becomes_a_permission_request_and_the_choice_answers_it(
     daemon: Daemon, watcher: Client
 ) -> None:
@@ -113,6 +116,7 @@ async def test_question_becomes_a_permission_request_and_the_choice_answers_it(
         assert ends[-1].raw_output == "blue"
 
 
+@pytest.mark.asyncio
 async def test_yes_no_question_allow_and_reject(daemon: Daemon, watcher: Client) -> None:
     """Options map by meaning (yes -> allow_once, no -> reject_once); the client's reject is the CLI's `no`;
     a cancelled permission request interrupts the turn."""
@@ -144,6 +148,7 @@ async def test_yes_no_question_allow_and_reject(daemon: Daemon, watcher: Client)
         assert len(ed.rec.asked) == 3
 
 
+@pytest.mark.asyncio
 async def test_load_after_restart_replays_the_history(daemon: Daemon, watcher: Client) -> None:
     async with acp_agent(daemon.socket) as ed:
         sid = await ed.new({**BASH, "name": "acp-load"})
@@ -169,6 +174,7 @@ async def test_load_after_restart_replays_the_history(daemon: Daemon, watcher: C
         assert users[-1] == "echo fourth"
 
 
+@pytest.mark.asyncio
 async def test_organic_turn_is_shown_as_a_user_message(daemon: Daemon, watcher: Client) -> None:
     """A turn typed into the CLI by someone else (here: another client's `send`) streams to the editor that
     follows the session, with its user message marked as not carried by the events."""
@@ -184,6 +190,7 @@ async def test_organic_turn_is_shown_as_a_user_message(daemon: Daemon, watcher: 
         assert "not in litbridge's events" in user.content.text
 
 
+@pytest.mark.asyncio
 async def test_resume_and_close(daemon: Daemon, watcher: Client) -> None:
     async with acp_agent(daemon.socket) as ed:
         sid = await ed.new({**BASH, "name": "acp-close"})
@@ -199,6 +206,7 @@ async def test_resume_and_close(daemon: Daemon, watcher: Client) -> None:
         assert err.value.code == -32002 and "session not found" in str(err.value)
 
 
+@pytest.mark.asyncio
 async def test_errors_are_jsonrpc_errors_and_the_agent_goes_on(daemon: Daemon, watcher: Client) -> None:
     async with acp_agent(daemon.socket) as ed:
         for call in (
@@ -240,6 +248,7 @@ async def test_errors_are_jsonrpc_errors_and_the_agent_goes_on(daemon: Daemon, w
         await ed.conn.close_session(session_id=sid)
 
 
+@pytest.mark.asyncio
 async def test_daemon_gone_is_an_error_then_a_new_daemon_is_used() -> None:
     with running_daemon() as d:
         async with acp_agent(d.socket) as ed:
@@ -249,7 +258,8 @@ async def test_daemon_gone_is_an_error_then_a_new_daemon_is_used() -> None:
             stop(d.proc)
             with pytest.raises(RequestError) as err:
                 await asyncio.wait_for(prompting, 60)
-            assert err.value.code == -32603 and "daemon" in str(err.value), err.value
+            # the daemon ends its sessions as it stops (the turn fails), or is just gone
+            assert err.value.code == -32603, err.value
             with pytest.raises(RequestError) as err:
                 await ed.conn.list_sessions()
             assert "daemon" in str(err.value)
@@ -257,6 +267,7 @@ async def test_daemon_gone_is_an_error_then_a_new_daemon_is_used() -> None:
             assert (await ed.conn.list_sessions()).sessions == []
 
 
+@pytest.mark.asyncio
 async def test_turn_error_is_a_jsonrpc_error(daemon: Daemon, watcher: Client) -> None:
     async with acp_agent(daemon.socket) as ed:
         sid = await ed.new({**BASH, "name": "acp-exit"})

@@ -346,8 +346,10 @@ class SessionView:
             return  # a free-text question: ACP's permission request cannot carry it (answer it in attach)
         text = str(q.get("text") or "The CLI asks")
         tid = q.get("turn_id")
-        rec = self.turns.get(tid) if isinstance(tid, str) else None
-        open_tools = [t for t in (rec.tools if rec is not None else {})]
+        if not isinstance(tid, str):  # a question names no turn: the session's latest one
+            tid = next(reversed(self.turns), None)
+        rec = self.turns.get(tid) if tid is not None else None
+        open_tools = list(rec.tools) if rec is not None else []
         if open_tools:
             tool_id = open_tools[-1]
         else:
