@@ -116,7 +116,9 @@ class Recorder:
     async def request_permission(
         self, session_id: str, tool_call: S.ToolCallUpdate, options: list[S.PermissionOption], **kw: Any
     ) -> S.RequestPermissionResponse:
-        self.asked.append(S.RequestPermissionRequest(session_id=session_id, tool_call=tool_call, options=options))
+        self.asked.append(
+            S.RequestPermissionRequest(session_id=session_id, tool_call=tool_call, options=options)
+        )
         choice = self.policy(options)
         if choice is None:
             return S.RequestPermissionResponse(outcome=S.DeniedOutcome(outcome="cancelled"))
@@ -141,7 +143,9 @@ class Editor:
         return (await self.conn.new_session(cwd=cwd, mcp_servers=[], **meta)).session_id
 
     async def prompt(self, session_id: str, text: str) -> S.PromptResponse:
-        return await self.conn.prompt(session_id=session_id, prompt=[S.TextContentBlock(type="text", text=text)])
+        return await self.conn.prompt(
+            session_id=session_id, prompt=[S.TextContentBlock(type="text", text=text)]
+        )
 
 
 def agent_argv(socket: str, *extra: str) -> list[str]:

@@ -41,7 +41,7 @@ async def _sessions(c: Client) -> dict[str, Any]:
 @pytest.mark.asyncio
 async def test_initialize_advertises_what_is_served(daemon: Daemon, watcher: Client) -> None:
     async with acp_agent(daemon.socket) as ed:
-        init = [m for way, m in ed.checker.messages if way == "in" and "result" in m][0]["result"]
+        init = next(m for way, m in ed.checker.messages if way == "in" and "result" in m)["result"]
         caps = init["agentCapabilities"]
         assert caps["loadSession"] is True
         assert caps["promptCapabilities"] == {"image": False, "audio": False, "embeddedContext": False}
@@ -94,7 +94,7 @@ async def test_question_becomes_a_permission_request_and_the_choice_answers_it(
 
     def pick_blue(options: list[S.PermissionOption]) -> str:
         picked.append(options)
-        return [o for o in options if o.name == "blue"][0].option_id
+        return next(o for o in options if o.name == "blue").option_id
 
     async with acp_agent(daemon.socket, policy=pick_blue) as ed:
         sid = await ed.new({"cli": "rift", "name": "acp-ask"})
@@ -127,7 +127,7 @@ async def test_yes_no_question_allow_and_reject(daemon: Daemon, watcher: Client)
         want = next(answers)
         if want is None:
             return None
-        return [o for o in options if o.kind == kind[want]][0].option_id
+        return next(o for o in options if o.kind == kind[want]).option_id
 
     async with acp_agent(daemon.socket, policy=policy) as ed:
         sid = await ed.new({"cli": "rift", "name": "acp-yn"})
@@ -301,7 +301,9 @@ def test_spawn_daemon_starts_one(tmp_path: Any) -> None:
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}}) + "\n")
+        proc.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}}) + "\n"
+        )
         proc.stdin.flush()
         reply = json.loads(proc.stdout.readline())
         assert reply == {"jsonrpc": "2.0", "id": 1, "result": {"sessions": []}}
@@ -309,7 +311,6 @@ def test_spawn_daemon_starts_one(tmp_path: Any) -> None:
         assert proc.wait(60) == 0
     finally:
         proc.kill()
-        subprocess.run([sys.executable, "-m", "litbridge", "serve", "--help"], capture_output=True)
         _stop_daemon_at(sock)
 
 

@@ -20,7 +20,7 @@ import sys
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 from urllib.parse import unquote, urlparse
 
 from acp import PROTOCOL_VERSION, RequestError, run_agent
@@ -32,6 +32,7 @@ from acp.helpers import (
     update_tool_call,
     update_user_message_text,
 )
+from acp.interfaces import Agent
 from acp.interfaces import Client as AcpClient
 from acp.schema import (
     AgentCapabilities,
@@ -250,8 +251,11 @@ class SessionView:
                 task.cancel()
             if f"question-{qid}" in self.synthetic:
                 self.synthetic.discard(f"question-{qid}")
-                status = "completed" if ev.get("reason") == "answered" else "failed"
-                await self.update(update_tool_call(f"question-{qid}", status=status))
+                await self.update(
+                    update_tool_call(
+                        f"question-{qid}", status="completed" if ev.get("reason") == "answered" else "failed"
+                    )
+                )
             return
         if kind in ("killed", "reaped_idle"):
             self._fail(LitbridgeError("session_not_found", f"{self.key}: the session was {kind}", ev))
@@ -297,9 +301,9 @@ class SessionView:
                 delta = rec.deltas.finish(final)
                 if delta:
                     await self.update(update_agent_message_text(delta))
-            status = "completed" if kind == "complete" else "failed"
+            status: Literal["completed", "failed"] = "completed" if kind == "complete" else "failed"
             for tool_id in list(rec.tools):
-                await self.update(update_tool_call(tool_id, status=status))  # type: ignore[arg-type]
+                await self.update(update_tool_call(tool_id, status=status))
             rec.tools.clear()
             self._count_usage(ev.get("usage"))
             fut = self.ends.get(tid)
@@ -359,7 +363,7 @@ class SessionView:
         labels = [str(o.get("label") or o.get("digit")) for o in options]
         perm = [
             PermissionOption(option_id=str(o["digit"]), name=label, kind=kind)  # type: ignore[arg-type]
-            for o, label, kind in zip(options, labels, option_kinds(labels))
+            for o, label, kind in zip(options, labels, option_kinds(labels), strict=True)
         ]
         try:
             reply = await self.agent.conn.request_permission(
@@ -411,7 +415,8 @@ class LitbridgeAgent:
         self.bridge = bridge
         self.defaults = defaults
         self.views: dict[str, SessionView] = {}
-        self.conn: AcpClient = None  # type: ignore[assignment]  (set by on_connect)
+        self.conn: AcpClient = None  # type: ignore[assignment]
+        """The editor's side of the connection (set by `on_connect`)."""
 
     def on_connect(self, conn: AcpClient) -> None:
         self.conn = conn
@@ -496,7 +501,9 @@ class LitbridgeAgent:
         v = await self.call(create)
         return NewSessionResponse(session_id=v.key)
 
-    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> ListSessionsResponse:
         rows = await self.call(lambda c: c.list())
         out = []
         for s in sorted(rows, key=lambda s: str(s.get("name"))):
@@ -609,7 +616,9 @@ def _meta_spec(meta: dict[str, Any]) -> dict[str, Any]:
     for k in ("cli", "name", "model"):
         if k in spec and not (isinstance(spec[k], str) and spec[k]):
             raise bad({"message": f"_meta.litbridge.{k} must be a non-empty string"})
-    if "args" in spec and not (isinstance(spec["args"], list) and all(isinstance(a, str) for a in spec["args"])):
+    if "args" in spec and not (
+        isinstance(spec["args"], list) and all(isinstance(a, str) for a in spec["args"])
+    ):
         raise bad({"message": "_meta.litbridge.args must be a list of strings"})
     env = spec.get("env", {})
     if not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
@@ -647,7 +656,8 @@ async def serve_stdio(connect: Callable[[], Awaitable[Client]], defaults: Create
     await bridge.start()
     agent = LitbridgeAgent(bridge, defaults)
     try:
-        await run_agent(agent, use_unstable_protocol=True)
+        # a subset of acp.interfaces.Agent: the SDK answers method-not-found for the methods it lacks
+        await run_agent(cast(Agent, agent), use_unstable_protocol=True)
     finally:
         await agent.close()
         with contextlib.suppress(Exception):

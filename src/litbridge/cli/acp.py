@@ -18,6 +18,17 @@ SPAWN_TIMEOUT = 30.0
 """Seconds --spawn-daemon waits for the new daemon to listen."""
 
 
+def _start_serve(argv: list[str]) -> None:
+    """`litbridge serve` in a session of its own, its output discarded: it outlives this process."""
+    subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 async def _spawn_daemon(args: argparse.Namespace) -> None:
     """Start `litbridge serve` (detached: it outlives this process) unless a daemon answers already."""
     try:
@@ -32,13 +43,7 @@ async def _spawn_daemon(args: argparse.Namespace) -> None:
         argv += ["--socket", args.socket]
     if args.port is not None:
         argv += ["--port", str(args.port)]
-    subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    await asyncio.to_thread(_start_serve, argv)
     common.eprint("litbridge acp: started a daemon (`litbridge serve`)")
     deadline = asyncio.get_running_loop().time() + SPAWN_TIMEOUT
     while True:
@@ -84,7 +89,12 @@ def _run(args: argparse.Namespace) -> int:
         defaults: object = None  # _main says what is missing
     else:
         defaults = CreateDefaults(
-            cli=args.cli, args=args.args, env=env or None, model=args.model, options=options, timeout=args.timeout
+            cli=args.cli,
+            args=args.args,
+            env=env or None,
+            model=args.model,
+            options=options,
+            timeout=args.timeout,
         )
     return common.run(lambda: _main(args, defaults))
 
@@ -112,13 +122,22 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="A",
         help="an argument for the CLI (repeatable; write --arg=--flag for values that start with -)",
     )
-    p.add_argument("--env", action="append", metavar="K=V", help="environment variable for the CLI (repeatable)")
+    p.add_argument(
+        "--env", action="append", metavar="K=V", help="environment variable for the CLI (repeatable)"
+    )
     p.add_argument("--model", metavar="M", help="model, for CLIs that take one")
     p.add_argument(
-        "--opt", action="append", metavar="K=V", help="driver option (repeatable; V parsed as JSON when it can be)"
+        "--opt",
+        action="append",
+        metavar="K=V",
+        help="driver option (repeatable; V parsed as JSON when it can be)",
     )
     p.add_argument(
-        "--timeout", type=float, default=600.0, metavar="S", help="session/new gives up after S seconds (default 600)"
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="session/new gives up after S seconds (default 600)",
     )
     p.add_argument(
         "--spawn-daemon",

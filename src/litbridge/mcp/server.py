@@ -8,7 +8,6 @@ the daemon's internals: it is a `litbridge.client` client like the CLI.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
