@@ -36,6 +36,7 @@ from acp.interfaces import Agent
 from acp.interfaces import Client as AcpClient
 from acp.schema import (
     AgentCapabilities,
+    AuthenticateResponse,
     CloseSessionResponse,
     Implementation,
     InitializeResponse,
@@ -473,6 +474,10 @@ class LitbridgeAgent:
             agent_info=Implementation(name="litbridge", title="litbridge", version=__version__),
             auth_methods=[],
         )
+
+    async def authenticate(self, method_id: str, **_: Any) -> AuthenticateResponse:
+        """Nothing to authenticate (no method is advertised): accepted, for clients that call it anyway."""
+        return AuthenticateResponse()
 
     async def new_session(
         self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **meta: Any
