@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -287,17 +291,18 @@ def test_no_daemon_is_a_clear_error(tmp_path: Any) -> None:
     assert f"no litbridge daemon at {sock}" in proc.stderr and "litbridge serve" in proc.stderr
 
 
-def test_spawn_daemon_starts_one(tmp_path: Any) -> None:
-    import tempfile
-
+def test_spawn_daemon_starts_one() -> None:
     base = tempfile.mkdtemp(prefix="lba-")
     sock = f"{base}/d.sock"
+    home = f"{base}/home"
+    os.mkdir(home)
     proc = subprocess.Popen(
         [sys.executable, *agent_argv(sock, "--spawn-daemon")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "HOME": home, "XDG_RUNTIME_DIR": base},  # the daemon's state stays in `base`
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None
@@ -309,6 +314,7 @@ def test_spawn_daemon_starts_one(tmp_path: Any) -> None:
         assert reply == {"jsonrpc": "2.0", "id": 1, "result": {"sessions": []}}
         proc.stdin.close()
         assert proc.wait(60) == 0
+        assert "started a daemon" in (proc.stderr.read() if proc.stderr else "")
     finally:
         proc.kill()
         _stop_daemon_at(sock)
@@ -316,10 +322,6 @@ def test_spawn_daemon_starts_one(tmp_path: Any) -> None:
 
 def _stop_daemon_at(sock: str) -> None:
     """Stop the daemon --spawn-daemon started (found by its socket in /proc: it is not our child)."""
-    import os
-    import signal
-    from pathlib import Path
-
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             try:
