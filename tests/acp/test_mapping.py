@@ -36,9 +36,13 @@ def test_chunks_joined_are_the_final_text(turn: tuple[list[str], str]) -> None:
 
 @given(st.lists(st.text(alphabet="ab\n", max_size=8), max_size=10), st.text(alphabet="ab\n", max_size=12))
 def test_never_resends_and_says_when_the_text_was_revised(replaces: list[str], final: str) -> None:
-    """Any sequence at all: each chunk only extends what was sent; the joined chunks end with the final text,
-    and equal it unless what was streamed is not a prefix of it, in which case the revision is announced."""
+    """Any sequence at all: each chunk only extends what was sent, and what was sent is always one of the
+    texts the CLI showed; the joined chunks equal the final text unless what was streamed is not a prefix of
+    it, in which case the revision is announced."""
     chunks = _stream(replaces, final)
+    for i, chunk in enumerate(chunks[:-1]):
+        if chunk:  # what the editor shows is always a text the CLI showed: never a mix of two
+            assert "".join(chunks[: i + 1]) == replaces[i]
     joined = "".join(chunks)
     streamed = "".join(chunks[:-1])
     if final.startswith(streamed):
