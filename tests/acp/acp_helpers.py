@@ -12,10 +12,11 @@ salvaged into a default, which the SDK's lenient validators would otherwise allo
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,8 +99,8 @@ class MessageChecker:
         assert self.messages, "no ACP message seen"
 
 
-Policy = Callable[[list[S.PermissionOption]], str | None]
-"""Picks an option id for a permission request, or None to answer `cancelled`."""
+Policy = Callable[[list[S.PermissionOption]], str | Awaitable[str | None] | None]
+"""Picks an option id for a permission request (or awaits one), or None to answer `cancelled`."""
 
 
 @dataclass
@@ -120,6 +121,8 @@ class Recorder:
             S.RequestPermissionRequest(session_id=session_id, tool_call=tool_call, options=options)
         )
         choice = self.policy(options)
+        if inspect.isawaitable(choice):
+            choice = await choice
         if choice is None:
             return S.RequestPermissionResponse(outcome=S.DeniedOutcome(outcome="cancelled"))
         return S.RequestPermissionResponse(outcome=S.AllowedOutcome(outcome="selected", option_id=choice))

@@ -179,6 +179,42 @@ async def test_load_after_restart_replays_the_history(daemon: Daemon, watcher: C
 
 
 @pytest.mark.asyncio
+async def test_load_asks_a_question_still_open(daemon: Daemon, watcher: Client) -> None:
+    """An editor that went away while the CLI asked: loading the session in a new `litbridge acp` asks the
+    question again, and its answer finishes the turn."""
+    never = asyncio.Event()
+
+    async def hold(options: list[S.PermissionOption]) -> str | None:
+        await never.wait()
+        return None
+
+    async with acp_agent(daemon.socket, policy=hold) as ed:
+        sid = await ed.new({"cli": "rift", "name": "acp-reask"})
+        prompting = asyncio.ensure_future(ed.prompt(sid, "[ask:Pick a colour|red|blue]"))
+
+        async def asked() -> bool:
+            return bool(ed.rec.asked)
+
+        await _until(asked, "the permission request")
+        prompting.cancel()
+    async with acp_agent(daemon.socket, policy=lambda options: options[1].option_id) as ed:
+        await ed.conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
+
+        async def asked_again() -> bool:
+            return bool(ed.rec.asked)
+
+        await _until(asked_again, "the question asked again")
+        (req,) = ed.rec.asked
+        assert req.tool_call.title == "Pick a colour" and [o.name for o in req.options] == ["red", "blue"]
+
+        async def finished() -> bool:
+            return ed.rec.text(sid).endswith("Done: blue")
+
+        await _until(finished, "the rest of the turn")
+        await ed.conn.close_session(session_id=sid)
+
+
+@pytest.mark.asyncio
 async def test_organic_turn_is_shown_as_a_user_message(daemon: Daemon, watcher: Client) -> None:
     """A turn typed into the CLI by someone else (here: another client's `send`) streams to the editor that
     follows the session, with its user message marked as not carried by the events."""
@@ -366,4 +402,44 @@ def test_closed_stdin_ends_the_agent_cleanly(daemon: Daemon) -> None:
     finally:
         proc.kill()
         daemon.cli("kill", "acp-eof")
+    assert rc == 0, proc.stderr.read() if proc.stderr else ""
+
+
+def test_closed_stdin_while_a_permission_request_is_pending(daemon: Daemon) -> None:
+    """The editor goes away while the agent waits for its answer: the agent exits 0 (the question stays open
+    in the daemon, for `attach` or the next editor)."""
+    assert daemon.cli("create", "acp-eof-ask", "--cli", "rift").returncode == 0
+    proc = subprocess.Popen(
+        [sys.executable, *agent_argv(daemon.socket)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for msg in (
+            {"id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+            {"id": 1, "method": "session/resume", "params": {"sessionId": "acp-eof-ask", "cwd": "/tmp"}},
+            {
+                "id": 2,
+                "method": "session/prompt",
+                "params": {
+                    "sessionId": "acp-eof-ask",
+                    "prompt": [{"type": "text", "text": "[ask:Go?|yes|no]"}],
+                },
+            },
+        ):
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}) + "\n")
+            proc.stdin.flush()
+        while True:  # updates, replies... until the agent asks
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read() if proc.stderr else ""
+            if json.loads(line).get("method") == "session/request_permission":
+                break
+        proc.stdin.close()
+        rc = proc.wait(60)
+    finally:
+        proc.kill()
+        daemon.cli("kill", "acp-eof-ask")
     assert rc == 0, proc.stderr.read() if proc.stderr else ""
