@@ -1,10 +1,12 @@
 """An editor driving the real Claude Code binary through `litbridge acp`: the model (the mock Anthropic API)
 asks to run a Bash command, Claude's permission dialog reaches the editor as session/request_permission, the
-editor allows it, the command runs and the turn ends with the model's exact text. Offline: the mock API, a
+editor allows it, the command runs and the turn ends with the model's exact text; then a prompt typed into
+Claude's terminal itself reaches the editor as an organic turn. Offline: the mock API, a
 private HOME whose settings put Claude in manual permission mode (it asks before running a command)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -84,6 +86,21 @@ async def test_permission_request_allowed_runs_the_command(
                 u.status for u in ed.rec.of(sid, "tool_call_update") if u.tool_call_id == "toolu_acp_1"
             ]
             assert statuses[-1] == "completed" and "in_progress" in statuses
+
+            # a prompt typed into Claude's own terminal (as through `litbridge attach`): an organic turn, which
+            # the editor following the session sees as a user message and the model's answer
+            mock.push({"label": "typed", "text": "Hello from the terminal."})
+            await lb.send("input", session=sid, content="Say hello.")
+
+            async def answered() -> bool:
+                return ed.rec.text(sid).endswith("Hello from the terminal.")
+
+            deadline = asyncio.get_running_loop().time() + 90
+            while not await answered():
+                assert asyncio.get_running_loop().time() < deadline, ed.rec.updates[-5:]
+                await asyncio.sleep(0.2)
+            (user,) = ed.rec.of(sid, "user_message_chunk")
+            assert "typed into the CLI directly" in user.content.text
             await ed.conn.close_session(session_id=sid)
         assert (home.cwd / "made_by_acp.txt").exists()
         second = mock.main_requests()[1]["body"]
