@@ -239,7 +239,14 @@ async def test_resume_and_close(daemon: Daemon, watcher: Client) -> None:
         assert ed.rec.updates == []  # resume: no history
         assert (await ed.prompt(sid, "echo resumed")).stop_reason == "end_turn"
         assert ed.rec.text(sid) == "resumed"
+        prompting = asyncio.ensure_future(ed.prompt(sid, "sleep 60"))
+
+        async def running() -> Any:
+            return (await _sessions(watcher))["acp-close"]["turn_id"]
+
+        await _until(running, "the turn to start")
         await ed.conn.close_session(session_id=sid)
+        assert (await asyncio.wait_for(prompting, 60)).stop_reason == "cancelled"  # closing cancels it
         assert "acp-close" not in await _sessions(watcher)
         with pytest.raises(RequestError) as err:
             await ed.prompt(sid, "echo gone")

@@ -163,6 +163,7 @@ class SessionView:
         """Register for the session's events (before anything is replayed or sent, so nothing is missed)."""
         self.stop()
         self.client = client
+        self.skip_to = 0  # a new connection (maybe to a restarted daemon, numbering afresh)
         self._stream = client.events(self.key)
 
     def start(self) -> None:
@@ -184,7 +185,7 @@ class SessionView:
         for task in self.asking.values():
             task.cancel()
         self.asking.clear()
-        self._fail(ConnectionLost(reason))
+        self._fail(LitbridgeError("closed", reason))  # not ConnectionLost: the daemon connection is fine
 
     async def _follow(self, stream: EventStream) -> None:
         error: LitbridgeError | None = None
@@ -396,12 +397,11 @@ class SessionView:
         self.mine[cmd_id] = accepted_fut
         try:
             accepted = await client.request("send", {"session": self.key, "content": text}, id=cmd_id)
-        except BaseException:
+            tid = str(accepted.get("turn_id"))
+            self.agent.note_prompt(self.key, tid, text)
+            await accepted_fut  # seen by the view too: from now on its end is awaited in `ends`
+        finally:
             self.mine.pop(cmd_id, None)
-            raise
-        tid = str(accepted.get("turn_id"))
-        self.agent.note_prompt(self.key, tid, text)
-        await accepted_fut  # followed by the view: its turn's end is now awaited in `ends`
         end = self.ends.setdefault(tid, loop.create_future())
         try:
             return await end
@@ -416,6 +416,8 @@ class LitbridgeAgent:
         self.bridge = bridge
         self.defaults = defaults
         self.views: dict[str, SessionView] = {}
+        self.closing: set[str] = set()
+        """Sessions being closed (`session/close`): their waiting prompts end as cancelled."""
         self.conn: AcpClient = None  # type: ignore[assignment]
         """The editor's side of the connection (set by `on_connect`)."""
 
@@ -571,10 +573,15 @@ class LitbridgeAgent:
         return ResumeSessionResponse()
 
     async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
-        await self.call(lambda c: c.kill(session_id))
-        v = self.views.pop(session_id, None)
-        if v is not None:
-            v.stop("the session was closed")
+        """Kill the session; a prompt still waiting on it ends as cancelled (the client asked for it)."""
+        self.closing.add(session_id)
+        try:
+            await self.call(lambda c: c.kill(session_id))
+            v = self.views.pop(session_id, None)
+            if v is not None:
+                v.stop("the session was closed")
+        finally:
+            self.closing.discard(session_id)
         return CloseSessionResponse()
 
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
@@ -584,8 +591,15 @@ class LitbridgeAgent:
             v = await self.view(c, session_id)
             return await v.prompt(c, text), v
 
-        end, v = await self.call(go)
+        try:
+            end, v = await self.call(go)
+        except RequestError:
+            if session_id in self.closing:
+                return PromptResponse(stop_reason="cancelled")
+            raise
         kind = end.get("event")
+        if kind == "turn_error" and session_id in self.closing:
+            kind = "interrupted"  # the kill of session/close ended it
         if kind == "turn_error":
             raise RequestError(
                 -32603,
