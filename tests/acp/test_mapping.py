@@ -1,7 +1,10 @@
-"""The SDK-free rules of `litbridge acp`: streamed text deltas (a property: the chunks joined are the final
-text), tool kinds from tool names, permission-option kinds from option labels."""
+"""The translation rules of `litbridge acp`, without a daemon: streamed text deltas (a property: the chunks
+joined are the final text), tool kinds from tool names, permission-option kinds from option labels, the
+client's MCP servers as Claude Code's `--mcp-config`."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from hypothesis import given
@@ -119,3 +122,28 @@ def test_tool_kind(name: str, kind: str) -> None:
 )
 def test_option_kinds(labels: list[str], kinds: list[str]) -> None:
     assert option_kinds(labels) == kinds
+
+
+def test_mcp_servers_reach_claude_as_mcp_config() -> None:
+    """session/new's `mcpServers` (stdio and HTTP) become Claude Code's `--mcp-config` JSON; other CLIs get none."""
+    from acp import schema as S
+
+    from litbridge.acp.agent import _mcp_args
+
+    servers = [
+        S.McpServerStdio(
+            name="fs", command="/bin/mcp-fs", args=["--root", "/x"], env=[S.EnvVariable(name="K", value="V")]
+        ),
+        S.HttpMcpServer(
+            type="http", name="web", url="https://h/mcp", headers=[S.HttpHeader(name="A", value="b")]
+        ),
+    ]
+    flag, config = _mcp_args("/opt/bin/claude", servers)
+    assert flag == "--mcp-config"
+    assert json.loads(config) == {
+        "mcpServers": {
+            "fs": {"command": "/bin/mcp-fs", "args": ["--root", "/x"], "env": {"K": "V"}},
+            "web": {"type": "http", "url": "https://h/mcp", "headers": {"A": "b"}},
+        }
+    }
+    assert _mcp_args("bash", servers) == [] and _mcp_args("claude", []) == []
