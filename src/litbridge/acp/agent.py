@@ -236,6 +236,8 @@ class SessionView:
                     fut.set_result(ev)
                 return
             if tid not in self.announced:
+                if len(self.announced) > 4096:  # only a turn's own `accepted` repeats it, and that comes soon
+                    self.announced.clear()
                 self.announced.add(tid)
                 prompt = self.agent.prompt_of(self.key, tid)
                 await self.update(update_user_message_text(prompt or NOT_IN_EVENTS[bool(ev.get("organic"))]))
@@ -260,7 +262,7 @@ class SessionView:
                 )
             return
         if kind in ("killed", "reaped_idle"):
-            self._fail(LitbridgeError("session_not_found", f"{self.key}: the session was {kind}", ev))
+            self._fail(LitbridgeError("session_not_found", f"the session was {kind}", ev))
             return
         if not isinstance(tid, str):
             return
