@@ -30,6 +30,7 @@ SUBCOMMANDS = (
     "completion",
     "web",
     "mcp",
+    "acp",
 )
 
 

@@ -8,7 +8,6 @@ the daemon's internals: it is a `litbridge.client` client like the CLI.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -24,7 +23,8 @@ from litbridge import __version__
 from litbridge.cli.common import error_text
 from litbridge.cli.send import answer_fields
 from litbridge.client import Client, ConnectionLost, DaemonNotRunning, Event, LitbridgeError
-from litbridge.mcp.tracker import Tracker, brief
+from litbridge.mcp import tracker
+from litbridge.mcp.tracker import brief
 
 T = TypeVar("T")
 
@@ -40,51 +40,8 @@ INSTRUCTIONS = (
 )
 
 
-class Bridge:
-    """One daemon connection and the `Tracker` following it; re-opened on the next call after it is lost."""
-
-    def __init__(self, connect: Callable[[], Any]) -> None:
-        self._connect = connect
-        self._client: Client | None = None
-        self.tracker = Tracker()
-        self._follower: asyncio.Task[None] | None = None
-        self._lock = asyncio.Lock()
-
-    async def start(self) -> Client:
-        """Connect (raises DaemonNotRunning), follow every session's events, replay what the daemon buffers."""
-        async with self._lock:
-            if self._client is not None and self.tracker.failure is None:
-                return self._client
-            await self._close_client()
-            client: Client = await self._connect()
-            tracker = Tracker()
-            stream = client.events()  # registered before the replay, so nothing is missed
-            self._follower = asyncio.create_task(tracker.follow(stream), name="litbridge-mcp tracker")
-            try:
-                await client.hello(subscribe="*", since_seq=0)
-            except BaseException:
-                await client.close()
-                raise
-            self._client, self.tracker = client, tracker
-            return client
-
-    async def client(self) -> Client:
-        if self._client is not None and self.tracker.failure is None:
-            return self._client
-        return await self.start()
-
-    async def _close_client(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
-        if self._follower is not None:
-            with contextlib.suppress(BaseException):
-                await self._follower
-            self._follower = None
-
-    async def close(self) -> None:
-        async with self._lock:
-            await self._close_client()
+class Bridge(tracker.Bridge):
+    """`tracker.Bridge` whose calls turn daemon and connection errors into MCP tool errors."""
 
     async def call(self, fn: Callable[[Client], Awaitable[T]]) -> T:
         """Run `fn` with the client; daemon and connection errors become MCP tool errors."""

@@ -4,7 +4,8 @@ The daemon's events say when a turn ends, which questions are open and what each
 was typed (`accepted` carries no text): prompts sent through this server are recorded by `note_prompt`, the
 others are marked as sent by another client. History starts with what the daemon still buffers when the server
 connects (`hello{since_seq:0}` replays its ring of `limits.buffer` events) and grows with every event after.
-Pure asyncio and the litbridge client: no MCP here, so it is testable on its own.
+Pure asyncio and the litbridge client: no MCP here, so it is testable on its own (and `litbridge acp` shares
+`Bridge` and `Tracker` without needing the MCP SDK).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from litbridge.client import TERMINAL_EVENTS, ConnectionLost, Event, EventStream, LitbridgeError
+from litbridge.client import TERMINAL_EVENTS, Client, ConnectionLost, Event, EventStream, LitbridgeError
 
 MAX_TURNS = 200
 """Turns kept per session for the transcript (older ones are summarised as a count)."""
@@ -70,6 +71,8 @@ class Tracker:
         self.failure: LitbridgeError | None = None
         self.gap: tuple[int, int] | None = None
         """Seqs the daemon no longer had when this server connected (`replay_gap`)."""
+        self.last_seq = 0
+        """The highest `seq` observed so far."""
         self._tick = asyncio.Event()
 
     # --- following the stream -------------------------------------------------------------------------
@@ -98,6 +101,9 @@ class Tracker:
 
     def observe(self, ev: Event) -> None:
         kind = ev.get("event")
+        seq = ev.get("seq")
+        if isinstance(seq, int) and seq > self.last_seq:
+            self.last_seq = seq
         if kind == "replay_gap":
             self.gap = (int(ev.get("from_seq") or 0), int(ev.get("to_seq") or 0))
             return
@@ -149,6 +155,19 @@ class Tracker:
         return next(iter(log.questions.values()))
 
     # --- waiting --------------------------------------------------------------------------------------
+
+    async def caught_up(self, seq: int | None, timeout: float) -> bool:
+        """Wait until the events up to `seq` (a client's `last_seq`: delivered, maybe not yet observed here) are
+        observed; False after `timeout` or when the stream failed."""
+        deadline = time.monotonic() + timeout
+        while seq is not None and self.last_seq < seq and self.failure is None:
+            tick = self._tick
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(tick.wait(), left)
+        return self.failure is None
 
     def position(self, key: str) -> int:
         """How many events of `key` were seen so far (a `since` for `wait_turn`)."""
@@ -233,6 +252,53 @@ class Tracker:
             elif end is not None and isinstance(end.get("exit_code"), int) and end.get("exit_code"):
                 out += ["", f"exit status {end.get('exit_code')}"]
         return "\n".join(out) + "\n"
+
+
+class Bridge:
+    """One daemon connection and the `Tracker` following it; re-opened on the next call after it is lost."""
+
+    def __init__(self, connect: Callable[[], Awaitable[Client]]) -> None:
+        self._connect = connect
+        self._client: Client | None = None
+        self.tracker = Tracker()
+        self._follower: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> Client:
+        """Connect (raises DaemonNotRunning), follow every session's events, replay what the daemon buffers."""
+        async with self._lock:
+            if self._client is not None and self.tracker.failure is None:
+                return self._client
+            await self._close_client()
+            client: Client = await self._connect()
+            tracker = Tracker()
+            stream = client.events()  # registered before the replay, so nothing is missed
+            self._follower = asyncio.create_task(tracker.follow(stream), name="litbridge-mcp tracker")
+            try:
+                await client.hello(subscribe="*", since_seq=0)
+            except BaseException:
+                await client.close()
+                raise
+            self._client, self.tracker = client, tracker
+            return client
+
+    async def client(self) -> Client:
+        if self._client is not None and self.tracker.failure is None:
+            return self._client
+        return await self.start()
+
+    async def _close_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+        if self._follower is not None:
+            with contextlib.suppress(BaseException):
+                await self._follower
+            self._follower = None
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._close_client()
 
 
 def brief(value: Any, limit: int = 200) -> str:

@@ -1,0 +1,452 @@
+"""`litbridge acp` against a real daemon, driven by the ACP SDK's own client side: initialize, sessions
+(new / list / load / resume / close), prompts streamed as chunks, cancel, the CLI's questions as permission
+requests, errors, exit. Every ACP message is checked against the SDK's schema (acp_helpers), every daemon
+event against `litbridge schema` (the `watcher` fixture)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _daemon import Daemon, running_daemon, spawn, stop
+from acp import RequestError
+from acp import schema as S
+from acp_helpers import acp_agent, agent_argv
+
+from litbridge.client import Client
+
+BASH = {"cli": "bash", "args": ["--norc", "--noprofile"], "env": {"PS1": "$ "}}
+
+
+async def _until(check: Any, what: str, timeout: float = 60.0) -> Any:
+    """Poll the async `check` until it returns something truthy (generous timeout: a loaded box)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        got = await check()
+        if got:
+            return got
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.1)
+
+
+async def _sessions(c: Client) -> dict[str, Any]:
+    return {s["name"]: s for s in await c.list()}
+
+
+@pytest.mark.asyncio
+async def test_initialize_advertises_what_is_served(daemon: Daemon, watcher: Client) -> None:
+    async with acp_agent(daemon.socket) as ed:
+        init = next(m for way, m in ed.checker.messages if way == "in" and "result" in m)["result"]
+        caps = init["agentCapabilities"]
+        assert caps["loadSession"] is True
+        assert caps["promptCapabilities"] == {"image": False, "audio": False, "embeddedContext": False}
+        assert set(caps["sessionCapabilities"]) == {"list", "resume", "close"}
+        assert init["agentInfo"]["name"] == "litbridge" and init["authMethods"] == []
+
+
+@pytest.mark.asyncio
+async def test_bash_prompt_streams_the_output_and_ends_the_turn(daemon: Daemon, watcher: Client) -> None:
+    async with acp_agent(daemon.socket) as ed:
+        sid = await ed.new({**BASH, "name": "acp-sh"})
+        assert sid == "acp-sh"
+        assert (await _sessions(watcher))["acp-sh"]["cli"] == "bash"
+        done = await ed.prompt(sid, "for i in 1 2 3; do echo line$i; sleep 0.3; done")
+        assert done.stop_reason == "end_turn"
+        assert ed.rec.text(sid) == "line1\nline2\nline3"
+        assert ed.rec.of(sid, "user_message_chunk") == []  # the editor shows its own prompt
+
+        failed = await ed.prompt(sid, "echo oops; false")
+        assert failed.stop_reason == "end_turn" and failed.field_meta["litbridge"]["exit_code"] == 1
+        assert ed.rec.text(sid).endswith("oops")
+
+
+@pytest.mark.asyncio
+async def test_cancel_during_a_long_command(daemon: Daemon, watcher: Client) -> None:
+    async with acp_agent(daemon.socket) as ed:
+        sid = await ed.new({**BASH, "name": "acp-cancel"})
+        prompting = asyncio.ensure_future(ed.prompt(sid, "sleep 60; echo never"))
+
+        async def running() -> Any:
+            return (await _sessions(watcher))["acp-cancel"]["turn_id"]
+
+        await _until(running, "the turn to start")
+        assert not prompting.done()
+        await ed.conn.cancel(session_id=sid)
+        done = await asyncio.wait_for(prompting, 60)
+        assert done.stop_reason == "cancelled"
+        assert "never" not in ed.rec.text(sid)
+        again = await ed.prompt(sid, "echo after")
+        assert again.stop_reason == "end_turn" and ed.rec.text(sid).endswith("after")
+
+
+@pytest.mark.asyncio
+async def test_question_becomes_a_permission_request_and_the_choice_answers_it(
+    daemon: Daemon, watcher: Client
+) -> None:
+    """The fake rift asks `Pick a colour`: the editor gets session/request_permission with one option per
+    choice, its choice is the answer, and the turn ends."""
+    picked: list[list[S.PermissionOption]] = []
+
+    def pick_blue(options: list[S.PermissionOption]) -> str:
+        picked.append(options)
+        return next(o for o in options if o.name == "blue").option_id
+
+    async with acp_agent(daemon.socket, policy=pick_blue) as ed:
+        sid = await ed.new({"cli": "rift", "name": "acp-ask"})
+        done = await ed.prompt(sid, "hi [ask:Pick a colour|red|blue]")
+        assert done.stop_reason == "end_turn"
+        (req,) = ed.rec.asked
+        assert req.session_id == sid and req.tool_call.title == "Pick a colour"
+        assert [(o.option_id, o.name, o.kind) for o in req.options] == [
+            ("1", "red", "allow_once"),
+            ("2", "blue", "allow_once"),
+        ]
+        # the question hangs off the tool call it came from (rift's ask_user), which then completes
+        starts = ed.rec.of(sid, "tool_call")
+        assert [s.tool_call_id for s in starts if s.tool_call_id == req.tool_call.tool_call_id]
+        (tool,) = [s for s in starts if s.tool_call_id == req.tool_call.tool_call_id]
+        assert tool.kind == "other" and tool.status == "pending"
+        ends = [u for u in ed.rec.of(sid, "tool_call_update") if u.tool_call_id == tool.tool_call_id]
+        assert [u.status for u in ends if u.status] == ["in_progress", "completed"]
+        assert ends[-1].raw_output == "blue"
+
+
+@pytest.mark.asyncio
+async def test_yes_no_question_allow_and_reject(daemon: Daemon, watcher: Client) -> None:
+    """Options map by meaning (yes -> allow_once, no -> reject_once); the client's reject is the CLI's `no`;
+    a cancelled permission request interrupts the turn."""
+    answers = iter(["allow", "reject", None])
+
+    def policy(options: list[S.PermissionOption]) -> str | None:
+        kind = {"allow": "allow_once", "reject": "reject_once"}
+        want = next(answers)
+        if want is None:
+            return None
+        return next(o for o in options if o.kind == kind[want]).option_id
+
+    async with acp_agent(daemon.socket, policy=policy) as ed:
+        sid = await ed.new({"cli": "rift", "name": "acp-yn"})
+        allowed = await ed.prompt(sid, "[ask:Run it?|yes|no]")
+        assert allowed.stop_reason == "end_turn"
+        assert [(o.name, o.kind) for o in ed.rec.asked[0].options] == [
+            ("yes", "allow_once"),
+            ("no", "reject_once"),
+        ]
+        results = [u.raw_output for u in ed.rec.of(sid, "tool_call_update") if u.raw_output is not None]
+        assert results == ["yes"]
+        rejected = await ed.prompt(sid, "[ask:Run it?|yes|no]")
+        assert rejected.stop_reason == "end_turn"
+        results = [u.raw_output for u in ed.rec.of(sid, "tool_call_update") if u.raw_output is not None]
+        assert results == ["yes", "no"]
+        cancelled = await ed.prompt(sid, "[ask:Run it?|yes|no]")
+        assert cancelled.stop_reason == "cancelled"
+        assert len(ed.rec.asked) == 3
+
+
+@pytest.mark.asyncio
+async def test_load_after_restart_replays_the_history(daemon: Daemon, watcher: Client) -> None:
+    async with acp_agent(daemon.socket) as ed:
+        sid = await ed.new({**BASH, "name": "acp-load"})
+        assert (await ed.prompt(sid, "echo first")).stop_reason == "end_turn"
+        assert (await ed.prompt(sid, "echo second")).stop_reason == "end_turn"
+    assert daemon.cli("send", "acp-load", "echo third").returncode == 0  # another client's turn
+    async with acp_agent(daemon.socket) as ed:  # a new ACP process: only the daemon's buffer to go by
+        listed = (await ed.conn.list_sessions()).sessions
+        (info,) = [s for s in listed if s.session_id == "acp-load"]
+        assert info.cwd == "/tmp" and "bash" in (info.title or "")
+        loaded = await ed.conn.load_session(cwd="/tmp", session_id="acp-load", mcp_servers=[])
+        assert loaded.field_meta["litbridge"]["replayed_events"] > 0
+        users = [u.content.text for u in ed.rec.of("acp-load", "user_message_chunk")]
+        assert len(users) == 3 and all("not in litbridge's events" in u for u in users)
+        assert ed.rec.text("acp-load") == "firstsecondthird"
+        # and it is followed from now on
+        assert (await ed.prompt("acp-load", "echo fourth")).stop_reason == "end_turn"
+        assert ed.rec.text("acp-load").endswith("fourth")
+        # a load in the same process knows the prompts it sent
+        ed.rec.updates.clear()
+        await ed.conn.load_session(cwd="/tmp", session_id="acp-load", mcp_servers=[])
+        users = [u.content.text for u in ed.rec.of("acp-load", "user_message_chunk")]
+        assert users[-1] == "echo fourth"
+
+
+@pytest.mark.asyncio
+async def test_load_asks_a_question_still_open(daemon: Daemon, watcher: Client) -> None:
+    """An editor that went away while the CLI asked: loading the session in a new `litbridge acp` asks the
+    question again, and its answer finishes the turn."""
+    never = asyncio.Event()
+
+    async def hold(options: list[S.PermissionOption]) -> str | None:
+        await never.wait()
+        return None
+
+    async with acp_agent(daemon.socket, policy=hold) as ed:
+        sid = await ed.new({"cli": "rift", "name": "acp-reask"})
+        prompting = asyncio.ensure_future(ed.prompt(sid, "[ask:Pick a colour|red|blue]"))
+
+        async def asked() -> bool:
+            return bool(ed.rec.asked)
+
+        await _until(asked, "the permission request")
+        prompting.cancel()
+    async with acp_agent(daemon.socket, policy=lambda options: options[1].option_id) as ed:
+        await ed.conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
+
+        async def asked_again() -> bool:
+            return bool(ed.rec.asked)
+
+        await _until(asked_again, "the question asked again")
+        (req,) = ed.rec.asked
+        assert req.tool_call.title == "Pick a colour" and [o.name for o in req.options] == ["red", "blue"]
+
+        async def finished() -> bool:
+            return ed.rec.text(sid).endswith("Done: blue")
+
+        await _until(finished, "the rest of the turn")
+        await ed.conn.close_session(session_id=sid)
+
+
+@pytest.mark.asyncio
+async def test_organic_turn_is_shown_as_a_user_message(daemon: Daemon, watcher: Client) -> None:
+    """A turn typed into the CLI by someone else (here: another client's `send`) streams to the editor that
+    follows the session, with its user message marked as not carried by the events."""
+    async with acp_agent(daemon.socket) as ed:
+        sid = await ed.new({**BASH, "name": "acp-other"})
+        assert daemon.cli("send", "acp-other", "echo from elsewhere").returncode == 0
+
+        async def shown() -> bool:
+            return ed.rec.text(sid) == "from elsewhere"
+
+        await _until(shown, "the other client's turn")
+        (user,) = ed.rec.of(sid, "user_message_chunk")
+        assert "not in litbridge's events" in user.content.text
+
+
+@pytest.mark.asyncio
+async def test_resume_and_close(daemon: Daemon, watcher: Client) -> None:
+    async with acp_agent(daemon.socket) as ed:
+        sid = await ed.new({**BASH, "name": "acp-close"})
+    async with acp_agent(daemon.socket) as ed:
+        await ed.conn.resume_session(session_id=sid, cwd="/tmp")
+        assert ed.rec.updates == []  # resume: no history
+        assert (await ed.prompt(sid, "echo resumed")).stop_reason == "end_turn"
+        assert ed.rec.text(sid) == "resumed"
+        prompting = asyncio.ensure_future(ed.prompt(sid, "sleep 60"))
+
+        async def running() -> Any:
+            return (await _sessions(watcher))["acp-close"]["turn_id"]
+
+        await _until(running, "the turn to start")
+        await ed.conn.close_session(session_id=sid)
+        assert (await asyncio.wait_for(prompting, 60)).stop_reason == "cancelled"  # closing cancels it
+        assert "acp-close" not in await _sessions(watcher)
+        with pytest.raises(RequestError) as err:
+            await ed.prompt(sid, "echo gone")
+        assert err.value.code == -32002 and "session not found" in str(err.value)
+
+
+@pytest.mark.asyncio
+async def test_errors_are_jsonrpc_errors_and_the_agent_goes_on(daemon: Daemon, watcher: Client) -> None:
+    async with acp_agent(daemon.socket) as ed:
+        for call in (
+            ed.prompt("acp-nope", "hi"),
+            ed.conn.load_session(cwd="/tmp", session_id="acp-nope", mcp_servers=[]),
+            ed.conn.resume_session(session_id="acp-nope", cwd="/tmp"),
+            ed.conn.close_session(session_id="acp-nope"),
+        ):
+            with pytest.raises(RequestError) as err:
+                await call
+            assert err.value.code == -32002, err.value
+            assert str(err.value) == "acp-nope: session not found", err.value
+            assert err.value.data == {"code": "session_not_found", "session": "acp-nope"}
+        with pytest.raises(RequestError) as err:
+            await ed.new({"cli": "/nonexistent/cli", "name": "acp-bad"})
+        assert err.value.code == -32602 and err.value.data["code"] == "cli_not_found"
+        with pytest.raises(RequestError) as err:
+            await ed.new({"cli": 7})
+        assert err.value.code == -32602 and "_meta.litbridge.cli" in json.dumps(err.value.data)
+        sid = await ed.new({**BASH, "name": "acp-err"})
+        with pytest.raises(RequestError) as err:
+            await ed.conn.prompt(
+                session_id=sid,
+                prompt=[S.ImageContentBlock(type="image", data="AAAA", mime_type="image/png")],
+            )
+        assert err.value.code == -32602 and "'image' is not supported" in json.dumps(err.value.data)
+        with pytest.raises(RequestError) as err:
+            await ed.conn.prompt(session_id=sid, prompt=[S.TextContentBlock(type="text", text="  ")])
+        assert err.value.code == -32602
+        await ed.conn.cancel(session_id=sid)  # nothing running: a notification, no error and no harm
+        with pytest.raises(RequestError) as err:
+            await ed.conn._conn.send_request("session/frobnicate", {})
+        assert err.value.code == -32601
+        link = S.ResourceContentBlock(type="resource_link", name="f", uri="file:///etc/host%6Ename")
+        done = await ed.conn.prompt(
+            session_id=sid, prompt=[S.TextContentBlock(type="text", text="cat"), link]
+        )
+        assert done.stop_reason == "end_turn" and ed.rec.text(sid).strip()  # ran `cat /etc/hostname`
+        await ed.conn.close_session(session_id=sid)
+
+
+@pytest.mark.asyncio
+async def test_daemon_gone_is_an_error_then_a_new_daemon_is_used() -> None:
+    with running_daemon() as d:
+        async with acp_agent(d.socket) as ed:
+            sid = await ed.new({**BASH, "name": "acp-gone"})
+            prompting = asyncio.ensure_future(ed.prompt(sid, "sleep 60"))
+            await asyncio.sleep(1)
+            stop(d.proc)
+            with pytest.raises(RequestError) as err:
+                await asyncio.wait_for(prompting, 60)
+            # the daemon ends its sessions as it stops (the turn fails), or is just gone
+            assert err.value.code == -32603, err.value
+            with pytest.raises(RequestError) as err:
+                await ed.conn.list_sessions()
+            assert "daemon" in str(err.value)
+            d.proc = spawn(d.socket, d.env, d.log)  # the same socket again: the next request reconnects
+            assert (await ed.conn.list_sessions()).sessions == []
+
+
+@pytest.mark.asyncio
+async def test_turn_error_is_a_jsonrpc_error(daemon: Daemon, watcher: Client) -> None:
+    async with acp_agent(daemon.socket) as ed:
+        sid = await ed.new({**BASH, "name": "acp-exit"})
+        with pytest.raises(RequestError) as err:
+            await ed.prompt(sid, "exit 3")
+        assert err.value.data["code"] == "turn_error" and err.value.data["kind"] == "cli_exited", err.value
+        await ed.conn.close_session(session_id=sid)
+
+
+def test_no_daemon_is_a_clear_error(tmp_path: Any) -> None:
+    sock = str(tmp_path / "none.sock")
+    proc = subprocess.run(
+        [sys.executable, *agent_argv(sock)], input="", capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert f"no litbridge daemon at {sock}" in proc.stderr and "litbridge serve" in proc.stderr
+
+
+def test_spawn_daemon_starts_one() -> None:
+    base = tempfile.mkdtemp(prefix="lba-")
+    sock = f"{base}/d.sock"
+    home = f"{base}/home"
+    os.mkdir(home)
+    proc = subprocess.Popen(
+        [sys.executable, *agent_argv(sock, "--spawn-daemon")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": home, "XDG_RUNTIME_DIR": base},  # the daemon's state stays in `base`
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}}) + "\n"
+        )
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        assert reply == {"jsonrpc": "2.0", "id": 1, "result": {"sessions": []}}
+        proc.stdin.close()
+        assert proc.wait(60) == 0
+        assert "started a daemon" in (proc.stderr.read() if proc.stderr else "")
+    finally:
+        proc.kill()
+        _stop_daemon_at(sock)
+
+
+def _stop_daemon_at(sock: str) -> None:
+    """Stop the daemon --spawn-daemon started (found by its socket in /proc: it is not our child)."""
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                argv = (p / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"serve" in argv and sock.encode() in argv:
+                os.kill(int(p.name), signal.SIGTERM)
+
+
+def test_closed_stdin_ends_the_agent_cleanly(daemon: Daemon) -> None:
+    """Stdin closing ends the agent with status 0, also while a prompt waits for a turn that would run for
+    minutes (the turn goes on in the daemon)."""
+    assert daemon.cli("create", "acp-eof", "--cli", "bash").returncode == 0
+    proc = subprocess.Popen(
+        [sys.executable, *agent_argv(daemon.socket)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def rpc(msg: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}) + "\n")
+        proc.stdin.flush()
+
+    try:
+        rpc({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+        assert json.loads(proc.stdout.readline())["result"]["protocolVersion"] == 1
+        rpc({"id": 1, "method": "session/resume", "params": {"sessionId": "acp-eof", "cwd": "/tmp"}})
+        assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        prompt = [{"type": "text", "text": "sleep 600"}]
+        rpc({"id": 2, "method": "session/prompt", "params": {"sessionId": "acp-eof", "prompt": prompt}})
+        deadline = time.monotonic() + 60
+        while "thinking" not in daemon.cli("list").stdout:  # the prompt is in, its turn running
+            assert time.monotonic() < deadline, daemon.cli("list").stdout
+            time.sleep(0.2)
+        proc.stdin.close()
+        rc = proc.wait(60)
+    finally:
+        proc.kill()
+        daemon.cli("kill", "acp-eof")
+    assert rc == 0, proc.stderr.read() if proc.stderr else ""
+
+
+def test_closed_stdin_while_a_permission_request_is_pending(daemon: Daemon) -> None:
+    """The editor goes away while the agent waits for its answer: the agent exits 0 (the question stays open
+    in the daemon, for `attach` or the next editor)."""
+    assert daemon.cli("create", "acp-eof-ask", "--cli", "rift").returncode == 0
+    proc = subprocess.Popen(
+        [sys.executable, *agent_argv(daemon.socket)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for msg in (
+            {"id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+            {"id": 1, "method": "session/resume", "params": {"sessionId": "acp-eof-ask", "cwd": "/tmp"}},
+            {
+                "id": 2,
+                "method": "session/prompt",
+                "params": {
+                    "sessionId": "acp-eof-ask",
+                    "prompt": [{"type": "text", "text": "[ask:Go?|yes|no]"}],
+                },
+            },
+        ):
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}) + "\n")
+            proc.stdin.flush()
+        while True:  # updates, replies... until the agent asks
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read() if proc.stderr else ""
+            if json.loads(line).get("method") == "session/request_permission":
+                break
+        proc.stdin.close()
+        rc = proc.wait(60)
+    finally:
+        proc.kill()
+        daemon.cli("kill", "acp-eof-ask")
+    assert rc == 0, proc.stderr.read() if proc.stderr else ""

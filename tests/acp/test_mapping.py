@@ -1,0 +1,149 @@
+"""The translation rules of `litbridge acp`, without a daemon: streamed text deltas (a property: the chunks
+joined are the final text), tool kinds from tool names, permission-option kinds from option labels, the
+client's MCP servers as Claude Code's `--mcp-config`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litbridge.acp.mapping import REVISED, TextDeltas, option_kinds, tool_kind
+
+
+def _stream(replaces: list[str], final: str) -> list[str]:
+    d = TextDeltas()
+    chunks = [d.replace(t) for t in replaces]
+    chunks.append(d.finish(final))
+    return chunks
+
+
+@st.composite
+def _turn(draw: st.DrawFn) -> tuple[list[str], str]:
+    """A final text and `replace` texts that are prefixes of it, in any order (growing, shrinking, repeated:
+    what a screen-scraped or transcript-read turn may show on its way to the final text)."""
+    final = draw(st.text(alphabet="ab \n", max_size=30))
+    cuts = draw(st.lists(st.integers(0, len(final)), max_size=12))
+    return [final[:n] for n in cuts], final
+
+
+@given(_turn())
+def test_chunks_joined_are_the_final_text(turn: tuple[list[str], str]) -> None:
+    replaces, final = turn
+    chunks = _stream(replaces, final)
+    assert "".join(chunks) == final
+    assert REVISED not in "".join(chunks)
+
+
+@given(st.lists(st.text(alphabet="ab\n", max_size=8), max_size=10), st.text(alphabet="ab\n", max_size=12))
+def test_never_resends_and_says_when_the_text_was_revised(replaces: list[str], final: str) -> None:
+    """Any sequence at all: each chunk only extends what was sent, and what was sent is always one of the
+    texts the CLI showed; the joined chunks equal the final text unless what was streamed is not a prefix of
+    it, in which case the revision is announced."""
+    chunks = _stream(replaces, final)
+    for i, chunk in enumerate(chunks[:-1]):
+        if chunk:  # what the editor shows is always a text the CLI showed: never a mix of two
+            assert "".join(chunks[: i + 1]) == replaces[i]
+    joined = "".join(chunks)
+    streamed = "".join(chunks[:-1])
+    if final.startswith(streamed):
+        assert joined == final
+    else:
+        assert chunks[-1] == REVISED + final
+
+
+def test_a_rewrite_holds_the_stream_until_the_end() -> None:
+    d = TextDeltas()
+    assert d.replace("Hello") == "Hello"
+    assert d.replace("Hello wor") == " wor"
+    assert d.replace("Hello world") == "ld"
+    assert d.replace("Hello world") == ""
+    assert d.replace("Hi") == ""  # not an extension: held
+    assert d.replace("Hello world, again") == ""  # still held until the end
+    assert d.finish("Hello world, again!") == ", again!"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("Bash", "execute"),
+        ("shell", "execute"),
+        ("run_shell_command", "execute"),
+        ("Read", "read"),
+        ("read_file", "read"),
+        ("Edit", "edit"),
+        ("MultiEdit", "edit"),
+        ("Write", "edit"),
+        ("apply_patch", "edit"),
+        ("Grep", "search"),
+        ("Glob", "search"),
+        ("WebSearch", "search"),
+        ("WebFetch", "fetch"),
+        ("web_fetch", "fetch"),
+        ("TodoWrite", "other"),
+        ("Task", "other"),
+        ("ask_user", "other"),
+        ("mcp__litbridge__send", "other"),
+    ],
+)
+def test_tool_kind(name: str, kind: str) -> None:
+    assert tool_kind(name) == kind
+
+
+@pytest.mark.parametrize(
+    ("labels", "kinds"),
+    [
+        (
+            [
+                "Yes",
+                "Yes, allow all edits during this session (shift+tab)",
+                "No, and tell Claude what to do differently (esc)",
+            ],
+            ["allow_once", "allow_always", "reject_once"],
+        ),
+        (
+            [
+                "Yes, proceed",
+                "Yes, and don't ask again for this command",
+                "No, and tell Codex what to do differently",
+            ],
+            ["allow_once", "allow_always", "reject_once"],
+        ),
+        (["yes", "no"], ["allow_once", "reject_once"]),
+        (
+            ["Allow once", "Always allow", "Deny", "Never allow"],
+            ["allow_once", "allow_always", "reject_once", "reject_always"],
+        ),
+        (["red", "blue"], ["allow_once", "allow_once"]),
+        (["Yes, always"], ["allow_once"]),  # the first positive option is allow_once
+    ],
+)
+def test_option_kinds(labels: list[str], kinds: list[str]) -> None:
+    assert option_kinds(labels) == kinds
+
+
+def test_mcp_servers_reach_claude_as_mcp_config() -> None:
+    """session/new's `mcpServers` (stdio and HTTP) become Claude Code's `--mcp-config` JSON; other CLIs get none."""
+    from acp import schema as S
+
+    from litbridge.acp.agent import _mcp_args
+
+    servers = [
+        S.McpServerStdio(
+            name="fs", command="/bin/mcp-fs", args=["--root", "/x"], env=[S.EnvVariable(name="K", value="V")]
+        ),
+        S.HttpMcpServer(
+            type="http", name="web", url="https://h/mcp", headers=[S.HttpHeader(name="A", value="b")]
+        ),
+    ]
+    flag, config = _mcp_args("/opt/bin/claude", servers)
+    assert flag == "--mcp-config"
+    assert json.loads(config) == {
+        "mcpServers": {
+            "fs": {"command": "/bin/mcp-fs", "args": ["--root", "/x"], "env": {"K": "V"}},
+            "web": {"type": "http", "url": "https://h/mcp", "headers": {"A": "b"}},
+        }
+    }
+    assert _mcp_args("bash", servers) == [] and _mcp_args("claude", []) == []
