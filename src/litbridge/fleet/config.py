@@ -1,0 +1,131 @@
+"""Fleet connection settings shared by the daemon and the client: URL, credentials, TLS, names, limits.
+
+`FleetConfig.connect_kwargs()` turns them into `nats.connect(...)` arguments; `is_tls(nc)` says whether a
+live connection is encrypted (`create.env` is refused over plaintext unless allowed explicitly).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from litbridge.fleet import subjects
+
+DEFAULT_MAX_AGE = 7 * 24 * 3600.0  # seconds of history the stream keeps
+DEFAULT_MAX_BYTES = 1 << 30  # bytes of history the stream keeps
+DUPLICATE_WINDOW = 120.0  # seconds JetStream remembers a Nats-Msg-Id
+# Seconds a registry entry lives without a re-put (the KV bucket's max_age; a dead daemon is gone after it);
+# daemons re-put their keys every TTL/3. Environment knob for tests only.
+REGISTRY_TTL = float(os.environ.get("LITBRIDGE_FLEET_TTL", "15"))
+
+
+class FleetConfigError(ValueError):
+    """A bad fleet option (said to the user as is)."""
+
+
+def default_daemon_name(socket_path: str) -> str:
+    """hostname + "-" + 6 hex of the socket path: stable across restarts, distinct per daemon on a host."""
+    import hashlib
+
+    host = "".join(c if c.isalnum() or c in "_-" else "-" for c in socket.gethostname().split(".")[0])
+    digest = hashlib.sha256(os.path.abspath(socket_path).encode()).hexdigest()[:6]
+    return f"{(host or 'host')[:40]}-{digest}"
+
+
+def parse_labels(items: list[str] | None) -> dict[str, str]:
+    """`k=v` strings -> {k: v} (a daemon's placement labels)."""
+    labels: dict[str, str] = {}
+    for item in items or []:
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise FleetConfigError(f"--label {item!r}: expected KEY=VALUE")
+        labels[k.strip()] = v.strip()
+    return labels
+
+
+@dataclass
+class FleetConfig:
+    url: str
+    fleet: str = subjects.DEFAULT_FLEET
+    daemon: str | None = None  # daemon side only; None -> default_daemon_name()
+    creds: str | None = None  # a .creds file (JWT + NKey seed)
+    token: str | None = None
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    max_age: float = DEFAULT_MAX_AGE
+    max_bytes: int = DEFAULT_MAX_BYTES
+    allow_plaintext_env: bool = False
+
+    def __post_init__(self) -> None:
+        try:
+            subjects.check_name(self.fleet, "fleet name")
+            if self.daemon is not None:
+                subjects.check_name(self.daemon, "daemon name")
+        except ValueError as exc:
+            raise FleetConfigError(str(exc)) from None
+        for url in self.servers():
+            if urlsplit(url).scheme not in ("nats", "tls", "ws", "wss"):
+                raise FleetConfigError(f"NATS URL {url!r}: expected nats://, tls://, ws:// or wss://")
+        if self.creds and self.token:
+            raise FleetConfigError("give either --nats-creds or --nats-token, not both")
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise FleetConfigError("--nats-tls-cert and --nats-tls-key go together")
+        for path in (self.creds, self.tls_ca, self.tls_cert, self.tls_key):
+            if path and not os.path.isfile(path):
+                raise FleetConfigError(f"{path}: no such file")
+        if self.max_age <= 0 or self.max_bytes <= 0:
+            raise FleetConfigError("--nats-max-age and --nats-max-bytes must be positive")
+
+    def servers(self) -> list[str]:
+        return [u.strip() for u in self.url.split(",") if u.strip()]
+
+    @property
+    def wants_tls(self) -> bool:
+        return bool(self.tls_ca or self.tls_cert) or any(
+            urlsplit(u).scheme in ("tls", "wss") for u in self.servers()
+        )
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        if not self.wants_tls:
+            return None
+        ctx = ssl.create_default_context(cafile=self.tls_ca)
+        if self.tls_cert:
+            ctx.load_cert_chain(self.tls_cert, self.tls_key)
+        return ctx
+
+    def connect_kwargs(self, name: str) -> dict[str, Any]:
+        """Arguments for `nats.connect`: reconnect forever (an outage never ends the link), no secrets logged."""
+        kw: dict[str, Any] = {
+            "servers": self.servers(),
+            "name": name,
+            "allow_reconnect": True,
+            "max_reconnect_attempts": -1,
+            "reconnect_time_wait": 1,
+            "connect_timeout": 5,
+        }
+        if self.creds:
+            kw["user_credentials"] = self.creds
+        if self.token:
+            kw["token"] = self.token
+        ctx = self.ssl_context()
+        if ctx is not None:
+            kw["tls"] = ctx
+        return kw
+
+
+def is_tls(nc: Any) -> bool:
+    """Whether the live connection `nc` (a nats.aio.client.Client) runs over TLS."""
+    transport = getattr(nc, "_transport", None)
+    writer = getattr(transport, "_io_writer", None) or getattr(transport, "_bare_io_writer", None)
+    if writer is not None:
+        with_ssl = writer.get_extra_info("ssl_object") is not None
+        if with_ssl:
+            return True
+    url = getattr(nc, "connected_url", None)
+    return url is not None and url.scheme in ("tls", "wss")
