@@ -129,3 +129,65 @@ def is_tls(nc: Any) -> bool:
             return True
     url = getattr(nc, "connected_url", None)
     return url is not None and url.scheme in ("tls", "wss")
+
+
+def add_arguments(p: Any, daemon: bool = False) -> None:
+    """The `--nats …` options (one place for `serve` and the client subcommands); `daemon` adds the
+    daemon-only ones (--daemon-id, --label, retention, --nats-allow-plaintext-env)."""
+    g = p.add_argument_group("fleet (NATS)")
+    g.add_argument("--nats", metavar="URL", help="NATS server URL(s), comma-separated (nats://, tls://)")
+    g.add_argument("--fleet", default=subjects.DEFAULT_FLEET, metavar="NAME", help="fleet name (default %(default)s)")
+    g.add_argument("--nats-creds", metavar="FILE", help="NATS credentials file (JWT + NKey seed)")
+    g.add_argument("--nats-token", metavar="TOKEN", help="NATS auth token (prefer $LITBRIDGE_NATS_TOKEN)")
+    g.add_argument("--nats-tls-ca", metavar="FILE", help="CA bundle to verify the NATS server")
+    g.add_argument("--nats-tls-cert", metavar="FILE", help="client certificate (with --nats-tls-key)")
+    g.add_argument("--nats-tls-key", metavar="FILE", help="client certificate's key")
+    if not daemon:
+        return
+    g.add_argument(
+        "--daemon-id",
+        metavar="ID",
+        help="this daemon's name in the fleet (default: hostname-<hash of the socket path>)",
+    )
+    g.add_argument(
+        "--label", action="append", default=[], metavar="K=V", help="placement label (repeatable)"
+    )
+    g.add_argument(
+        "--nats-max-age",
+        type=float,
+        default=DEFAULT_MAX_AGE,
+        metavar="SECONDS",
+        help="event history the stream keeps (default 7 days)",
+    )
+    g.add_argument(
+        "--nats-max-bytes",
+        type=int,
+        default=DEFAULT_MAX_BYTES,
+        metavar="BYTES",
+        help="event history bytes the stream keeps (default 1 GiB)",
+    )
+    g.add_argument(
+        "--nats-allow-plaintext-env",
+        action="store_true",
+        help="accept create.env over a NATS connection without TLS (refused by default)",
+    )
+
+
+def from_args(args: Any) -> FleetConfig | None:
+    """The FleetConfig of parsed `add_arguments` options, None without --nats. Raises FleetConfigError."""
+    if not getattr(args, "nats", None):
+        return None
+    return FleetConfig(
+        url=args.nats,
+        fleet=args.fleet,
+        daemon=getattr(args, "daemon_id", None),
+        creds=args.nats_creds,
+        token=args.nats_token or os.environ.get("LITBRIDGE_NATS_TOKEN") or None,
+        tls_ca=args.nats_tls_ca,
+        tls_cert=args.nats_tls_cert,
+        tls_key=args.nats_tls_key,
+        labels=parse_labels(getattr(args, "label", None)),
+        max_age=getattr(args, "nats_max_age", DEFAULT_MAX_AGE),
+        max_bytes=getattr(args, "nats_max_bytes", DEFAULT_MAX_BYTES),
+        allow_plaintext_env=getattr(args, "nats_allow_plaintext_env", False),
+    )
