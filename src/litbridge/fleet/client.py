@@ -245,7 +245,9 @@ class FleetDaemon:
         self, session: str, keys: Sequence[str] | str, *, channel_id: str | None = None
     ) -> Event:
         key_list = [keys] if isinstance(keys, str) else builtins.list(keys)
-        return await self.request("keystroke", {"session": session, "channel_id": channel_id, "keys": key_list})
+        return await self.request(
+            "keystroke", {"session": session, "channel_id": channel_id, "keys": key_list}
+        )
 
     async def answer(
         self,
@@ -338,8 +340,9 @@ class FleetEventStream:
             )
         except nats.js.errors.NotFoundError:
             raise LitbridgeError(
-                "no_fleet", f"no stream {subjects.stream(self.fleet.name)}: no daemon has joined fleet "
-                f"{self.fleet.name!r} on {self.fleet.url}"
+                "no_fleet",
+                f"no stream {subjects.stream(self.fleet.name)}: no daemon has joined fleet "
+                f"{self.fleet.name!r} on {self.fleet.url}",
             ) from None
         if not self.follow:
             info = await self._sub.consumer_info()
@@ -585,7 +588,8 @@ class Fleet:
             ) from None
         except nats.errors.TimeoutError:
             raise LitbridgeError(
-                "timeout", f"daemon {daemon!r} of fleet {self.name!r} sent no reply to {cmd!r} within {wait} s"
+                "timeout",
+                f"daemon {daemon!r} of fleet {self.name!r} sent no reply to {cmd!r} within {wait} s",
             ) from None
         except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
             raise ConnectionLost(f"the NATS connection to {self.url} is closed") from None
@@ -655,11 +659,18 @@ class Fleet:
 
     def stale_after(self, daemon: Event) -> float:
         """Seconds without a renewal after which `daemon` counts as gone: its own `stale_after` when it says,
-        else two missed renewals (it re-puts its entry every third of the registry TTL)."""
-        said = daemon.get("stale_after")
-        if isinstance(said, (int, float)) and not isinstance(said, bool) and said > 0:
-            return float(said)
-        return self.ttl * 2 / 3
+        else two missed renewals (its `heartbeat`, else a third of the registry TTL)."""
+
+        def num(key: str) -> float | None:
+            v = daemon.get(key)
+            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+        said, beat, ttl = num("stale_after"), num("heartbeat"), num("ttl")
+        if said is not None:
+            return said
+        if beat is not None:
+            return 2 * beat
+        return (ttl or self.ttl) * 2 / 3
 
     async def daemons(self) -> builtins.list[Event]:
         """The daemons in the registry: `{daemon, daemon_id, host, pid, version, sessions, labels, ...,
@@ -684,7 +695,8 @@ class Fleet:
         if not fit:
             want = f" with labels {labels}" if labels else ""
             raise LitbridgeError(
-                "no_daemon", f"no live daemon{want} in fleet {self.name!r} on {self.url} to place the session on"
+                "no_daemon",
+                f"no live daemon{want} in fleet {self.name!r} on {self.url} to place the session on",
             )
         return str(min(fit, key=lambda d: (int(d.get("sessions") or 0), str(d["daemon"])))["daemon"])
 
