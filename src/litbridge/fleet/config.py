@@ -18,9 +18,12 @@ from litbridge.fleet import subjects
 DEFAULT_MAX_AGE = 7 * 24 * 3600.0  # seconds of history the stream keeps
 DEFAULT_MAX_BYTES = 1 << 30  # bytes of history the stream keeps
 DUPLICATE_WINDOW = 120.0  # seconds JetStream remembers a Nats-Msg-Id
-# Seconds a registry entry lives without a re-put (the KV bucket's max_age; a dead daemon is gone after it);
-# daemons re-put their keys every TTL/3. Environment knob for tests only.
+# Seconds after its last re-put that a daemon's registry entry means "gone" (daemons re-put every TTL/3 and
+# write both figures into their entry as `ttl` and `heartbeat`). Environment knob for tests only.
 REGISTRY_TTL = float(os.environ.get("LITBRIDGE_FLEET_TTL", "15"))
+# The KV bucket's max_age: entries of a daemon that died without cleaning up stay this long (its sessions stay
+# listed, unavailable), then go. Live entries are re-put every TTL/3, so they never reach it.
+REGISTRY_KEEP = 24 * 3600.0
 
 
 class FleetConfigError(ValueError):
@@ -136,7 +139,9 @@ def add_arguments(p: Any, daemon: bool = False) -> None:
     daemon-only ones (--daemon-id, --label, retention, --nats-allow-plaintext-env)."""
     g = p.add_argument_group("fleet (NATS)")
     g.add_argument("--nats", metavar="URL", help="NATS server URL(s), comma-separated (nats://, tls://)")
-    g.add_argument("--fleet", default=subjects.DEFAULT_FLEET, metavar="NAME", help="fleet name (default %(default)s)")
+    g.add_argument(
+        "--fleet", default=subjects.DEFAULT_FLEET, metavar="NAME", help="fleet name (default %(default)s)"
+    )
     g.add_argument("--nats-creds", metavar="FILE", help="NATS credentials file (JWT + NKey seed)")
     g.add_argument("--nats-token", metavar="TOKEN", help="NATS auth token (prefer $LITBRIDGE_NATS_TOKEN)")
     g.add_argument("--nats-tls-ca", metavar="FILE", help="CA bundle to verify the NATS server")
@@ -149,9 +154,7 @@ def add_arguments(p: Any, daemon: bool = False) -> None:
         metavar="ID",
         help="this daemon's name in the fleet (default: hostname-<hash of the socket path>)",
     )
-    g.add_argument(
-        "--label", action="append", default=[], metavar="K=V", help="placement label (repeatable)"
-    )
+    g.add_argument("--label", action="append", default=[], metavar="K=V", help="placement label (repeatable)")
     g.add_argument(
         "--nats-max-age",
         type=float,

@@ -10,8 +10,9 @@
 - Responder: request/reply on `litbridge.<fleet>.cmd.<daemon>`; each request runs through the daemon's own
   command handler (`Daemon.handle`, the socket's path) and is answered with a JSON array of the events sent
   in reply to it (`re` = its id; one is set when it has none). `create` waits for its `ready`/`error`.
-- Registry: KV bucket `litbridge_<fleet>` (bucket-wide TTL): `daemon.<daemon>` and one
-  `session.<daemon>.<token>` per session, re-put every TTL/3, updated on state/question changes.
+- Registry: KV bucket `litbridge_<fleet>`: `daemon.<daemon>` and one `session.<daemon>.<token>` per session,
+  re-put every TTL/3 (a daemon entry older than `ttl` means the daemon is gone; its session entries stay, for
+  the client to list as unavailable), updated on state/question changes, deleted on kill/reap/clean stop.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ import orjson
 from litbridge import __version__
 from litbridge.daemon.hub import Client
 from litbridge.fleet import subjects
-from litbridge.fleet.config import DUPLICATE_WINDOW, REGISTRY_TTL, FleetConfig, default_daemon_name, is_tls
+from litbridge.fleet.config import (
+    DUPLICATE_WINDOW,
+    REGISTRY_KEEP,
+    REGISTRY_TTL,
+    FleetConfig,
+    default_daemon_name,
+    is_tls,
+)
 from litbridge.protocol import events as ev
 from litbridge.protocol.framing import encode
 from litbridge.protocol.spec import ProtocolError
@@ -41,7 +49,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("litbridge.fleet")
 
 PUBLISH_TIMEOUT = 5.0  # seconds to wait for a JetStream ack before retrying (same Nats-Msg-Id)
-CREATE_WAIT = float(os.environ.get("LITBRIDGE_FLEET_CREATE_WAIT", "120"))  # seconds a create reply waits for ready
+CREATE_WAIT = float(
+    os.environ.get("LITBRIDGE_FLEET_CREATE_WAIT", "120")
+)  # seconds a create reply waits for ready
 REGISTRY_DEBOUNCE = 0.3  # seconds: a burst of state changes is one KV put per session
 # Events after which a session's registry entry is re-put (or deleted when the session is gone).
 REGISTRY_EVENTS = frozenset(
@@ -78,6 +88,14 @@ class _Collector(Client):
         self.closed = True
 
 
+class _Waiter:
+    """The published events carrying one NATS command's id (`re`); `ended` once its create is answered."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self.ended = asyncio.Event()
+
+
 class FleetLink:
     """One daemon's link to the fleet; `start()` returns at once (connecting happens in the background)."""
 
@@ -95,9 +113,11 @@ class FleetLink:
         self.acked_seq = self.hub.seq  # the newest seq the stream acknowledged (or skipped)
         self.gaps = 0  # replay_gap events published
         self._wake = asyncio.Event()
+        self._progress = asyncio.Event()  # set whenever acked_seq advances
         self._dirty: set[str] = set()
+        self._session_keys: set[str] = set()  # registry keys we put (deleted at a clean stop)
         self._dirty_event = asyncio.Event()
-        self._waiters: dict[tuple[Any, str | None], list[bytes]] = {}
+        self._waiters: dict[tuple[Any, str | None], _Waiter] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._main: asyncio.Task[None] | None = None
@@ -158,7 +178,7 @@ class FleetLink:
             self.kv = await self.js.key_value(subjects.bucket(fleet))
         except (NotFoundError, Exception):
             self.kv = await self.js.create_key_value(
-                KeyValueConfig(bucket=subjects.bucket(fleet), history=1, ttl=REGISTRY_TTL)
+                KeyValueConfig(bucket=subjects.bucket(fleet), history=1, ttl=REGISTRY_KEEP)
             )
 
     async def _retry(self, what: str, step: Any) -> None:
@@ -184,12 +204,15 @@ class FleetLink:
         if self.js is not None:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + flush
-            while self.acked_seq < self.hub.seq and loop.time() < deadline and self.nc.is_connected:
-                await asyncio.sleep(0.05)
+            while self.acked_seq < self.hub.seq and self.nc.is_connected and loop.time() < deadline:
+                self._progress.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._progress.wait(), deadline - loop.time())
         self._stopping = True
         if self.kv is not None and self.nc is not None and self.nc.is_connected:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.kv.delete(subjects.daemon_key(self.name)), 2.0)
+            for key in [subjects.daemon_key(self.name), *self._session_keys]:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.kv.delete(key), 2.0)
         if self._main is not None:
             self._main.cancel()
         for task in list(self._tasks):
@@ -217,9 +240,11 @@ class FleetLink:
         self._wake.set()
         key = event.get("session")
         if self._waiters:
-            got = self._waiters.get((event.get("re"), key))
-            if got is not None:
-                got.append(encode(event))
+            waiter = self._waiters.get((event.get("re"), key))
+            if waiter is not None:
+                waiter.lines.append(encode(event))
+                if event.get("event") in CREATE_ENDS:
+                    waiter.ended.set()
         if isinstance(key, str) and event.get("event") in REGISTRY_EVENTS:
             self._dirty.add(key)
             self._dirty_event.set()
@@ -253,6 +278,7 @@ class FleetLink:
                     subjects.event(self.cfg.fleet, self.name, item.session), line, f"{daemon_id}:{seq}", seq
                 )
             self.next_seq, self.acked_seq = seq + 1, seq
+            self._progress.set()
 
     async def _send(self, subject: str, payload: bytes, msg_id: str, seq: int | None) -> None:
         """Publish until JetStream acknowledges (an outage waits here; the ring keeps the rest)."""
@@ -272,7 +298,9 @@ class FleetLink:
 
     # ------------------------------------------------------------------ commands
     async def _on_request(self, msg: Any) -> None:
-        self._spawn(self._answer(msg))  # one at a time per subscription otherwise: a create would block the rest
+        self._spawn(
+            self._answer(msg)
+        )  # one at a time per subscription otherwise: a create would block the rest
 
     async def _answer(self, msg: Any) -> None:
         if not msg.reply:
@@ -284,9 +312,15 @@ class FleetLink:
             lines = [encode(ev.error(f"internal error: {exc}", "internal"))]
         body = b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]"
         if len(body) > self.nc.max_payload:
-            body = b"[" + encode(
-                ev.error(f"reply too large for NATS ({len(body)} bytes > {self.nc.max_payload})", "too_large")
-            ).rstrip(b"\n") + b"]"
+            body = (
+                b"["
+                + encode(
+                    ev.error(
+                        f"reply too large for NATS ({len(body)} bytes > {self.nc.max_payload})", "too_large"
+                    )
+                ).rstrip(b"\n")
+                + b"]"
+            )
         with contextlib.suppress(Exception):
             await msg.respond(body)
 
@@ -310,8 +344,11 @@ class FleetLink:
 
             with contextlib.suppress(Exception):
                 key = session_key(cmd)
-        if isinstance(cmd, dict) and cmd.get("cmd") == "create" and cmd.get("env") and not (
-            self.cfg.allow_plaintext_env or is_tls(self.nc)
+        if (
+            isinstance(cmd, dict)
+            and cmd.get("cmd") == "create"
+            and cmd.get("env")
+            and not (self.cfg.allow_plaintext_env or is_tls(self.nc))
         ):
             return [
                 encode(
@@ -325,21 +362,19 @@ class FleetLink:
                     )
                 )
             ]
-        waiter = (re, key)
-        published: list[bytes] = []
-        if re is not None and waiter not in self._waiters:
-            self._waiters[waiter] = published
+        waiter = _Waiter()
+        if re is not None and (re, key) not in self._waiters:
+            self._waiters[(re, key)] = waiter
         try:
             await self.daemon.handle(collector, cmd)
             if isinstance(cmd, dict) and cmd.get("cmd") == "create" and not collector.lines:
-                loop = asyncio.get_running_loop()
-                deadline = loop.time() + CREATE_WAIT
-                while not any(_kind(line) in CREATE_ENDS for line in published) and loop.time() < deadline:
-                    await asyncio.sleep(0.05)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(waiter.ended.wait(), CREATE_WAIT)
         finally:
-            if self._waiters.get(waiter) is published:
-                del self._waiters[waiter]
-        return collector.lines + published  # direct replies (no seq) first, then the published ones in seq order
+            if self._waiters.get((re, key)) is waiter:
+                del self._waiters[(re, key)]
+        # direct replies (no seq) first, then the published ones in seq order
+        return collector.lines + waiter.lines
 
     # ------------------------------------------------------------------ registry
     async def _registry_loop(self) -> None:
@@ -355,13 +390,19 @@ class FleetLink:
                 await asyncio.sleep(0.5)
                 continue
             try:
-                if loop.time() >= next_beat:
+                beat = loop.time() >= next_beat
+                if beat:
                     self._dirty.update(self.daemon.sessions)
-                    await self._put_daemon()
                     next_beat = loop.time() + every
+                if beat or self._dirty:  # its session count may have changed
+                    await self._put_daemon()
                 dirty, self._dirty = self._dirty, set()
-                for key in dirty:
-                    await self._put_session(key)
+                try:
+                    for key in dirty:
+                        await self._put_session(key)
+                except Exception:
+                    self._dirty |= dirty  # tried again at the next beat
+                    raise
             except Exception as exc:
                 log.debug("fleet: registry update failed: %s", exc)
                 next_beat = 0.0
@@ -375,6 +416,8 @@ class FleetLink:
             "version": __version__,
             "sessions": sum(1 for s in self.daemon.sessions.values() if not s.dead),
             "labels": self.cfg.labels,
+            "ttl": REGISTRY_TTL,
+            "heartbeat": REGISTRY_TTL / 3,
             "started": self.started,
             "last_seq": self.acked_seq,
             "ts": time.time(),
@@ -385,8 +428,9 @@ class FleetLink:
         kv_key = subjects.session_key(self.name, key)
         s = self.daemon.sessions.get(key)
         if s is None:
-            with contextlib.suppress(Exception):
+            if kv_key in self._session_keys:
                 await self.kv.delete(kv_key)
+                self._session_keys.discard(kv_key)
             return
         question = None
         for q in s.questions.values():
@@ -404,13 +448,7 @@ class FleetLink:
             "ts": time.time(),
         }
         await self.kv.put(kv_key, orjson.dumps(info))
-
-
-def _kind(line: bytes) -> Any:
-    try:
-        return orjson.loads(line).get("event")
-    except Exception:
-        return None
+        self._session_keys.add(kv_key)
 
 
 def subjects_shown(url: str) -> str:
