@@ -48,6 +48,10 @@ CREATE_TIMEOUT = 600.0
 _FINAL_REPLY = {"create": "ready"}
 """Commands whose reply is not the first event with their `re` (a `create` may be preceded by progress)."""
 
+_LATE_REPLY = frozenset({"interrupt"})
+"""Commands whose reply comes later on the stream (an interrupt's is its turn's `interrupted`), not in the
+request's reply array."""
+
 
 def _import_nats() -> Any:
     try:
@@ -131,12 +135,16 @@ class FleetDaemon:
         self._turns: set[Turn] = set()
         self._recent: deque[Event] = deque(maxlen=256)
         self._feeds: dict[str, _Feed] = {}
+        self._waiters: dict[str, asyncio.Future[Event]] = {}
 
     @property
     def address(self) -> str:
         return f"{self.fleet.name}/{self.name}"
 
     def _dispatch(self, ev: Event) -> None:
+        waiter = self._waiters.get(str(ev.get("re")))
+        if waiter is not None and not waiter.done():
+            waiter.set_result(ev)
         if ev.get("turn_id") is not None:
             self._recent.append(ev)
         for turn in list(self._turns):
@@ -166,8 +174,33 @@ class FleetDaemon:
         id: str | None = None,
     ) -> Event:
         """Send one command to this daemon and return its reply (the event whose `re` is the command's id);
-        an `error` reply raises `LitbridgeError` with the daemon's code."""
-        return await self.fleet._request(self.name, cmd, fields, timeout=timeout, id=id)
+        an `error` reply raises `LitbridgeError` with the daemon's code.
+
+        A reply that comes later on the session's stream (an interrupt's: its turn's `interrupted`) is awaited
+        there, through a subscription opened before the command is sent."""
+        session = (fields or {}).get("session")
+        if cmd not in _LATE_REPLY or not isinstance(session, str):
+            return await self.fleet._request(self.name, cmd, fields, timeout=timeout, id=id)
+        await self._feed(session_key(session, (fields or {}).get("channel_id")))
+        cmd_id = id or self.fleet._next_id()
+        waiter: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
+        self._waiters[cmd_id] = waiter
+        wait = self.fleet.request_timeout if timeout == "default" else timeout
+        try:
+            reply = await self.fleet._request(self.name, cmd, fields, timeout=timeout, id=cmd_id, late=True)
+            if reply is not None:
+                return reply
+            try:
+                ev = await asyncio.wait_for(waiter, wait)
+            except asyncio.TimeoutError:
+                raise LitbridgeError(
+                    "timeout", f"no reply to {cmd!r} from daemon {self.name!r} within {wait} s"
+                ) from None
+            if ev.get("event") == "error":
+                raise LitbridgeError(str(ev.get("code") or "error"), str(ev.get("message", "")), ev)
+            return ev
+        finally:
+            self._waiters.pop(cmd_id, None)
 
     async def ping(self) -> Event:
         return await self.request("ping")
@@ -480,8 +513,8 @@ class Fleet:
     ) -> _Connecting:
         """Connect to the fleet `fleet` through the NATS server(s) at `url` (comma-separated for a cluster).
 
-        Options: `request_timeout` (default 60 s), `ttl` (the registry's TTL, for daemons that do not say
-        after how long they count as gone; default $LITBRIDGE_FLEET_TTL or 15 s). Bad options raise `LitbridgeError('bad_usage')`."""
+        Options: `request_timeout` (default 60 s), `ttl` (seconds without a registry renewal after which
+        a daemon that does not state its own `ttl` counts as gone; default $LITBRIDGE_FLEET_TTL or 15 s). Bad options raise `LitbridgeError('bad_usage')`."""
         try:
             config = FleetConfig(
                 url=url,
@@ -567,13 +600,14 @@ class Fleet:
         *,
         timeout: float | Literal["default"] | None,
         id: str | None,
-    ) -> Event:
-        """One command by request/reply; its reply is the event with its `re` (an `error` raises; `create`'s
-        is its `ready`, the daemon's other replies in the array are the events it published meanwhile)."""
+        late: bool = False,
+    ) -> Any:
+        """One command by request/reply; its reply is the event with its `re` in the reply array (an `error`
+        raises; `create`'s is its `ready`); with `late`, None when it is not there (it comes on the stream)."""
         if self.nc is None:
             await self._start()
         nats = _import_nats()
-        cmd_id = id or f"{self._id_prefix}-{next(self._ids)}"
+        cmd_id = id or self._next_id()
         msg: dict[str, Any] = {"cmd": cmd, "id": cmd_id}
         msg.update({k: v for k, v in (fields or {}).items() if v is not None})
         wait = self.request_timeout if timeout == "default" else timeout
@@ -607,7 +641,12 @@ class Fleet:
         for ev in mine:
             if want is None or ev.get("event") == want:
                 return ev
+        if late:
+            return None
         raise LitbridgeError("bad_reply", f"daemon {daemon!r} sent no reply to {cmd!r} (id {cmd_id})")
+
+    def _next_id(self) -> str:
+        return f"{self._id_prefix}-{next(self._ids)}"
 
     # --- the registry ---------------------------------------------------------------------------------
 
@@ -658,19 +697,12 @@ class Fleet:
         return daemons, sessions
 
     def stale_after(self, daemon: Event) -> float:
-        """Seconds without a renewal after which `daemon` counts as gone: its own `stale_after` when it says,
-        else two missed renewals (its `heartbeat`, else a third of the registry TTL)."""
-
-        def num(key: str) -> float | None:
-            v = daemon.get(key)
-            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
-
-        said, beat, ttl = num("stale_after"), num("heartbeat"), num("ttl")
-        if said is not None:
-            return said
-        if beat is not None:
-            return 2 * beat
-        return (ttl or self.ttl) * 2 / 3
+        """Seconds without a renewal after which `daemon` counts as gone: the `ttl` its registry entry states,
+        else the client's (`ttl=`, default $LITBRIDGE_FLEET_TTL or 15 s)."""
+        said = daemon.get("ttl")
+        if isinstance(said, (int, float)) and not isinstance(said, bool) and said > 0:
+            return float(said)
+        return self.ttl
 
     async def daemons(self) -> builtins.list[Event]:
         """The daemons in the registry: `{daemon, daemon_id, host, pid, version, sessions, labels, ...,
