@@ -4,6 +4,8 @@ as `replay_gap`), answers commands by request/reply through its own handler, and
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import nats
@@ -23,7 +25,7 @@ from lbd_helpers import Conn
 
 from litbridge.fleet import subjects
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 
 
 def completes(stored, daemon, marker):
@@ -39,6 +41,7 @@ async def connect(nats_server):
     return nc, nc.jetstream()
 
 
+@pytest.mark.asyncio
 async def test_three_daemons_driven_over_nats(nats_server, fleet_daemons):
     daemons = fleet_daemons(3)
     nc, js = await connect(nats_server)
@@ -99,6 +102,7 @@ async def test_three_daemons_driven_over_nats(nats_server, fleet_daemons):
         await nc.close()
 
 
+@pytest.mark.asyncio
 async def test_same_msg_id_is_stored_once(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1)
     nc, js = await connect(nats_server)
@@ -119,6 +123,7 @@ async def test_same_msg_id_is_stored_once(nats_server, fleet_daemons):
         await nc.close()
 
 
+@pytest.mark.asyncio
 async def test_killed_daemon_leaves_the_registry_others_stay(nats_server, fleet_daemons):
     daemons = fleet_daemons(3)
     nc, js = await connect(nats_server)
@@ -154,6 +159,7 @@ async def test_killed_daemon_leaves_the_registry_others_stay(nats_server, fleet_
         await nc.close()
 
 
+@pytest.mark.asyncio
 async def test_nats_restart_mid_turn_loses_and_repeats_nothing(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1)
     nc, js = await connect(nats_server)
@@ -194,6 +200,7 @@ async def test_nats_restart_mid_turn_loses_and_repeats_nothing(nats_server, flee
         await nc.close()
 
 
+@pytest.mark.asyncio
 async def test_ring_overflow_while_nats_is_down_is_a_replay_gap(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1, env={"LITBRIDGE_RING_BYTES": "3000"})
     nc, js = await connect(nats_server)
@@ -231,6 +238,7 @@ async def test_ring_overflow_while_nats_is_down_is_a_replay_gap(nats_server, fle
         await nc.close()
 
 
+@pytest.mark.asyncio
 async def test_env_over_plaintext_nats_is_refused(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1, allow_plaintext_env=False)
     nc, _ = await connect(nats_server)
@@ -245,3 +253,47 @@ async def test_env_over_plaintext_nats_is_refused(nats_server, fleet_daemons):
         assert (await request(nc, d.name, create))[0]["event"] == "ready"
     finally:
         await nc.close()
+
+
+@pytest.mark.asyncio
+async def test_stream_limits_from_flags_and_a_deleted_stream_comes_back(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1, "--nats-max-age", "3600", "--nats-max-bytes", "5000000")
+    nc, js = await connect(nats_server)
+    try:
+        await joined(nc, d.name)
+        info = await js.stream_info(subjects.stream(FLEET))
+        assert (info.config.max_age, info.config.max_bytes) == (3600, 5000000)
+        assert (
+            getattr(info.config.storage, "value", info.config.storage) == "file"
+            and info.config.duplicate_window == 120
+        )
+        await request(nc, d.name, bash_create("z"))
+        await wait_stream(js, lambda got: any(m.event["event"] == "ready" for m in got))
+        await js.delete_stream(subjects.stream(FLEET))  # an operator's mistake: the daemon makes it again
+        reply = await request(nc, d.name, {"cmd": "send", "session": "z", "content": "echo back-again"})
+        assert reply[0]["event"] == "accepted"
+        await wait_stream(
+            js, lambda got: completes(got, d.name, "back-again"), what="events after re-creation"
+        )
+    finally:
+        await nc.close()
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--nats", "http://127.0.0.1:1"], "expected nats://"),
+        (["--nats", "nats://127.0.0.1:1", "--daemon-id", "a.b"], "daemon name 'a.b'"),
+        (["--nats", "nats://127.0.0.1:1", "--fleet", "x y"], "fleet name 'x y'"),
+        (["--nats", "nats://127.0.0.1:1", "--label", "novalue"], "KEY=VALUE"),
+        (["--nats", "nats://127.0.0.1:1", "--nats-creds", "/nonexistent.creds"], "no such file"),
+    ],
+)
+def test_bad_fleet_flags_are_refused_clearly(tmp_path, flags, said):
+    out = subprocess.run(
+        [sys.executable, "-m", "litbridge", "serve", "--socket", str(tmp_path / "s.sock"), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and said in out.stderr, out

@@ -261,36 +261,53 @@ class FleetLink:
             if item is None:  # it left the ring while NATS was away
                 oldest = self.hub.oldest_seq
                 to_seq = (oldest - 1) if oldest is not None else self.hub.seq
-                gap = ev.replay_gap(self.next_seq, to_seq)
                 log.warning("fleet: events %d..%d left the ring before NATS took them", self.next_seq, to_seq)
-                await self._send(
-                    subjects.event(self.cfg.fleet, self.name, None),
-                    encode(gap),
-                    f"{daemon_id}:gap:{self.next_seq}",
-                    None,
-                )
-                self.gaps += 1
+                await self._gap(self.next_seq, to_seq)
                 self.next_seq, self.acked_seq = to_seq + 1, to_seq
                 continue
             seq, line = self.next_seq, item.line
             if line is not None:  # None: a replace superseded by a newer one of the same turn
-                await self._send(
-                    subjects.event(self.cfg.fleet, self.name, item.session), line, f"{daemon_id}:{seq}", seq
-                )
+                subject = subjects.event(self.cfg.fleet, self.name, item.session)
+                if not await self._send(subject, line, f"{daemon_id}:{seq}", seq):
+                    log.warning("fleet: event %d (%d bytes) exceeds the server's max_payload", seq, len(line))
+                    await self._gap(seq, seq)
             self.next_seq, self.acked_seq = seq + 1, seq
             self._progress.set()
 
-    async def _send(self, subject: str, payload: bytes, msg_id: str, seq: int | None) -> None:
-        """Publish until JetStream acknowledges (an outage waits here; the ring keeps the rest)."""
+    async def _gap(self, from_seq: int, to_seq: int) -> None:
+        """`replay_gap{from_seq,to_seq}` on the daemon's `_` subject: these events will never be in the stream."""
+        line = encode(ev.replay_gap(from_seq, to_seq))
+        self.gaps += 1
+        await self._send(
+            subjects.event(self.cfg.fleet, self.name, None),
+            line,
+            f"{self.hub.daemon_id}:gap:{from_seq}",
+            None,
+        )
+
+    async def _send(self, subject: str, payload: bytes, msg_id: str, seq: int | None) -> bool:
+        """Publish until JetStream acknowledges (an outage waits here; the ring keeps the rest). False when
+        the server can never take it (larger than its max_payload)."""
+        import nats.errors
+        import nats.js.errors
+
         headers = {subjects.MSG_ID: msg_id, subjects.DAEMON_HEADER: self.name}
         if seq is not None:
             headers[subjects.SEQ_HEADER] = str(seq)
         delay = 0.2
         while True:
             if self.nc.is_connected:
+                if len(payload) > self.nc.max_payload:
+                    return False
                 try:
                     await self.js.publish(subject, payload, timeout=PUBLISH_TIMEOUT, headers=headers)
-                    return
+                    return True
+                except nats.errors.MaxPayloadError:
+                    return False
+                except nats.js.errors.NoStreamResponseError:  # the stream is gone (deleted by hand?): make it again
+                    log.warning("fleet: no stream takes %s; creating it again", subject)
+                    with contextlib.suppress(Exception):
+                        await self._setup()
                 except Exception as exc:
                     log.debug("fleet: publish %s failed: %s", msg_id, exc or type(exc).__name__)
             await asyncio.sleep(delay)
