@@ -297,3 +297,20 @@ def test_bad_fleet_flags_are_refused_clearly(tmp_path, flags, said):
         timeout=60,
     )
     assert out.returncode == 2 and said in out.stderr, out
+
+
+@pytest.mark.asyncio
+async def test_hello_since_seq_over_nats_replays_the_ring_within_the_reply(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1)
+    nc, _ = await connect(nats_server)
+    try:
+        await joined(nc, d.name)
+        await request(nc, d.name, bash_create("h"))
+        reply = await request(nc, d.name, {"cmd": "hello", "since_seq": 0, "id": "h0"})
+        kinds = [e["event"] for e in reply]
+        assert kinds[-1] == "capabilities" and reply[-1]["replayed"] >= 1, reply
+        assert "ready" in kinds and [e["seq"] for e in reply if "seq" in e] == sorted(
+            e["seq"] for e in reply if "seq" in e
+        )
+    finally:
+        await nc.close()

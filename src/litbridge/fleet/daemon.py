@@ -67,6 +67,7 @@ class _Collector(Client):
     def __init__(self, link: FleetLink, max_bytes: int) -> None:
         super().__init__(link.hub, None, "nats")  # type: ignore[arg-type]  # never written to
         self.lines: list[bytes] = []
+        self.covered_from = link.hub.seq + 1  # a hello{since_seq} replays the ring up to now
         self._max_bytes = max_bytes
         self._size = 0
 
@@ -304,7 +305,9 @@ class FleetLink:
                     return True
                 except nats.errors.MaxPayloadError:
                     return False
-                except nats.js.errors.NoStreamResponseError:  # the stream is gone (deleted by hand?): make it again
+                except (
+                    nats.js.errors.NoStreamResponseError
+                ):  # the stream is gone (deleted by hand?): make it again
                     log.warning("fleet: no stream takes %s; creating it again", subject)
                     with contextlib.suppress(Exception):
                         await self._setup()
