@@ -691,7 +691,9 @@ class Fleet:
             d["available"] = d["age"] <= self.stale_after(d)
         for s in sessions:
             d = daemons.get(str(s.get("daemon")))
-            s["available"] = bool(d and d["available"])
+            # a live daemon re-puts every session it runs each heartbeat: an entry it stopped renewing is a
+            # leftover (of a run that was killed), not a session it has
+            s["available"] = bool(d and d["available"] and s["age"] <= self.stale_after(d))
             if d and not s.get("host"):
                 s["host"] = d.get("host")
         return daemons, sessions
