@@ -2,7 +2,7 @@
 
 `nats_server` can be stopped and started again on the same port and store (history survives, as in production);
 `fleet_daemons(n, ...)` starts n `litbridge serve --nats` daemons named d0..d{n-1} (tests/daemon/lbd_helpers
-start_daemon) and stops them all at teardown.
+start_daemon), returns once each has joined (subscribed to its command subject), and stops them all at teardown.
 """
 
 from __future__ import annotations
@@ -118,6 +118,15 @@ class FleetDaemon:
             self.proc.wait(10)
 
 
+def _wait_joined(d: FleetDaemon, timeout: float = 30.0) -> None:
+    """Until the daemon says it joined (its command subscription is up; it connects in the background)."""
+    deadline = time.monotonic() + timeout
+    while "fleet: connected" not in d.log():
+        if d.proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"daemon {d.name} did not join the fleet:\n{d.log()}")
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def fleet_daemons(nats_server: NatsServer) -> Iterator[Callable[..., list[FleetDaemon]]]:
     base = tempfile.mkdtemp(prefix="lbf-")  # short: AF_UNIX paths are limited to ~107 bytes
@@ -142,6 +151,8 @@ def fleet_daemons(nats_server: NatsServer) -> Iterator[Callable[..., list[FleetD
             )
             started.append(d)
             out.append(d)
+        for d in out:
+            _wait_joined(d)
         return out
 
     yield start

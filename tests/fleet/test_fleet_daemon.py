@@ -155,6 +155,14 @@ async def test_killed_daemon_leaves_the_registry_others_stay(nats_server, fleet_
         with pytest.raises((nats.errors.NoRespondersError, nats.errors.TimeoutError)):
             await request(nc, "never-was", {"cmd": "ping"}, timeout=5)
         assert gone_after < 60
+        # started again under its name, it clears the entries its killed run left
+        fleet_daemons(1, names=["d1"])
+        reg = await wait_registry(
+            js,
+            lambda r: fresh(r, "d1") and subjects.session_key("d1", "s") not in r,
+            what="d1 back without its old session",
+        )
+        assert subjects.session_key("d0", "s") in reg and subjects.session_key("d2", "s") in reg
     finally:
         await nc.close()
 

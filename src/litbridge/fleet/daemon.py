@@ -151,6 +151,7 @@ class FleetLink:
                 await asyncio.sleep(2.0)
         self.js = self.nc.jetstream()
         await self._retry("setting up the stream and registry", self._setup)
+        await self._retry("clearing our old registry entries", self._sweep)
         await self.nc.subscribe(subjects.command(self.cfg.fleet, self.name), cb=self._on_request)
         log.info("fleet: connected; commands on %s", subjects.command(self.cfg.fleet, self.name))
         self._spawn(self._publish_loop())
@@ -159,7 +160,7 @@ class FleetLink:
 
     async def _setup(self) -> None:
         from nats.js.api import KeyValueConfig, StorageType, StreamConfig
-        from nats.js.errors import BadRequestError, NotFoundError
+        from nats.js.errors import BadRequestError, BucketNotFoundError
 
         fleet = self.cfg.fleet
         config = StreamConfig(
@@ -177,10 +178,28 @@ class FleetLink:
             await self.js.update_stream(config)
         try:
             self.kv = await self.js.key_value(subjects.bucket(fleet))
-        except (NotFoundError, Exception):
+        except BucketNotFoundError:
             self.kv = await self.js.create_key_value(
                 KeyValueConfig(bucket=subjects.bucket(fleet), history=1, ttl=REGISTRY_KEEP)
             )
+
+    async def _sweep(self) -> None:
+        """Delete `session.<us>.*` entries a previous run under our name left (it was SIGKILLed or lost NATS
+        at its end): none of those sessions exists any more."""
+        from nats.js.errors import NoKeysError
+
+        prefix = subjects.sessions_of(self.name)[:-1]  # "session.<daemon>."
+        try:
+            keys = await self.kv.keys()
+        except NoKeysError:
+            return
+        stale = [
+            k for k in keys if k.startswith(prefix) and subjects.parse_key(k)[2] not in self.daemon.sessions
+        ]
+        for key in stale:
+            await self.kv.delete(key)
+        if stale:
+            log.info("fleet: removed %d registry entries of sessions of a previous run", len(stale))
 
     async def _retry(self, what: str, step: Any) -> None:
         while True:
