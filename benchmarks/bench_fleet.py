@@ -164,20 +164,29 @@ def test_fleet_events_latency_and_cpu() -> None:
         cpu_daemons = sum(cpu_seconds(d.pid) - a for d, a in zip(daemons, c0, strict=True)) / window
         cpu_server = (cpu_seconds(server.pid) - s0) / window
         local: dict[tuple[str, int], float] = {}
+        kinds: dict[tuple[str, int], str] = {}
         for i, (c, sink) in enumerate(zip(conns, sinks, strict=True)):
             c.drain(sink)
             for r in sink:
                 if isinstance(r.ev.get("seq"), int):
                     local.setdefault((f"b{i}", r.ev["seq"]), r.at)
+                    kinds[(f"b{i}", r.ev["seq"])] = str(r.ev.get("event"))
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not all(k in reader.seen for k in local):
             time.sleep(0.1)
         stream_events = reader.count - n0
         added = [(reader.seen[k] - t) * 1000 for k, t in local.items() if k in reader.seen]
-        missing = sum(1 for k in local if k not in reader.seen)
+        missing = [kinds[k] for k in local if k not in reader.seen]
+        replaces = sum(1 for kind in missing if kind == "replace")  # superseded: skipped by design
+        others = sorted({kind for kind in missing if kind != "replace"})
     ROWS.append(("setup", "daemons x sessions x turns", f"{DAEMONS} x {SESSIONS} x {TURNS}"))
+    ROWS.append(("events at the local sockets", "per second over the run", f"{len(local) / window:.0f} /s"))
     ROWS.append(("events through the stream", "per second over the run", f"{stream_events / window:.0f} /s"))
-    note = f"{len(added)} events" + (f", {missing} not seen on the stream" if missing else "")
+    note = f"{len(added)} events"
+    if replaces:
+        note += f"; {replaces} superseded replace skipped by the publisher"
+    if len(missing) > replaces:
+        note += f"; {len(missing) - replaces} others NOT on the stream: {others}"
     ROWS.append(("added latency, stream vs local socket", f"p50 ({note})", f"{pct(added, 50):.1f} ms"))
     ROWS.append(("added latency, stream vs local socket", "p99", f"{pct(added, 99):.1f} ms"))
     ROWS.append(("daemon CPU (all daemons)", "% of one core", f"{cpu_daemons * 100:.1f} %"))
