@@ -132,7 +132,7 @@ class FleetLink:
             "fleet: joining %r as %r via %s",
             self.cfg.fleet,
             self.name,
-            ", ".join(subjects_shown(u) for u in self.cfg.servers()),
+            ", ".join(shown_url(u) for u in self.cfg.servers()),
         )
 
     async def _run(self) -> None:
@@ -490,7 +490,7 @@ class FleetLink:
         self._session_keys.add(kv_key)
 
 
-def subjects_shown(url: str) -> str:
+def shown_url(url: str) -> str:
     """A server URL without its user:password part (never logged)."""
     from urllib.parse import urlsplit
 
