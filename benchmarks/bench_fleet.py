@@ -131,6 +131,32 @@ class StreamReader:
         self._t.join(10)
 
 
+def _create_sessions(daemons: list[Any]) -> list[Conn]:
+    """S tick sessions on every daemon, created over its local socket (that connection then sees their events)."""
+    conns: list[Conn] = [d.connect() for d in daemons]
+    for d, c in zip(daemons, conns, strict=True):
+        for j in range(SESSIONS):
+            c.cmd("create", **d.tick_create(f"s{j}", TICKS, INTERVAL, QUIET))
+        for _ in range(SESSIONS):
+            r = c.wait(lambda e: e.get("event") in ("ready", "error"), 120)
+            assert r.ev["event"] == "ready", r.ev
+    return conns
+
+
+def _turns(conns: list[Conn]) -> tuple[float, list[list[Any]]]:
+    """TURNS rounds: every session gets a turn at once, then all are awaited; (wall seconds, events per conn)."""
+    sinks: list[list[Any]] = [[] for _ in conns]
+    t0 = time.monotonic()
+    for _ in range(TURNS):
+        for c in conns:
+            for j in range(SESSIONS):
+                c.cmd("send", session=f"s{j}", content="go")
+        for c, sink in zip(conns, sinks, strict=True):
+            for _ in range(SESSIONS):
+                c.wait(lambda e: e.get("event") in ("complete", "turn_error", "interrupted"), 300, sink)
+    return time.monotonic() - t0, sinks
+
+
 def test_fleet_events_latency_and_cpu() -> None:
     with contextlib.ExitStack() as stack:
         server, url = stack.enter_context(nats_server())
@@ -140,27 +166,11 @@ def test_fleet_events_latency_and_cpu() -> None:
         reader = StreamReader(url)
         stack.callback(reader.close)
         assert reader.ready.wait(120), "the daemons did not join the fleet"
-        conns: list[Conn] = [d.connect() for d in daemons]
-        names = [f"s{j}" for j in range(SESSIONS)]
-        for d, c in zip(daemons, conns, strict=True):
-            for n in names:
-                c.cmd("create", **d.tick_create(n, TICKS, INTERVAL, QUIET))
-            for _ in names:
-                r = c.wait(lambda e: e.get("event") in ("ready", "error"), 120)
-                assert r.ev["event"] == "ready", r.ev
-        sinks: list[list[Any]] = [[] for _ in conns]
+        conns = _create_sessions(daemons)
         c0 = [cpu_seconds(d.pid) for d in daemons]
         s0 = cpu_seconds(server.pid)
         n0 = reader.count
-        t0 = time.monotonic()
-        for _ in range(TURNS):
-            for c in conns:
-                for n in names:
-                    c.cmd("send", session=n, content="go")
-            for c, sink in zip(conns, sinks, strict=True):
-                for _ in names:
-                    c.wait(lambda e: e.get("event") in ("complete", "turn_error", "interrupted"), 300, sink)
-        window = time.monotonic() - t0
+        window, sinks = _turns(conns)
         cpu_daemons = sum(cpu_seconds(d.pid) - a for d, a in zip(daemons, c0, strict=True)) / window
         cpu_server = (cpu_seconds(server.pid) - s0) / window
         local: dict[tuple[str, int], float] = {}
@@ -192,3 +202,22 @@ def test_fleet_events_latency_and_cpu() -> None:
     ROWS.append(("daemon CPU (all daemons)", "% of one core", f"{cpu_daemons * 100:.1f} %"))
     ROWS.append(("nats-server CPU", "% of one core", f"{cpu_server * 100:.1f} %"))
     assert stream_events > 0 and added, "no event came through the stream"
+
+
+def test_local_only_baseline() -> None:
+    """The same daemons and turns without --nats: the daemons' CPU the fleet's numbers compare with."""
+    with contextlib.ExitStack() as stack:
+        daemons = [stack.enter_context(daemon()) for _ in range(DAEMONS)]
+        conns = _create_sessions(daemons)
+        c0 = [cpu_seconds(d.pid) for d in daemons]
+        window, sinks = _turns(conns)
+        cpu = sum(cpu_seconds(d.pid) - a for d, a in zip(daemons, c0, strict=True)) / window
+    events = sum(1 for sink in sinks for r in sink if isinstance(r.ev.get("seq"), int))
+    ROWS.append(("daemon CPU (all daemons), without --nats", "% of one core", f"{cpu * 100:.1f} %"))
+    ROWS.append(
+        (
+            "events at the local sockets, without --nats",
+            "per second over the run",
+            f"{events / window:.0f} /s",
+        )
+    )
