@@ -4,6 +4,7 @@ as `replay_gap`), answers commands by request/reply through its own handler, and
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -320,5 +321,20 @@ async def test_hello_since_seq_over_nats_replays_the_ring_within_the_reply(nats_
         assert "ready" in kinds and [e["seq"] for e in reply if "seq" in e] == sorted(
             e["seq"] for e in reply if "seq" in e
         )
+    finally:
+        await nc.close()
+
+
+@pytest.mark.asyncio
+async def test_clean_stop_removes_its_registry_entries(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1)
+    nc, js = await connect(nats_server)
+    try:
+        await joined(nc, d.name)
+        await request(nc, d.name, bash_create("bye"))
+        await wait_registry(js, lambda r: subjects.session_key(d.name, "bye") in r, what="session listed")
+        assert await asyncio.to_thread(d.stop) == 0, d.log()
+        reg = await wait_registry(js, lambda r: True)
+        assert not any(k.endswith(d.name) or f".{d.name}." in k for k in reg), reg
     finally:
         await nc.close()
