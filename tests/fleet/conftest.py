@@ -37,16 +37,31 @@ def _free_port() -> int:
 class NatsServer:
     """`nats-server -js -sd STORE -p PORT` on 127.0.0.1; stop() and start() keep port and store."""
 
-    def __init__(self, binary: str, store: Path, port: int) -> None:
+    def __init__(self, binary: str, store: Path, port: int, config: str | None = None) -> None:
         self.binary, self.store, self.port = binary, store, port
         self.url = f"nats://127.0.0.1:{port}"
-        self.log_path = store.parent / "nats-server.log"
+        self.log_path = store.parent / f"nats-server-{port}.log"
+        self.flags = []
+        if config is not None:  # server options the command line lacks (e.g. max_payload)
+            conf = store.parent / f"nats-server-{port}.conf"
+            conf.write_text(config)
+            self.flags = ["-c", str(conf)]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30.0) -> None:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [self.binary, "-js", "-sd", str(self.store), "-a", "127.0.0.1", "-p", str(self.port)],
+                [
+                    self.binary,
+                    *self.flags,
+                    "-js",
+                    "-sd",
+                    str(self.store),
+                    "-a",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
@@ -81,11 +96,17 @@ class NatsServer:
 
 
 @pytest.fixture
-def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
+def nats_config() -> str | None:
+    """nats-server configuration text for `nats_server` (override in a test module or by parametrizing)."""
+    return None
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path, nats_config: str | None) -> Iterator[NatsServer]:
     binary = shutil.which("nats-server")
     if binary is None:
         pytest.skip("no nats-server (tests/fetch_fixtures.py installs Debian's nats-server)")
-    server = NatsServer(binary, tmp_path / "jetstream", _free_port())
+    server = NatsServer(binary, tmp_path / "jetstream", _free_port(), nats_config)
     server.start()
     yield server
     server.stop()

@@ -338,3 +338,28 @@ async def test_clean_stop_removes_its_registry_entries(nats_server, fleet_daemon
         assert not any(k.endswith(d.name) or f".{d.name}." in k for k in reg), reg
     finally:
         await nc.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("nats_config", ["max_payload: 8192\n"])
+async def test_an_event_larger_than_max_payload_is_a_replay_gap(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1)
+    nc, js = await connect(nats_server)
+    conn = await Conn.open(d.socket)
+    try:
+        await conn.wait("monitor_ready")
+        await joined(nc, d.name)
+        await request(nc, d.name, bash_create("big"))
+        script = "printf 'y%.0s' $(seq 1 12000); echo; echo small-after"
+        await request(nc, d.name, {"cmd": "send", "session": "big", "content": script})
+        big = await conn.wait("complete", timeout=60)
+        assert len(big["content"]) > 8192
+        await request(nc, d.name, {"cmd": "send", "session": "big", "content": "echo next-turn"})
+        stored = await wait_stream(js, lambda got: completes(got, d.name, "next-turn"), what="the turn after")
+        gaps = [m.event for m in stored if m.event["event"] == "replay_gap"]
+        assert {"event": "replay_gap", "from_seq": big["seq"], "to_seq": big["seq"]} in gaps, gaps
+        assert big["seq"] not in [m.event.get("seq") for m in stored]
+        check_order(stored, stored[0].headers[subjects.MSG_ID].split(":")[0])
+    finally:
+        await conn.close()
+        await nc.close()
