@@ -321,3 +321,28 @@ async def test_cli_nats_list_send_events_and_dead_daemon(nats_server: Any, fleet
     assert dead.returncode == 1 and "'d1'" in dead.stderr and "not answering" in dead.stderr, dead.stderr
     bad = await asyncio.to_thread(lb, "send", "no-slash", "hi", "--nats", url)
     assert bad.returncode == 1 and "DAEMON/SESSION" in bad.stderr
+
+
+async def test_a_killed_runs_leftover_session_is_unavailable_after_a_restart(
+    nats_server: Any, fleet_daemons: Any
+) -> None:
+    """A daemon SIGKILLed and started again under the same name is live, and the sessions of the killed run are
+    never listed as available sessions of it (it sweeps them on joining; until then the client sees that they are
+    not renewed)."""
+    (old,) = await joined(nats_server.url, fleet_daemons, 1, names=["dx"])
+    async with Fleet.connect(nats_server.url) as fleet:
+        await fleet.create("old", on="dx", **BASH)
+        await until(fleet.list, lambda s: named(s, "dx", "old") is not None, "the session listed")
+        old.kill()
+        await until(
+            fleet.daemons, lambda ds: not any(d["available"] for d in ds), "the killed daemon seen as gone"
+        )
+        await joined(nats_server.url, fleet_daemons, 1, names=["dx"])
+        await fleet.create("new", on="dx", **BASH)
+        sessions = await until(
+            fleet.list,
+            lambda s: (named(s, "dx", "new") or {}).get("available") is True,
+            "the new session live",
+        )
+        assert (await fleet.daemons())[0]["available"] is True
+        assert (named(sessions, "dx", "old") or {}).get("available") is not True, sessions
