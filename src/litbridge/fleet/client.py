@@ -686,16 +686,19 @@ class Fleet:
                 continue
             value.setdefault("daemon", daemon)
             value["age"] = round(_age(entry), 3)
-            (sessions.append(value) if kind == "session" else daemons.__setitem__(daemon, value))
-        for d in daemons.values():
-            d["available"] = d["age"] <= self.stale_after(d)
+            if kind == "session":
+                sessions.append(value)
+            else:
+                daemons[daemon] = value
+        for info in daemons.values():
+            info["available"] = info["age"] <= self.stale_after(info)
         for s in sessions:
-            d = daemons.get(str(s.get("daemon")))
+            owner = daemons.get(str(s.get("daemon")))
             # a live daemon re-puts every session it runs each heartbeat: an entry it stopped renewing is a
             # leftover (of a run that was killed), not a session it has
-            s["available"] = bool(d and d["available"] and s["age"] <= self.stale_after(d))
-            if d and not s.get("host"):
-                s["host"] = d.get("host")
+            s["available"] = bool(owner and owner["available"] and s["age"] <= self.stale_after(owner))
+            if owner and not s.get("host"):
+                s["host"] = owner.get("host")
         return daemons, sessions
 
     def stale_after(self, daemon: Event) -> float:
