@@ -316,6 +316,29 @@ async def test_cli_nats_list_send_events_and_dead_daemon(nats_server: Any, fleet
     seqs = [orjson.loads(line)["seq"] for line in replay.stdout.splitlines() if '"seq"' in line]
     assert seqs == sorted(set(seqs)) and evs[-1]["seq"] in seqs
 
+    idle = await asyncio.to_thread(lb, "interrupt", "d1/cli1", "--nats", url)
+    assert idle.returncode == 1 and "[no_turn]" in idle.stderr, idle.stderr
+    unasked = await asyncio.to_thread(lb, "answer", "d1/cli1", "--digit", "1", "--nats", url)
+    assert unasked.returncode == 1 and "[no_question]" in unasked.stderr, unasked.stderr
+
+    # the same `events` subcommand on the daemon's own socket: its buffered events after seq 0, then live ones
+    local = subprocess.Popen(  # noqa: ASYNC220 (runs beside the test)
+        [sys.executable, "-m", "litbridge", "events", "--since", "0", "--json", "--socket", d1.socket],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        seen: list[dict[str, Any]] = []
+        while not any(ev.get("seq") == evs[-1]["seq"] for ev in seen):
+            line = await asyncio.wait_for(asyncio.to_thread(local.stdout.readline), WAIT)  # type: ignore[union-attr]
+            assert line, local.stderr.read()  # type: ignore[union-attr]
+            seen.append(orjson.loads(line))
+            check_event(seen[-1])
+    finally:
+        local.terminate()
+        local.wait(30)
+
     d1.kill()
     dead = await asyncio.to_thread(lb, "send", "d1/cli1", "echo hi", "--nats", url)
     assert dead.returncode == 1 and "'d1'" in dead.stderr and "not answering" in dead.stderr, dead.stderr
