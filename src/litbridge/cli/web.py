@@ -91,7 +91,9 @@ def fleet_main(args: argparse.Namespace) -> int:
             print(f"no browser found; open {page} (Ctrl-C stops the fleet view)", flush=True)
 
     async def run() -> int:
-        async with common.connect_fleet(args) as fleet:
+        async with common.connect_fleet(
+            args, reconnect_attempts=-1
+        ) as fleet:  # a view outlives NATS restarts
             await fleet_view.serve(fleet, host, port, ready)
         return 0
 

@@ -480,6 +480,7 @@ class Fleet:
         request_timeout: float | None = 60.0,
         allow_plaintext_env: bool | None = None,
         ttl: float | None = None,
+        reconnect_attempts: int = 5,
     ) -> None:
         self.config = config
         self.name = config.fleet
@@ -490,6 +491,8 @@ class Fleet:
         )
         self.ttl = ttl if ttl is not None else REGISTRY_TTL
         """The registry's TTL in seconds (see `stale_after`)."""
+        self.reconnect_attempts = reconnect_attempts
+        """How often a lost NATS connection is retried (-1: forever, for long-running views) before commands fail."""
         self.nc: Any = None
         self.js: Any = None
         self._kv: Any = None
@@ -514,7 +517,9 @@ class Fleet:
         """Connect to the fleet `fleet` through the NATS server(s) at `url` (comma-separated for a cluster).
 
         Options: `request_timeout` (default 60 s), `ttl` (seconds without a registry renewal after which
-        a daemon that does not state its own `ttl` counts as gone; default $LITBRIDGE_FLEET_TTL or 15 s). Bad options raise `LitbridgeError('bad_usage')`."""
+        a daemon that does not state its own `ttl` counts as gone; default $LITBRIDGE_FLEET_TTL or 15 s),
+        `reconnect_attempts` (default 5; -1 retries a lost NATS link forever). Bad options raise
+        `LitbridgeError('bad_usage')`."""
         try:
             config = FleetConfig(
                 url=url,
@@ -535,8 +540,8 @@ class Fleet:
             return self
         nats = _import_nats()
         kwargs = self.config.connect_kwargs(f"litbridge-client {os.getpid()}")
-        # a client gives up instead of retrying forever: its user is waiting for an answer
-        kwargs.update(max_reconnect_attempts=5, allow_reconnect=True)
+        # a command gives up instead of retrying forever: its user is waiting for an answer
+        kwargs.update(max_reconnect_attempts=self.reconnect_attempts, allow_reconnect=True)
 
         async def _quiet(exc: Exception) -> None:  # nats-py logs every failed attempt otherwise
             pass
