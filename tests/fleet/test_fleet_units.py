@@ -48,3 +48,19 @@ def test_the_web_view_groups_sessions_by_daemon() -> None:
     assert [d["daemon"] for d in out] == ["a", "b", "c"]
     assert [s["name"] for s in out[1]["session_list"]] == ["y", "z"]
     assert out[2]["available"] is False and out[2]["host"] == "h3"
+
+
+def test_cli_says_clearly_when_nats_is_unreachable_or_the_url_is_bad() -> None:
+    import subprocess
+    import sys
+
+    def lb(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "litbridge", *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+    down = lb("list", "--nats", "nats://127.0.0.1:1")
+    assert down.returncode == 1 and "cannot connect to NATS at nats://127.0.0.1:1" in down.stderr, down.stderr
+    bad = lb("send", "d0/x", "hi", "--nats", "http://example.org")
+    assert bad.returncode == 1 and "[bad_usage]" in bad.stderr, bad.stderr
+    stray = lb("create", "x", "--on", "d0", "--cli", "bash", "--socket", "/nonexistent/lb.sock")
+    assert stray.returncode == 2 and "give --nats URL" in stray.stderr, stray.stderr
