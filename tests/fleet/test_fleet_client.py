@@ -22,7 +22,8 @@ from lbd_helpers import check_event
 
 from litbridge.client import Client, LitbridgeError
 from litbridge.fleet import client as fleet_client
-from litbridge.fleet.client import Fleet
+from litbridge.fleet import subjects
+from litbridge.fleet.client import Fleet, FleetEventStream
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(240)]
 
@@ -213,6 +214,17 @@ async def test_events_since_replays_without_gap_or_duplicate(nats_server: Any, f
         seqs = [m.event["seq"] for m in stored]
         since = seqs[len(seqs) // 3]
         want = [m.event for m in stored if m.event["seq"] > since]
+
+        # the replay starts where it should, found by bisection over the stream (not by reading it all)
+        probe = FleetEventStream(
+            fleet, "d0", since=since, session=None, kinds=None, follow=False, daemon_id=None
+        )
+        start = await probe._start_seq()
+        assert start is not None
+        first = await fleet.js.get_msg(subjects.stream("default"), start)
+        assert int(first.headers[subjects.SEQ_HEADER]) == want[0]["seq"] and first.subject.startswith(
+            "litbridge.default.ev.d0."
+        )
 
         stream = await fleet.events("d0", since=since, follow=False)
         got = [ev async for ev in stream]

@@ -358,17 +358,56 @@ class FleetEventStream:
             return subjects.event(name, self.daemon, self.session)
         return subjects.events_of(name, self.daemon)
 
+    def _wanted(self, headers: dict[str, str] | None) -> bool:
+        """Whether a stored message is one the `since` replay starts at or after (this run, seq > since)."""
+        headers = headers or {}
+        try:
+            seq = int(headers.get(subjects.SEQ_HEADER, ""))
+        except ValueError:
+            return False
+        run = str(headers.get(subjects.MSG_ID, "")).rpartition(":")[0]
+        return seq > (self.since or 0) and (self.daemon_id is None or run == self.daemon_id)
+
+    async def _start_seq(self) -> int | None:
+        """The stream sequence a `since` replay starts at, found by bisection over the stream with direct gets
+        of the next message on the subject (O(log n) requests, not a read of the whole history): a daemon's
+        messages of its current run, seq > since, are a suffix of its messages. None: read from the start."""
+        nats = _import_nats()
+        js, name, subject = self.fleet.js, subjects.stream(self.fleet.name), self._subject()
+        try:
+            state = (await js.stream_info(name)).state
+            lo, hi = int(state.first_seq), int(state.last_seq) + 1
+            found: int | None = None
+            while lo < hi:
+                mid = (lo + hi) // 2
+                try:
+                    msg = await js.get_msg(name, seq=mid, subject=subject, next=True)
+                except nats.js.errors.NotFoundError:  # no message of the subject at or after mid
+                    hi = mid
+                    continue
+                if self._wanted(msg.headers):
+                    found, hi = int(msg.seq), mid
+                else:
+                    lo = int(msg.seq) + 1
+            return found if found is not None else int(state.last_seq) + 1
+        except Exception:  # an older server or no MSG.GET right: filter while reading everything instead
+            return None
+
     async def start(self) -> FleetEventStream:
         nats = _import_nats()
-        policy = nats.js.api.DeliverPolicy
-        replay = self.since is not None or not self.follow
+        api = nats.js.api
+        policy, start_seq = (api.DeliverPolicy.ALL if not self.follow else api.DeliverPolicy.NEW), None
+        if self.since is not None:
+            start_seq = await self._start_seq()
+            policy = api.DeliverPolicy.ALL if start_seq is None else api.DeliverPolicy.BY_START_SEQUENCE
         try:
             self._sub = await self.fleet.js.subscribe(
                 self._subject(),
                 stream=subjects.stream(self.fleet.name),
                 cb=self._on_msg,
                 ordered_consumer=True,
-                deliver_policy=policy.ALL if replay else policy.NEW,
+                deliver_policy=policy,
+                config=api.ConsumerConfig(opt_start_seq=start_seq) if start_seq is not None else None,
                 inactive_threshold=300.0,
             )
         except nats.js.errors.NotFoundError:
@@ -393,14 +432,8 @@ class FleetEventStream:
 
     def _accept(self, msg: Any) -> Event | None:
         headers = msg.headers or {}
-        if self.since is not None:
-            try:
-                seq = int(headers.get(subjects.SEQ_HEADER, ""))
-            except ValueError:
-                return None
-            run = str(headers.get(subjects.MSG_ID, "")).rpartition(":")[0]
-            if seq <= self.since or (self.daemon_id is not None and run != self.daemon_id):
-                return None
+        if self.since is not None and not self._wanted(headers):
+            return None
         try:
             ev = decode(msg.data)
         except ProtocolError:
