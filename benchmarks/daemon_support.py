@@ -249,11 +249,11 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def daemon(extra_env: dict[str, str] | None = None) -> Iterator[DaemonProc]:
+def daemon(extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> Iterator[DaemonProc]:
     """A `python -m litbridge serve --socket <tmp>` subprocess (HOME in a temp dir), stopped with SIGTERM.
 
     $LITBRIDGE_BENCH_WRAP (e.g. "py-spy record -r 200 -f raw -o /tmp/prof.txt --") runs it under a wrapper;
-    CPU and RSS are then read from the wrapper's child, the daemon itself.
+    CPU and RSS are then read from the wrapper's child, the daemon itself. `args`: more `serve` flags.
     """
     tmp = Path(tempfile.mkdtemp(prefix="lbbench-"))
     home, bindir, logs = tmp / "home", tmp / "bin", tmp / "logs"
@@ -271,7 +271,7 @@ def daemon(extra_env: dict[str, str] | None = None) -> Iterator[DaemonProc]:
     err = open(tmp / "daemon.log", "wb")
     wrap = os.environ.get("LITBRIDGE_BENCH_WRAP", "").split()
     proc = subprocess.Popen(
-        [*wrap, py, "-m", "litbridge", "serve", "--socket", sock, "--log-level", "warning"],
+        [*wrap, py, "-m", "litbridge", "serve", "--socket", sock, "--log-level", "warning", *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=err,

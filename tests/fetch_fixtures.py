@@ -10,7 +10,7 @@ filled before entries were keyed, `<cache>/claude-code` and so on, is used where
 - the real Claude Code 2.1.328 native binary from npm              -> <cache>/claude-code-2.1.328/
 - the real Codex CLI 0.169.0 native binary from npm                -> <cache>/codex-0.169.0/
 - the real Gemini CLI 0.61.0 (Node) from npm                       -> <cache>/gemini-0.61.0/
-- Debian's chromium, zsh and fish (browser and shell-mark tests)   -> /usr/bin, through
+- Debian's chromium, zsh, fish, nats-server (browser, shell, fleet tests) -> /usr/bin, through
   `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
   packages apt-get would add or upgrade are listed first; at a terminal it asks, and it goes ahead without
   asking only with `--yes`, under CI (`$CI`) or when stdin is not a terminal. `--no-system` skips this step.
@@ -202,6 +202,7 @@ SYSTEM_PACKAGES = {
     "chromium": "the web view's browser tests",
     "zsh": "the zsh shell-mark test",
     "fish": "the fish shell-mark test",
+    "nats-server": "the fleet tests (a real NATS server with JetStream)",
 }
 """Debian packages some tests drive, each with what skips without it."""
 

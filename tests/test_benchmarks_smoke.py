@@ -134,6 +134,21 @@ def test_web_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
 
 
 @pytest.mark.timeout(960)
+def test_fleet_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    """Through a real nats-server (the benchmark skips, saying why, without nats-server or nats-py)."""
+    import shutil
+
+    if shutil.which("nats-server") is None:
+        pytest.skip("no nats-server (tests/fetch_fixtures.py installs it as root)")
+    pytest.importorskip("nats")
+    _rows(
+        smoke_output,
+        "litbridge fleet over NATS (same run)",
+        ["| added latency, stream vs local socket | p99 |"],
+    )
+
+
+@pytest.mark.timeout(960)
 def test_smoke_size_judges_no_target(smoke_output: str) -> None:
     """A single pass of a few µs is timer noise: the tables print their targets but no pass/SHORT verdict."""
     tables = [line for line in smoke_output.splitlines() if line.startswith("| ")]

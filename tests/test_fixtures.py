@@ -166,7 +166,7 @@ def test_at_a_terminal_it_lists_the_packages_and_asks_before_installing(
     assert asked, "nobody was asked"
     assert runs.installs() == [] and all("-s" in c for c in runs.cmds), runs.cmds
     err = capsys.readouterr().err
-    assert "about to run `apt-get install --no-install-recommends chromium zsh fish`" in err
+    assert "about to run `apt-get install --no-install-recommends chromium zsh fish nats-server`" in err
     assert "1 new packages and upgrade 1" in err and "perl [5.36.0-7]" in err
     assert found == dict.fromkeys(fetch_fixtures.SYSTEM_PACKAGES, False)
 

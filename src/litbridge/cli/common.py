@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, TextIO
 
 import orjson
@@ -62,9 +62,63 @@ def add_connection_args(
         )
 
 
-def add_session_arg(parser: argparse.ArgumentParser) -> None:
+def add_fleet_args(parser: argparse.ArgumentParser, *, env: bool = False) -> None:
+    """`--nats URL` and its options (fleet name, credentials, TLS; `litbridge.fleet.config`, shared with
+    `serve`): the subcommand then talks to the fleet's daemons through NATS instead of the local socket.
+    `env`: also `--nats-allow-plaintext-env` (create)."""
+    from litbridge.fleet import config
+
+    config.add_arguments(parser)
+    if env:
+        parser.add_argument(
+            "--nats-allow-plaintext-env",
+            action="store_true",
+            help="send --env over a NATS connection without TLS (refused otherwise: it is readable on the wire)",
+        )
+
+
+def fleet_config(args: argparse.Namespace) -> Any:
+    """The `FleetConfig` of `--nats ...`, None without --nats; raises LitbridgeError('bad_usage') on bad input."""
+    from litbridge.fleet import config
+
+    try:
+        return config.from_args(args)
+    except config.FleetConfigError as exc:
+        raise LitbridgeError("bad_usage", str(exc)) from None
+
+
+def connect_fleet(args: argparse.Namespace, **options: Any) -> Any:
+    """A `Fleet.connect` for the `--nats` options in `args` (an awaitable / async context manager)."""
+    from litbridge.fleet.client import Fleet
+    from litbridge.fleet.client import _Connecting as _FleetConnecting
+
+    fleet = Fleet(
+        fleet_config(args),
+        allow_plaintext_env=bool(getattr(args, "nats_allow_plaintext_env", False)),
+        **options,
+    )
+    return _FleetConnecting(fleet)
+
+
+@contextlib.asynccontextmanager
+async def connect_any(args: argparse.Namespace, **options: Any) -> AsyncIterator[tuple[Any, str]]:
+    """(client, session) for `args.session`: the local daemon's `Client` and SESSION, or with --nats the
+    fleet's `FleetDaemon` (the same methods) for DAEMON/SESSION and SESSION."""
+    if fleet_config(args) is None:
+        async with connect(args, **options) as client:
+            yield client, args.session
+        return
+    from litbridge.fleet.client import split_target
+
+    daemon, session = split_target(args.session)
+    async with connect_fleet(args) as fleet:
+        yield fleet.daemon(daemon), session
+
+
+def add_session_arg(parser: argparse.ArgumentParser, *, fleet: bool = False) -> None:
+    where = "; with --nats, DAEMON/SESSION" if fleet else ""
     parser.add_argument(
-        "session", metavar="SESSION", help="session name (the key is SESSION or SESSION:CHANNEL)"
+        "session", metavar="SESSION", help=f"session name (the key is SESSION or SESSION:CHANNEL){where}"
     )
     parser.add_argument("--channel", dest="channel_id", metavar="CHANNEL", help="channel id of a sub-session")
 

@@ -62,14 +62,46 @@ def _run(args: argparse.Namespace) -> int:
     try:
         env = common.parse_env(args.env or [])
         extra = _options(args.opt or [])
+        args.labels = common.parse_env(args.label or [])
     except ValueError as exc:
         common.eprint(f"litbridge: {exc}")
         return common.EXIT_USAGE
-    cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else _here()
+    if getattr(args, "nats", None):  # a path on the daemon's machine: as given, or the daemon's $HOME
+        cwd = args.cwd
+    else:
+        cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else _here()
     return common.run(lambda: _main(args, env, cwd, extra))
 
 
+async def _fleet_create(
+    args: argparse.Namespace, env: dict[str, str], cwd: str | None, extra: dict[str, Any]
+) -> Event:
+    """Create on `--on DAEMON` (or DAEMON/SESSION), else on the live daemon with the fewest sessions among
+    those with every `--label`; progress events are not shown (they are on the fleet's stream)."""
+    async with common.connect_fleet(args) as fleet:
+        return await fleet.create(
+            args.session,
+            args.cli,
+            on=args.on,
+            labels=args.labels,
+            args=args.args,
+            working_dir=cwd,
+            env=env or None,
+            model=args.model,
+            channel_id=args.channel_id,
+            timeout=args.timeout,
+            worktree=args.worktree,
+            **({"worktree_allow_dirty": True} if args.allow_dirty else {}),
+            **extra,
+        )
+
+
 async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, extra: dict[str, Any]) -> int:
+    if common.fleet_config(args) is not None:
+        return _show_ready(args, await _fleet_create(args, env, cwd, extra))
+    elif args.on or args.label:
+        common.eprint("litbridge: --on and --label place a session in a fleet: give --nats URL too")
+        return common.EXIT_USAGE
     async with common.connect(args) as client:
         key = args.session if args.channel_id is None else f"{args.session}:{args.channel_id}"
         progress = client.events(key, kinds=set(_PROGRESS))
@@ -91,10 +123,16 @@ async def _main(args: argparse.Namespace, env: dict[str, str], cwd: str | None, 
         finally:
             progress.close()
             await shower
+    return _show_ready(args, ready)
+
+
+def _show_ready(args: argparse.Namespace, ready: Event) -> int:
     if args.json:
         common.print_json(ready)
         return common.EXIT_OK
     key = common.shown(str(ready.get("session") or args.session))
+    if ready.get("daemon"):  # placed in a fleet: the address to use next (`send DAEMON/SESSION`)
+        key = f"{common.shown(str(ready['daemon']))}/{key}"
     how = (
         "reused (already running)"
         if ready.get("reused")
@@ -120,7 +158,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Start CLI (default: claude) as SESSION and wait for `ready` (startup dialogs handled, prompt "
         "live). Creating a key whose CLI is alive reuses it.",
     )
-    common.add_session_arg(p)
+    common.add_session_arg(p, fleet=True)
     p.add_argument(
         "--cli",
         metavar="CLI",
@@ -173,4 +211,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--timeout", type=float, default=600.0, metavar="S", help="give up after S seconds (default 600)"
     )
     common.add_connection_args(p, json_help="print the `ready` event as JSON")
+    common.add_fleet_args(p, env=True)
+    p.add_argument(
+        "--on", metavar="DAEMON", help="with --nats: the daemon to start it on (default: placed, see --label)"
+    )
+    p.add_argument(
+        "--label",
+        action="append",
+        metavar="K=V",
+        help="with --nats: place it on the live daemon with the fewest sessions among those labelled K=V "
+        "(repeatable)",
+    )
     p.set_defaults(func=_run)

@@ -11,8 +11,8 @@ from litbridge.cli import common
 
 
 async def _main(args: argparse.Namespace) -> int:
-    async with common.connect(args) as client:
-        ev = await client.kill(args.session, store_resume=args.store_resume, channel_id=args.channel_id)
+    async with common.connect_any(args) as (client, session):
+        ev = await client.kill(session, store_resume=args.store_resume, channel_id=args.channel_id)
     if args.json:
         common.print_json(ev)
         return common.EXIT_OK
@@ -41,9 +41,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser(
         "kill", help="kill a session", description="Kill SESSION's CLI and its process group."
     )
-    common.add_session_arg(p)
+    common.add_session_arg(p, fleet=True)
     p.add_argument(
         "--store-resume", action="store_true", help="remember the conversation so the next create resumes it"
     )
     common.add_connection_args(p, json_help="print the `killed` reply as JSON")
+    common.add_fleet_args(p)
     p.set_defaults(func=lambda args: common.run(lambda: _main(args)))

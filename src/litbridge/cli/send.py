@@ -379,8 +379,8 @@ async def _main(args: argparse.Namespace) -> int:
     text = args.text
     if text == "-":
         text = sys.stdin.read().rstrip("\n")  # the newline ending the piped text is not part of the message
-    async with common.connect(args) as client:
-        turn = await client.send(args.session, text, channel_id=args.channel_id, msg_id=args.msg_id)
+    async with common.connect_any(args) as (client, session):
+        turn = await client.send(session, text, channel_id=args.channel_id, msg_id=args.msg_id)
         stdin = StdinLines() if (sys.stdin.isatty() and args.text != "-" and not args.no_answer) else None
         ctrl = CtrlC()
         ctrl_c = ctrl.arm()
@@ -404,13 +404,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "command failed, its own exit status (1-255, also shown on stderr), as if it had run here. Questions "
         "the CLI asks are answered inline when stdin is a terminal.",
     )
-    common.add_session_arg(p)
+    common.add_session_arg(p, fleet=True)
     p.add_argument("text", metavar="TEXT", help='the message ("-" reads it from stdin)')
     p.add_argument(
         "--id", dest="msg_id", metavar="ID", help="message id: a repeated id is not delivered twice"
     )
     p.add_argument("--no-answer", action="store_true", help="never prompt for answers to questions")
     common.add_connection_args(p, json_help="print the turn's raw events as JSON lines")
+    common.add_fleet_args(p)
     p.set_defaults(func=lambda args: common.run(lambda: _main(args)))
 
 

@@ -66,6 +66,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         metavar="GLOB",
         help="never notify about sessions whose name matches GLOB (fnmatch); repeatable",
     )
+    from litbridge.fleet.config import add_arguments as add_fleet_arguments
+
+    add_fleet_arguments(p, daemon=True)
     p.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"], help="stderr log level"
     )
@@ -116,7 +119,20 @@ def main(args: argparse.Namespace) -> int:
     except notify.ConfigError as exc:
         print(f"litbridge serve: {exc}", file=sys.stderr)
         return 2
-    coro = run(args.socket, args.port, web, notify_config)
+    from litbridge.fleet.config import FleetConfigError, from_args
+
+    try:
+        fleet = from_args(args)
+    except FleetConfigError as exc:
+        print(f"litbridge serve: {exc}", file=sys.stderr)
+        return 2
+    if fleet is not None:
+        try:
+            import nats  # noqa: F401
+        except ImportError:
+            print("litbridge serve: --nats needs nats-py: pip install 'litbridge[fleet]'", file=sys.stderr)
+            return 2
+    coro = run(args.socket, args.port, web, notify_config, fleet)
     if sys.platform != "win32":
         try:
             import uvloop

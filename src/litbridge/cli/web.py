@@ -5,6 +5,10 @@ link's fragment, spent on first use, expiring unused within a minute; never the 
 it in the default browser. The link itself never goes on a command line, where every local user could read
 it (`/proc/*/cmdline`): the browser is given the path of a 0600 file, in a 0700 directory beside the
 socket, that forwards to the link. `--print` prints the link instead.
+
+With `--nats URL`: no daemon is asked; this process serves a read-only view of the whole fleet (sessions
+grouped by daemon, from the registry; `litbridge.web.fleet`) on loopback until Ctrl-C, behind the same kind of
+one-time link.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 import os
 import secrets
 import sys
+import tempfile
 import time
 import webbrowser
 from pathlib import Path
@@ -61,7 +66,43 @@ def forwarder(socket: str, url: str) -> Path:
     return path
 
 
+def fleet_main(args: argparse.Namespace) -> int:
+    """`--nats`: serve the read-only fleet view from this process (until Ctrl-C) and open its one-time link."""
+    from litbridge.cli import common
+    from litbridge.web import fleet as fleet_view
+    from litbridge.web.server import parse_address
+
+    try:
+        host, port = parse_address(args.listen)
+    except ValueError as exc:
+        print(f"litbridge web: {exc}", file=sys.stderr)
+        return 2
+
+    def ready(view: fleet_view.FleetWebView) -> None:
+        url = view.login_url()
+        if args.print_only:
+            print(url, flush=True)
+            return
+        directory = tempfile.mkdtemp(prefix="litbridge-fleet-web-")  # 0700: the forwarder holds the code
+        page = forwarder(os.path.join(directory, "fleet"), url)
+        if webbrowser.open(page.as_uri()):
+            print(f"opened {view.url} in your browser (Ctrl-C stops the fleet view)", flush=True)
+        else:
+            print(f"no browser found; open {page} (Ctrl-C stops the fleet view)", flush=True)
+
+    async def run() -> int:
+        async with common.connect_fleet(
+            args, reconnect_attempts=-1
+        ) as fleet:  # a view outlives NATS restarts
+            await fleet_view.serve(fleet, host, port, ready)
+        return 0
+
+    return common.run(run)
+
+
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "nats", None):
+        return fleet_main(args)
     sock = str(args.socket or paths.default_socket_path())
     try:
         url = login_link(sock)
@@ -92,5 +133,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     add_socket_arg(p)
     p.add_argument(
         "--print", dest="print_only", action="store_true", help="print a one-time link, do not open a browser"
+    )
+    from litbridge.cli.common import add_fleet_args
+
+    add_fleet_args(p)
+    p.add_argument(
+        "--listen",
+        default="127.0.0.1:0",
+        metavar="[HOST:]PORT",
+        help="with --nats: where this process serves the read-only fleet view (default: loopback, any free port)",
     )
     p.set_defaults(func=main)

@@ -450,6 +450,13 @@ class Hub:
         )
         return len(items)
 
+    def kept(self, seq: int) -> _Kept | None:
+        """The ring entry of `seq` (its `line` is None when a newer `replace` superseded it), or None when it
+        left the ring or is not published yet. Fast near the newest end (the ring's seqs are consecutive)."""
+        if not self.ring or not self.ring[0].seq <= seq <= self.ring[-1].seq:
+            return None
+        return self.ring[seq - self.ring[-1].seq - 1]
+
     @property
     def oldest_seq(self) -> int | None:
         return self.ring[0].seq if self.ring else None

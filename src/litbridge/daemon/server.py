@@ -707,10 +707,12 @@ async def run(
     port: int | None = None,
     web: tuple[str, int] | None = None,
     notify: Any = None,
+    fleet: Any = None,
 ) -> int:
     """Start, serve until SIGTERM/SIGINT, clean up. Returns the exit status. `web` = (host, port) of the
     web view (`litbridge.web`), a client of this daemon on the same event loop; `notify` a
-    `notify.NotifyConfig` (notifications, a tap on the hub)."""
+    `notify.NotifyConfig` (notifications, a tap on the hub); `fleet` a `fleet.config.FleetConfig` (the NATS
+    link: publisher, command responder, registry; it connects in the background)."""
     memory.configure()
     daemon = Daemon(socket_path, port)
     daemon.install_signal_handlers()
@@ -747,9 +749,17 @@ async def run(
         )
         notifier.start()
         daemon.hub.taps.append(notifier.observe)
+    fleet_link = None
+    if fleet is not None:
+        from litbridge.fleet.daemon import FleetLink
+
+        fleet_link = FleetLink(daemon, fleet)
+        fleet_link.start()
     try:
         await daemon.serve_forever()
     finally:
+        if fleet_link is not None:
+            await fleet_link.aclose()
         if web_server is not None:
             await web_server.close()
         if notifier is not None:

@@ -1,0 +1,843 @@
+"""The `Fleet` class: every daemon of a fleet through one NATS server, with the methods of `Client`.
+
+Commands go by request/reply to `litbridge.<fleet>.cmd.<daemon>` (the reply is the JSON array of the daemon's
+direct replies); a turn's events are read from the JetStream stream with an ordered consumer on the session's
+subject, opened before the command is sent so nothing between `accepted` and the turn's end is missed; the
+registry (sessions, daemons, liveness) is the KV bucket. Sessions are addressed as `DAEMON/SESSION` (daemon
+names never contain `/`) or with `daemon=`.
+
+Example::
+
+    import asyncio
+    from litbridge.fleet.client import Fleet
+
+    async def main() -> None:
+        async with Fleet.connect("nats://nats.internal:4222") as fleet:
+            for s in await fleet.list():                     # every daemon's sessions
+                print(s["daemon"], s["name"], s["state"], s["available"])
+            ready = await fleet.create("work", cli="claude", working_dir="/srv/repo")  # fewest sessions
+            turn = await fleet.send(f"{ready['daemon']}/work", "Summarise README.md")
+            print((await turn.result())["content"])
+
+    asyncio.run(main())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import datetime
+import itertools
+import os
+import uuid
+from collections import deque
+from collections.abc import Collection, Generator, Sequence
+from typing import Any, Literal
+
+from litbridge.client.client import Event, Turn, session_key
+from litbridge.client.errors import ConnectionLost, LitbridgeError
+from litbridge.fleet import subjects
+from litbridge.fleet.config import REGISTRY_TTL, FleetConfig, FleetConfigError, is_tls
+from litbridge.protocol.framing import decode, encode
+from litbridge.protocol.spec import ProtocolError
+
+CREATE_TIMEOUT = 600.0
+"""Seconds `create` waits for the daemon's `ready` (its direct reply), as `Client.create` does."""
+
+_FINAL_REPLY = {"create": "ready"}
+"""Commands whose reply is not the first event with their `re` (a `create` may be preceded by progress)."""
+
+_LATE_REPLY = frozenset({"interrupt"})
+"""Commands whose reply comes later on the stream (an interrupt's is its turn's `interrupted`), not in the
+request's reply array."""
+
+
+def _import_nats() -> Any:
+    try:
+        import nats
+    except ImportError:
+        raise LitbridgeError(
+            "unsupported", "fleet mode needs nats-py: pip install 'litbridge[fleet]'"
+        ) from None
+    return nats
+
+
+def split_target(target: str, daemon: str | None = None) -> tuple[str, str]:
+    """`DAEMON/SESSION` (or SESSION with `daemon=`) -> (daemon, session); the session may contain `/`.
+
+    >>> split_target("host-a1b2c3/work"), split_target("a/b/c"), split_target("work", "d1")
+    (('host-a1b2c3', 'work'), ('a', 'b/c'), ('d1', 'work'))
+    """
+    if daemon is None:
+        daemon, sep, session = target.partition("/")
+        if not sep or not daemon or not session:
+            raise LitbridgeError("bad_usage", f"expected DAEMON/SESSION, got {target!r}")
+    else:
+        session = target
+    try:
+        subjects.check_name(daemon, "daemon name")
+    except ValueError as exc:
+        raise LitbridgeError("bad_usage", str(exc)) from None
+    return daemon, session
+
+
+def _age(entry: Any) -> float:
+    """Seconds since the server stored a registry entry (its own clock: no skew between daemons)."""
+    created = entry.created
+    if not isinstance(created, datetime.datetime):
+        return 0.0
+    return (datetime.datetime.now(datetime.timezone.utc) - created).total_seconds()
+
+
+class _Feed:
+    """One session's events from the stream (an ordered consumer on its subject), offered to its turns."""
+
+    def __init__(self, view: FleetDaemon, key: str) -> None:
+        self.view = view
+        self.key = key
+        self.sub: Any = None
+
+    async def start(self) -> None:
+        fleet = self.view.fleet
+        nats = _import_nats()
+        self.sub = await fleet.js.subscribe(
+            subjects.event(fleet.name, self.view.name, self.key),
+            stream=subjects.stream(fleet.name),
+            cb=self._on_msg,
+            ordered_consumer=True,
+            deliver_policy=nats.js.api.DeliverPolicy.NEW,
+            inactive_threshold=300.0,
+        )
+
+    async def _on_msg(self, msg: Any) -> None:
+        try:
+            ev = decode(msg.data)
+        except ProtocolError:
+            return
+        if isinstance(ev, dict):
+            self.view._dispatch(ev)
+
+    async def stop(self) -> None:
+        if self.sub is not None:
+            with contextlib.suppress(Exception):
+                await self.sub.unsubscribe()
+            self.sub = None
+
+
+class FleetDaemon:
+    """One daemon of the fleet with the `Client` methods (create, send, answer, interrupt, kill, dump, list):
+    what `Fleet.daemon(name)` returns, and what a `Turn` from the fleet calls back into (`turn.interrupt()`)."""
+
+    def __init__(self, fleet: Fleet, name: str) -> None:
+        self.fleet = fleet
+        self.name = subjects.check_name(name, "daemon name")
+        self._turns: set[Turn] = set()
+        self._recent: deque[Event] = deque(maxlen=256)
+        self._feeds: dict[str, _Feed] = {}
+        self._waiters: dict[str, asyncio.Future[Event]] = {}
+
+    @property
+    def address(self) -> str:
+        return f"{self.fleet.name}/{self.name}"
+
+    def _dispatch(self, ev: Event) -> None:
+        waiter = self._waiters.get(str(ev.get("re")))
+        if waiter is not None and not waiter.done():
+            waiter.set_result(ev)
+        if ev.get("turn_id") is not None:
+            self._recent.append(ev)
+        for turn in list(self._turns):
+            turn._offer(ev)
+
+    async def _feed(self, key: str) -> _Feed:
+        feed = self._feeds.get(key)
+        if feed is None:
+            feed = _Feed(self, key)
+            await feed.start()
+            self._feeds[key] = feed
+        return feed
+
+    async def _close(self, exc: LitbridgeError) -> None:
+        for turn in list(self._turns):
+            turn._fail(exc)
+        for feed in list(self._feeds.values()):
+            await feed.stop()
+        self._feeds.clear()
+
+    async def request(
+        self,
+        cmd: str,
+        fields: dict[str, Any] | None = None,
+        *,
+        timeout: float | Literal["default"] | None = "default",
+        id: str | None = None,
+    ) -> Event:
+        """Send one command to this daemon and return its reply (the event whose `re` is the command's id);
+        an `error` reply raises `LitbridgeError` with the daemon's code.
+
+        A reply that comes later on the session's stream (an interrupt's: its turn's `interrupted`) is awaited
+        there, through a subscription opened before the command is sent."""
+        session = (fields or {}).get("session")
+        if cmd not in _LATE_REPLY or not isinstance(session, str):
+            return await self.fleet._request(self.name, cmd, fields, timeout=timeout, id=id)
+        await self._feed(session_key(session, (fields or {}).get("channel_id")))
+        cmd_id = id or self.fleet._next_id()
+        waiter: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
+        self._waiters[cmd_id] = waiter
+        wait = self.fleet.request_timeout if timeout == "default" else timeout
+        try:
+            reply = await self.fleet._request(self.name, cmd, fields, timeout=timeout, id=cmd_id, late=True)
+            if reply is not None:
+                return reply
+            try:
+                ev = await asyncio.wait_for(waiter, wait)
+            except asyncio.TimeoutError:
+                raise LitbridgeError(
+                    "timeout", f"no reply to {cmd!r} from daemon {self.name!r} within {wait} s"
+                ) from None
+            if ev.get("event") == "error":
+                raise LitbridgeError(str(ev.get("code") or "error"), str(ev.get("message", "")), ev)
+            return ev
+        finally:
+            self._waiters.pop(cmd_id, None)
+
+    async def ping(self) -> Event:
+        return await self.request("ping")
+
+    async def list(self) -> builtins.list[Event]:
+        """This daemon's sessions, asked of the daemon itself (its `sessions` reply)."""
+        reply = await self.request("list")
+        return builtins.list(reply.get("sessions") or [])
+
+    async def create(
+        self,
+        session: str,
+        cli: str | None = None,
+        *,
+        args: Sequence[str] | None = None,
+        working_dir: str | os.PathLike[str] | None = None,
+        env: dict[str, str] | None = None,
+        model: str | None = None,
+        channel_id: str | None = None,
+        timeout: float | None = CREATE_TIMEOUT,
+        worktree: bool | str | None = None,
+        **extra: Any,
+    ) -> Event:
+        """Start `cli` as `session` on this daemon; returns `ready` (plus `daemon`: this daemon's name).
+
+        `env` is refused on a connection without TLS unless the fleet was connected with
+        `allow_plaintext_env=True`: it typically holds API keys, and NATS without TLS is readable on the wire."""
+        if env and not self.fleet.env_allowed():
+            raise LitbridgeError(
+                "plaintext_env",
+                f"refusing to send create env over a NATS connection without TLS (to {self.address}); "
+                "use tls:// with --nats-tls-ca, or opt in with allow_plaintext_env / --nats-allow-plaintext-env",
+            )
+        fields: dict[str, Any] = {
+            "session": session,
+            "channel_id": channel_id,
+            "cli": cli,
+            "args": list(args) if args is not None else None,
+            "working_dir": os.fspath(working_dir) if working_dir is not None else None,
+            "env": dict(env) if env else None,
+            "model": model,
+            "worktree": worktree if worktree is not False else None,
+            **extra,
+        }
+        ready = await self.request("create", fields, timeout=timeout)
+        return {**ready, "daemon": self.name}
+
+    async def send(
+        self,
+        session: str,
+        content: str,
+        *,
+        channel_id: str | None = None,
+        msg_id: str | None = None,
+        timeout: float | Literal["default"] | None = "default",
+    ) -> Turn:
+        """Send `content` as a turn; returns a `Turn` (the same class `Client.send` returns) fed from the stream.
+
+        The session's stream subscription is opened before the command goes out, so every event of the turn
+        is seen; it ends on `complete`, `interrupted` or `turn_error`."""
+        key = session_key(session, channel_id)
+        await self._feed(key)
+        accepted = await self.request(
+            "send",
+            {"session": session, "channel_id": channel_id, "content": content},
+            id=msg_id,
+            timeout=timeout,
+        )
+        return Turn(self, accepted, str(accepted.get("session") or key))  # type: ignore[arg-type]
+
+    async def input(self, session: str, content: str, *, channel_id: str | None = None) -> Event:
+        return await self.request("input", {"session": session, "channel_id": channel_id, "content": content})
+
+    async def keystroke(
+        self, session: str, keys: Sequence[str] | str, *, channel_id: str | None = None
+    ) -> Event:
+        key_list = [keys] if isinstance(keys, str) else builtins.list(keys)
+        return await self.request(
+            "keystroke", {"session": session, "channel_id": channel_id, "keys": key_list}
+        )
+
+    async def answer(
+        self,
+        session: str,
+        *,
+        question_id: str | None = None,
+        digit: str | int | None = None,
+        option: str | None = None,
+        text: str | None = None,
+        channel_id: str | None = None,
+    ) -> Event:
+        """Answer an open `question` by digit, option label or free text; returns `answer_sent`."""
+        return await self.request(
+            "answer",
+            {
+                "session": session,
+                "channel_id": channel_id,
+                "question_id": question_id,
+                "digit": str(digit) if digit is not None else None,
+                "option": option,
+                "text": text,
+            },
+        )
+
+    async def interrupt(self, session: str, *, channel_id: str | None = None) -> Event:
+        return await self.request("interrupt", {"session": session, "channel_id": channel_id})
+
+    async def dump(self, session: str, *, channel_id: str | None = None) -> Event:
+        return await self.request("dump", {"session": session, "channel_id": channel_id})
+
+    async def kill(self, session: str, *, store_resume: bool = False, channel_id: str | None = None) -> Event:
+        return await self.request(
+            "kill", {"session": session, "channel_id": channel_id, "store_resume": store_resume or None}
+        )
+
+    def __repr__(self) -> str:
+        return f"<FleetDaemon {self.address}>"
+
+
+class FleetEventStream:
+    """Events of the fleet's stream, in stream order, each with `daemon` (the sender's fleet name) added.
+
+    With `since`, one daemon's events after its `seq` `since` are replayed from the stream first (no gap, no
+    duplicate: an ordered consumer), then, with `follow`, new ones as they come; without `follow` the stream
+    ends once it has caught up. `seq` numbering is per daemon run: events of an earlier run of the daemon
+    (another `daemon_id`) are left out of a `since` replay."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        daemon: str | None,
+        *,
+        since: int | None,
+        session: str | None,
+        kinds: Collection[str] | None,
+        follow: bool,
+        daemon_id: str | None,
+    ) -> None:
+        self.fleet = fleet
+        self.daemon = daemon
+        self.since = since
+        self.session = session
+        self.kinds = frozenset(kinds) if kinds is not None else None
+        self.follow = follow
+        self.daemon_id = daemon_id
+        self._queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
+        self._sub: Any = None
+        self._done = False
+
+    def _subject(self) -> str:
+        name = self.fleet.name
+        if self.daemon is None:
+            return subjects.events_all(name)
+        if self.session is not None:
+            return subjects.event(name, self.daemon, self.session)
+        return subjects.events_of(name, self.daemon)
+
+    def _wanted(self, headers: dict[str, str] | None) -> bool:
+        """Whether a stored message is one the `since` replay starts at or after (this run, seq > since)."""
+        headers = headers or {}
+        try:
+            seq = int(headers.get(subjects.SEQ_HEADER, ""))
+        except ValueError:
+            return False
+        run = str(headers.get(subjects.MSG_ID, "")).rpartition(":")[0]
+        return seq > (self.since or 0) and (self.daemon_id is None or run == self.daemon_id)
+
+    async def _start_seq(self) -> int | None:
+        """The stream sequence a `since` replay starts at, found by bisection over the stream with direct gets
+        of the next message on the subject (O(log n) requests, not a read of the whole history): a daemon's
+        messages of its current run, seq > since, are a suffix of its messages. None: read from the start."""
+        nats = _import_nats()
+        js, name, subject = self.fleet.js, subjects.stream(self.fleet.name), self._subject()
+        try:
+            state = (await js.stream_info(name)).state
+            lo, hi = int(state.first_seq), int(state.last_seq) + 1
+            found: int | None = None
+            while lo < hi:
+                mid = (lo + hi) // 2
+                try:
+                    msg = await js.get_msg(name, seq=mid, subject=subject, next=True)
+                except nats.js.errors.NotFoundError:  # no message of the subject at or after mid
+                    hi = mid
+                    continue
+                if self._wanted(msg.headers):
+                    found, hi = int(msg.seq), mid
+                else:
+                    lo = int(msg.seq) + 1
+            return found if found is not None else int(state.last_seq) + 1
+        except Exception:  # an older server or no MSG.GET right: filter while reading everything instead
+            return None
+
+    async def start(self) -> FleetEventStream:
+        nats = _import_nats()
+        api = nats.js.api
+        policy, start_seq = (api.DeliverPolicy.ALL if not self.follow else api.DeliverPolicy.NEW), None
+        if self.since is not None:
+            start_seq = await self._start_seq()
+            policy = api.DeliverPolicy.ALL if start_seq is None else api.DeliverPolicy.BY_START_SEQUENCE
+        try:
+            self._sub = await self.fleet.js.subscribe(
+                self._subject(),
+                stream=subjects.stream(self.fleet.name),
+                cb=self._on_msg,
+                ordered_consumer=True,
+                deliver_policy=policy,
+                config=api.ConsumerConfig(opt_start_seq=start_seq) if start_seq is not None else None,
+                inactive_threshold=300.0,
+            )
+        except nats.js.errors.NotFoundError:
+            raise LitbridgeError(
+                "no_fleet",
+                f"no stream {subjects.stream(self.fleet.name)}: no daemon has joined fleet "
+                f"{self.fleet.name!r} on {self.fleet.url}",
+            ) from None
+        if not self.follow:
+            info = await self._sub.consumer_info()
+            if info.num_pending == 0 and self._sub.delivered == 0:
+                self._queue.put_nowait(None)  # nothing stored: caught up at once
+        return self
+
+    async def _on_msg(self, msg: Any) -> None:
+        last = not self.follow and msg.metadata.num_pending == 0
+        ev = self._accept(msg)
+        if ev is not None:
+            self._queue.put_nowait(ev)
+        if last:
+            self._queue.put_nowait(None)
+
+    def _accept(self, msg: Any) -> Event | None:
+        headers = msg.headers or {}
+        if self.since is not None and not self._wanted(headers):
+            return None
+        try:
+            ev = decode(msg.data)
+        except ProtocolError:
+            return None
+        if not isinstance(ev, dict) or (self.kinds is not None and ev.get("event") not in self.kinds):
+            return None
+        daemon = headers.get(subjects.DAEMON_HEADER)
+        if not daemon:
+            with contextlib.suppress(ValueError):
+                daemon = subjects.parse_event_subject(msg.subject)[1]
+        return {**ev, "daemon": daemon}
+
+    def __aiter__(self) -> FleetEventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._done:
+            raise StopAsyncIteration
+        item = await self._queue.get()
+        if item is None:
+            await self.close()
+            raise StopAsyncIteration
+        if isinstance(item, BaseException):
+            await self.close()
+            raise item
+        return item
+
+    async def next(self, timeout: float | None = None) -> Event:
+        """The next event; raises `LitbridgeError('timeout')` after `timeout` seconds."""
+        try:
+            return await asyncio.wait_for(self.__anext__(), timeout)
+        except asyncio.TimeoutError:
+            raise LitbridgeError("timeout", f"no event within {timeout} s") from None
+
+    async def close(self) -> None:
+        self._done = True
+        if self._sub is not None:
+            sub, self._sub = self._sub, None
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def __aenter__(self) -> FleetEventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class _Connecting:
+    """What `Fleet.connect(...)` returns: `await` it, or use it as `async with`."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self._fleet = fleet
+
+    def __await__(self) -> Generator[Any, None, Fleet]:
+        return self._fleet._start().__await__()
+
+    async def __aenter__(self) -> Fleet:
+        return await self._fleet._start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._fleet.close()
+
+
+class Fleet:
+    """A connection to a fleet: every daemon that joined it through one NATS server (or cluster).
+
+    The methods are `Client`'s; the session argument is `DAEMON/SESSION` (or SESSION with `daemon=`), and
+    `create` places a session on a daemon (`on=`, else the live daemon with the fewest sessions, optionally
+    among those with matching `labels`). `list()` reads the registry: every daemon's sessions with `daemon`,
+    `host` and `available` (False when the daemon stopped renewing its registry entry)."""
+
+    def __init__(
+        self,
+        config: FleetConfig,
+        *,
+        request_timeout: float | None = 60.0,
+        allow_plaintext_env: bool | None = None,
+        ttl: float | None = None,
+        reconnect_attempts: int = 5,
+    ) -> None:
+        self.config = config
+        self.name = config.fleet
+        self.url = config.url
+        self.request_timeout = request_timeout
+        self.allow_plaintext_env = (
+            config.allow_plaintext_env if allow_plaintext_env is None else allow_plaintext_env
+        )
+        self.ttl = ttl if ttl is not None else REGISTRY_TTL
+        """The registry's TTL in seconds (see `stale_after`)."""
+        self.reconnect_attempts = reconnect_attempts
+        """How often a lost NATS connection is retried (-1: forever, for long-running views) before commands fail."""
+        self.nc: Any = None
+        self.js: Any = None
+        self._kv: Any = None
+        self._daemons: dict[str, FleetDaemon] = {}
+        self._ids = itertools.count(1)
+        self._id_prefix = uuid.uuid4().hex[:10]
+
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        *,
+        fleet: str = subjects.DEFAULT_FLEET,
+        creds: str | None = None,
+        token: str | None = None,
+        tls_ca: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        allow_plaintext_env: bool = False,
+        **options: Any,
+    ) -> _Connecting:
+        """Connect to the fleet `fleet` through the NATS server(s) at `url` (comma-separated for a cluster).
+
+        Options: `request_timeout` (default 60 s), `ttl` (seconds without a registry renewal after which
+        a daemon that does not state its own `ttl` counts as gone; default $LITBRIDGE_FLEET_TTL or 15 s),
+        `reconnect_attempts` (default 5; -1 retries a lost NATS link forever). Bad options raise
+        `LitbridgeError('bad_usage')`."""
+        try:
+            config = FleetConfig(
+                url=url,
+                fleet=fleet,
+                creds=creds,
+                token=token,
+                tls_ca=tls_ca,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+                allow_plaintext_env=allow_plaintext_env,
+            )
+        except FleetConfigError as exc:
+            raise LitbridgeError("bad_usage", str(exc)) from None
+        return _Connecting(cls(config, **options))
+
+    async def _start(self) -> Fleet:
+        if self.nc is not None:
+            return self
+        nats = _import_nats()
+        kwargs = self.config.connect_kwargs(f"litbridge-client {os.getpid()}")
+        # a command gives up instead of retrying forever: its user is waiting for an answer
+        kwargs.update(max_reconnect_attempts=self.reconnect_attempts, allow_reconnect=True)
+
+        async def _quiet(exc: Exception) -> None:  # nats-py logs every failed attempt otherwise
+            pass
+
+        try:
+            self.nc = await nats.connect(**kwargs, error_cb=_quiet)
+        except Exception as exc:
+            raise LitbridgeError(
+                "no_nats", f"cannot connect to NATS at {self.url}: {exc or type(exc).__name__}"
+            ) from None
+        self.js = self.nc.jetstream()
+        return self
+
+    async def close(self) -> None:
+        """Close the NATS connection; turns still running end with `ConnectionLost`."""
+        lost = ConnectionLost("the fleet client was closed")
+        for view in self._daemons.values():
+            await view._close(lost)
+        if self.nc is not None:
+            nc, self.nc = self.nc, None
+            with contextlib.suppress(Exception):
+                await nc.drain()
+            with contextlib.suppress(Exception):
+                await nc.close()
+
+    async def __aenter__(self) -> Fleet:
+        return await self._start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def tls(self) -> bool:
+        """Whether the live NATS connection is encrypted."""
+        return self.nc is not None and is_tls(self.nc)
+
+    def env_allowed(self) -> bool:
+        return self.tls or self.allow_plaintext_env
+
+    def daemon(self, name: str) -> FleetDaemon:
+        """One daemon of the fleet, with the `Client` methods (no round trip: it need not be running)."""
+        view = self._daemons.get(name)
+        if view is None:
+            try:
+                view = self._daemons[name] = FleetDaemon(self, name)
+            except ValueError as exc:
+                raise LitbridgeError("bad_usage", str(exc)) from None
+        return view
+
+    def _target(self, target: str, daemon: str | None) -> tuple[FleetDaemon, str]:
+        name, session = split_target(target, daemon)
+        return self.daemon(name), session
+
+    # --- the command path -----------------------------------------------------------------------------
+
+    async def _request(
+        self,
+        daemon: str,
+        cmd: str,
+        fields: dict[str, Any] | None,
+        *,
+        timeout: float | Literal["default"] | None,
+        id: str | None,
+        late: bool = False,
+    ) -> Any:
+        """One command by request/reply; its reply is the event with its `re` in the reply array (an `error`
+        raises; `create`'s is its `ready`); with `late`, None when it is not there (it comes on the stream)."""
+        if self.nc is None:
+            await self._start()
+        nats = _import_nats()
+        cmd_id = id or self._next_id()
+        msg: dict[str, Any] = {"cmd": cmd, "id": cmd_id}
+        msg.update({k: v for k, v in (fields or {}).items() if v is not None})
+        wait = self.request_timeout if timeout == "default" else timeout
+        subject = subjects.command(self.name, daemon)
+        try:
+            reply = await self.nc.request(subject, encode(msg), timeout=wait if wait is not None else 1e9)
+        except nats.errors.NoRespondersError:
+            raise LitbridgeError(
+                "daemon_unavailable",
+                f"daemon {daemon!r} of fleet {self.name!r} is not answering: nothing listens on {subject} "
+                "(it is stopped, lost its NATS link, or has another name)",
+            ) from None
+        except nats.errors.TimeoutError:
+            raise LitbridgeError(
+                "timeout",
+                f"daemon {daemon!r} of fleet {self.name!r} sent no reply to {cmd!r} within {wait} s",
+            ) from None
+        except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
+            raise ConnectionLost(f"the NATS connection to {self.url} is closed") from None
+        try:
+            events = decode(reply.data)
+        except ProtocolError:
+            events = None
+        if not isinstance(events, builtins.list):
+            raise LitbridgeError("bad_reply", f"daemon {daemon!r} sent a reply that is not a JSON array")
+        mine = [ev for ev in events if isinstance(ev, dict) and ev.get("re") == cmd_id]
+        for ev in mine:
+            if ev.get("event") == "error":
+                raise LitbridgeError(str(ev.get("code") or "error"), str(ev.get("message", "")), ev)
+        want = _FINAL_REPLY.get(cmd)
+        for ev in mine:
+            if want is None or ev.get("event") == want:
+                return ev
+        if late:
+            return None
+        raise LitbridgeError("bad_reply", f"daemon {daemon!r} sent no reply to {cmd!r} (id {cmd_id})")
+
+    def _next_id(self) -> str:
+        return f"{self._id_prefix}-{next(self._ids)}"
+
+    # --- the registry ---------------------------------------------------------------------------------
+
+    async def _registry(self) -> list[Any]:
+        """Every live entry of the KV bucket (empty when no daemon ever joined)."""
+        if self.nc is None:
+            await self._start()
+        nats = _import_nats()
+        if self._kv is None:
+            try:
+                self._kv = await self.js.key_value(subjects.bucket(self.name))
+            except nats.js.errors.BucketNotFoundError:
+                return []
+        watcher = await self._kv.watchall(ignore_deletes=True)
+        entries = []
+        try:
+            while True:
+                entry = await watcher.updates(timeout=10.0)
+                if entry is None:
+                    break
+                entries.append(entry)
+        finally:
+            with contextlib.suppress(Exception):
+                await watcher.stop()
+        return entries
+
+    async def _read_registry(self) -> tuple[dict[str, Event], builtins.list[Event]]:
+        daemons: dict[str, Event] = {}
+        sessions: builtins.list[Event] = []
+        for entry in await self._registry():
+            try:
+                kind, daemon, _session = subjects.parse_key(entry.key)
+                value = decode(entry.value or b"")
+            except (ValueError, ProtocolError):
+                continue
+            if not isinstance(value, dict):
+                continue
+            value.setdefault("daemon", daemon)
+            value["age"] = round(_age(entry), 3)
+            if kind == "session":
+                sessions.append(value)
+            else:
+                daemons[daemon] = value
+        for info in daemons.values():
+            info["available"] = info["age"] <= self.stale_after(info)
+        for s in sessions:
+            owner = daemons.get(str(s.get("daemon")))
+            # a live daemon re-puts every session it runs each heartbeat: an entry it stopped renewing is a
+            # leftover (of a run that was killed), not a session it has
+            s["available"] = bool(owner and owner["available"] and s["age"] <= self.stale_after(owner))
+            if owner and not s.get("host"):
+                s["host"] = owner.get("host")
+        return daemons, sessions
+
+    def stale_after(self, daemon: Event) -> float:
+        """Seconds without a renewal after which `daemon` counts as gone: the `ttl` its registry entry states,
+        else the client's (`ttl=`, default $LITBRIDGE_FLEET_TTL or 15 s)."""
+        said = daemon.get("ttl")
+        if isinstance(said, (int, float)) and not isinstance(said, bool) and said > 0:
+            return float(said)
+        return self.ttl
+
+    async def daemons(self) -> builtins.list[Event]:
+        """The daemons in the registry: `{daemon, daemon_id, host, pid, version, sessions, labels, ...,
+        available}`, sorted by name."""
+        daemons, _ = await self._read_registry()
+        return [daemons[k] for k in sorted(daemons)]
+
+    async def list(self) -> builtins.list[Event]:
+        """Every session of the fleet: `{daemon, host, name, cli, state, cwd, question, available}`, sorted by
+        daemon and name; `available` is False when its daemon is gone (stopped renewing its registry entry)."""
+        _, sessions = await self._read_registry()
+        return sorted(sessions, key=lambda s: (str(s.get("daemon")), str(s.get("name"))))
+
+    async def place(self, labels: dict[str, str] | None = None) -> str:
+        """The live daemon with the fewest sessions among those carrying every label in `labels`."""
+        live = [d for d in await self.daemons() if d["available"]]
+        fit = [
+            d
+            for d in live
+            if all(str((d.get("labels") or {}).get(k)) == v for k, v in (labels or {}).items())
+        ]
+        if not fit:
+            want = f" with labels {labels}" if labels else ""
+            raise LitbridgeError(
+                "no_daemon",
+                f"no live daemon{want} in fleet {self.name!r} on {self.url} to place the session on",
+            )
+        return str(min(fit, key=lambda d: (int(d.get("sessions") or 0), str(d["daemon"])))["daemon"])
+
+    # --- the Client methods ---------------------------------------------------------------------------
+
+    async def create(
+        self,
+        session: str,
+        cli: str | None = None,
+        *,
+        on: str | None = None,
+        labels: dict[str, str] | None = None,
+        **options: Any,
+    ) -> Event:
+        """Start `cli` as `session` on daemon `on` (else placed: see `place`); returns `ready` with `daemon`.
+
+        The other options are `Client.create`'s (args, working_dir, env, model, channel_id, timeout, worktree).
+        `session` may also be `DAEMON/SESSION`."""
+        if on is None and "/" in session:
+            on, session = split_target(session)
+        view = self.daemon(on if on is not None else await self.place(labels))
+        return await view.create(session, cli, **options)
+
+    async def send(self, target: str, content: str, *, daemon: str | None = None, **options: Any) -> Turn:
+        """Send `content` to `DAEMON/SESSION` as a turn; returns a `Turn` (see `FleetDaemon.send`)."""
+        view, session = self._target(target, daemon)
+        return await view.send(session, content, **options)
+
+    async def answer(self, target: str, *, daemon: str | None = None, **options: Any) -> Event:
+        view, session = self._target(target, daemon)
+        return await view.answer(session, **options)
+
+    async def interrupt(self, target: str, *, daemon: str | None = None, **options: Any) -> Event:
+        view, session = self._target(target, daemon)
+        return await view.interrupt(session, **options)
+
+    async def kill(self, target: str, *, daemon: str | None = None, **options: Any) -> Event:
+        view, session = self._target(target, daemon)
+        return await view.kill(session, **options)
+
+    async def dump(self, target: str, *, daemon: str | None = None, **options: Any) -> Event:
+        view, session = self._target(target, daemon)
+        return await view.dump(session, **options)
+
+    async def events(
+        self,
+        daemon: str | None = None,
+        *,
+        since: int | None = None,
+        session: str | None = None,
+        kinds: Collection[str] | None = None,
+        follow: bool = True,
+    ) -> FleetEventStream:
+        """A stream of the fleet's events (all daemons, or one), each with `daemon` added.
+
+        `since` (needs `daemon`: seqs are per daemon) replays that daemon's stored events after seq `since`
+        from JetStream first; `follow=False` ends the stream once it has caught up with what is stored."""
+        if since is not None and daemon is None:
+            raise LitbridgeError("bad_usage", "events since a seq need the daemon (seqs are per daemon)")
+        if daemon is not None:
+            split_target(f"{daemon}/x")  # a valid daemon name
+        daemon_id = None
+        if since is not None:
+            registry, _ = await self._read_registry()
+            daemon_id = (registry.get(str(daemon)) or {}).get("daemon_id")
+        stream = FleetEventStream(
+            self, daemon, since=since, session=session, kinds=kinds, follow=follow, daemon_id=daemon_id
+        )
+        return await stream.start()

@@ -1,0 +1,499 @@
+"""The daemon side of fleet mode (`litbridge serve --nats URL`): publisher, command responder, registry.
+
+- Publisher: a hub tap only wakes it; it publishes, in seq order and with acks, every event from the last
+  one the stream acknowledged up to the hub's newest, reading the lines back from the hub's replay ring
+  (the exact bytes the socket sends). So a NATS outage never blocks the daemon and costs no memory beyond
+  the ring: when NATS is back it carries on where it stopped; events that left the ring meanwhile are
+  reported by one `replay_gap{from_seq,to_seq}` on the daemon's `_` subject. A `replace` superseded in the
+  ring is skipped (the newer one carries the whole text). `Nats-Msg-Id: <daemon_id>:<seq>` makes a
+  re-publish after a lost ack a no-op.
+- Responder: request/reply on `litbridge.<fleet>.cmd.<daemon>`; each request runs through the daemon's own
+  command handler (`Daemon.handle`, the socket's path) and is answered with a JSON array of the events sent
+  in reply to it (`re` = its id; one is set when it has none). `create` waits for its `ready`/`error`.
+- Registry: KV bucket `litbridge_<fleet>`: `daemon.<daemon>` and one `session.<daemon>.<token>` per session,
+  re-put every TTL/3 (a daemon entry older than `ttl` means the daemon is gone; its session entries stay, for
+  the client to list as unavailable), updated on state/question changes, deleted on kill/reap/clean stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from litbridge import __version__
+from litbridge.daemon.hub import Client
+from litbridge.fleet import subjects
+from litbridge.fleet.config import (
+    DUPLICATE_WINDOW,
+    REGISTRY_KEEP,
+    REGISTRY_TTL,
+    FleetConfig,
+    default_daemon_name,
+    is_tls,
+)
+from litbridge.protocol import events as ev
+from litbridge.protocol.framing import encode
+from litbridge.protocol.spec import ProtocolError
+
+if TYPE_CHECKING:
+    from litbridge.daemon.server import Daemon
+
+log = logging.getLogger("litbridge.fleet")
+
+PUBLISH_TIMEOUT = 5.0  # seconds to wait for a JetStream ack before retrying (same Nats-Msg-Id)
+CREATE_WAIT = float(
+    os.environ.get("LITBRIDGE_FLEET_CREATE_WAIT", "120")
+)  # seconds a create reply waits for ready
+REGISTRY_DEBOUNCE = 0.3  # seconds: a burst of state changes is one KV put per session
+# Events after which a session's registry entry is re-put (or deleted when the session is gone).
+REGISTRY_EVENTS = frozenset(
+    ("ready", "state", "question", "question_closed", "exited", "killed", "reaped_idle", "complete")
+)
+CREATE_ENDS = frozenset(("ready", "error", "exited", "killed"))
+
+
+class _Collector(Client):
+    """An in-process control connection for one NATS request: the direct replies are collected instead of
+    written to a socket. Its replay budget is a fraction of the NATS payload limit (`room`)."""
+
+    def __init__(self, link: FleetLink, max_bytes: int) -> None:
+        super().__init__(link.hub, None, "nats")  # type: ignore[arg-type]  # never written to
+        self.lines: list[bytes] = []
+        self.covered_from = link.hub.seq + 1  # a hello{since_seq} replays the ring up to now
+        self._max_bytes = max_bytes
+        self._size = 0
+
+    def send(self, line: bytes, kind: str | None = None, session: str | None = None) -> None:
+        self.lines.append(line)
+        self._size += len(line)
+
+    def send_before_queued(self, items: list[tuple[bytes, str | None, str | None]]) -> None:
+        for line, _kind, _session in items:
+            self.send(line)
+
+    def room(self) -> tuple[int, int]:
+        return 10_000, self._max_bytes - self._size
+
+    async def wait_room(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _Waiter:
+    """The published events carrying one NATS command's id (`re`); `ended` once its create is answered."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self.ended = asyncio.Event()
+
+
+class FleetLink:
+    """One daemon's link to the fleet; `start()` returns at once (connecting happens in the background)."""
+
+    def __init__(self, daemon: Daemon, cfg: FleetConfig) -> None:
+        self.daemon = daemon
+        self.hub = daemon.hub
+        self.cfg = cfg
+        self.name = cfg.daemon or default_daemon_name(daemon.socket_path)
+        self.host = socket.gethostname()
+        self.started = time.time()
+        self.nc: Any = None
+        self.js: Any = None
+        self.kv: Any = None
+        self.next_seq = self.hub.seq + 1  # the next event to publish
+        self.acked_seq = self.hub.seq  # the newest seq the stream acknowledged (or skipped)
+        self.gaps = 0  # replay_gap events published
+        self._wake = asyncio.Event()
+        self._progress = asyncio.Event()  # set whenever acked_seq advances
+        self._dirty: set[str] = set()
+        self._session_keys: set[str] = set()  # registry keys we put (deleted at a clean stop)
+        self._dirty_event = asyncio.Event()
+        self._waiters: dict[tuple[Any, str | None], _Waiter] = {}
+        self._ids = itertools.count(1)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._main: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.hub.taps.append(self.observe)
+        self._main = asyncio.get_running_loop().create_task(self._run())
+        log.info(
+            "fleet: joining %r as %r via %s",
+            self.cfg.fleet,
+            self.name,
+            ", ".join(shown_url(u) for u in self.cfg.servers()),
+        )
+
+    async def _run(self) -> None:
+        import nats
+
+        while self.nc is None:
+            try:
+                self.nc = await nats.connect(
+                    **self.cfg.connect_kwargs(f"litbridge {self.name}"),
+                    error_cb=self._on_error,
+                    disconnected_cb=self._on_disconnect,
+                    reconnected_cb=self._on_reconnect,
+                )
+            except Exception as exc:  # nats raises its own errors and OSError; the daemon must not care
+                log.warning("fleet: cannot connect to NATS (%s); retrying", exc or type(exc).__name__)
+                await asyncio.sleep(2.0)
+        self.js = self.nc.jetstream()
+        await self._retry("setting up the stream and registry", self._setup)
+        await self._retry("clearing our old registry entries", self._sweep)
+        await self.nc.subscribe(subjects.command(self.cfg.fleet, self.name), cb=self._on_request)
+        log.info("fleet: connected; commands on %s", subjects.command(self.cfg.fleet, self.name))
+        self._spawn(self._publish_loop())
+        self._spawn(self._registry_loop())
+        self._wake.set()
+
+    async def _setup(self) -> None:
+        from nats.js.api import KeyValueConfig, StorageType, StreamConfig
+        from nats.js.errors import BadRequestError, BucketNotFoundError
+
+        fleet = self.cfg.fleet
+        config = StreamConfig(
+            name=subjects.stream(fleet),
+            subjects=[subjects.events_all(fleet)],
+            storage=StorageType.FILE,
+            max_age=self.cfg.max_age,
+            max_bytes=self.cfg.max_bytes,
+            duplicate_window=DUPLICATE_WINDOW,
+        )
+        try:
+            await self.js.add_stream(config)
+        except BadRequestError:  # exists with other limits: this daemon's flags win (logged)
+            log.info("fleet: stream %s exists with other limits; updating them", config.name)
+            await self.js.update_stream(config)
+        try:
+            self.kv = await self.js.key_value(subjects.bucket(fleet))
+        except BucketNotFoundError:
+            self.kv = await self.js.create_key_value(
+                KeyValueConfig(bucket=subjects.bucket(fleet), history=1, ttl=REGISTRY_KEEP)
+            )
+
+    async def _sweep(self) -> None:
+        """Delete `session.<us>.*` entries a previous run under our name left (it was SIGKILLed or lost NATS
+        at its end): none of those sessions exists any more."""
+        from nats.js.errors import NoKeysError
+
+        prefix = subjects.sessions_of(self.name)[:-1]  # "session.<daemon>."
+        try:
+            keys = await self.kv.keys()
+        except NoKeysError:
+            return
+        stale = [
+            k for k in keys if k.startswith(prefix) and subjects.parse_key(k)[2] not in self.daemon.sessions
+        ]
+        for key in stale:
+            await self.kv.delete(key)
+        if stale:
+            log.info("fleet: removed %d registry entries of sessions of a previous run", len(stale))
+
+    async def _retry(self, what: str, step: Any) -> None:
+        while True:
+            try:
+                await step()
+                return
+            except Exception as exc:
+                log.warning("fleet: %s failed (%s); retrying", what, exc or type(exc).__name__)
+                await asyncio.sleep(2.0)
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def aclose(self, flush: float = 3.0) -> None:
+        """Publish what is still pending (at most `flush` seconds), drop our registry key, disconnect."""
+        if self.observe in self.hub.taps:
+            self.hub.taps.remove(self.observe)
+        self._wake.set()
+        if self.js is not None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + flush
+            while self.acked_seq < self.hub.seq and self.nc.is_connected and loop.time() < deadline:
+                self._progress.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._progress.wait(), deadline - loop.time())
+        self._stopping = True
+        if self.kv is not None and self.nc is not None and self.nc.is_connected:
+            for key in [subjects.daemon_key(self.name), *self._session_keys]:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.kv.delete(key), 2.0)
+        if self._main is not None:
+            self._main.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, *(t for t in [self._main] if t), return_exceptions=True)
+        if self.nc is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.nc.close(), 3.0)
+
+    async def _on_error(self, exc: Exception) -> None:
+        log.debug("fleet: NATS error: %s", exc)
+
+    async def _on_disconnect(self) -> None:
+        if not self._stopping:
+            log.warning("fleet: NATS disconnected; events wait in the ring (%d)", self.hub.buffer)
+
+    async def _on_reconnect(self) -> None:
+        log.info("fleet: NATS reconnected; publishing from seq %d", self.next_seq)
+        self._wake.set()
+        self._dirty_event.set()
+
+    # ------------------------------------------------------------------ the hub's tap
+    def observe(self, event: dict[str, Any]) -> None:
+        """Cheap and never raises: wake the publisher, note registry changes, collect command replies."""
+        self._wake.set()
+        key = event.get("session")
+        if self._waiters:
+            waiter = self._waiters.get((event.get("re"), key))
+            if waiter is not None:
+                waiter.lines.append(encode(event))
+                if event.get("event") in CREATE_ENDS:
+                    waiter.ended.set()
+        if isinstance(key, str) and event.get("event") in REGISTRY_EVENTS:
+            self._dirty.add(key)
+            self._dirty_event.set()
+
+    # ------------------------------------------------------------------ publisher
+    async def _publish_loop(self) -> None:
+        daemon_id = self.hub.daemon_id
+        while True:
+            if self.next_seq > self.hub.seq:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            item = self.hub.kept(self.next_seq)
+            if item is None:  # it left the ring while NATS was away
+                oldest = self.hub.oldest_seq
+                to_seq = (oldest - 1) if oldest is not None else self.hub.seq
+                log.warning("fleet: events %d..%d left the ring before NATS took them", self.next_seq, to_seq)
+                await self._gap(self.next_seq, to_seq)
+                self.next_seq, self.acked_seq = to_seq + 1, to_seq
+                continue
+            seq, line = self.next_seq, item.line
+            if line is not None:  # None: a replace superseded by a newer one of the same turn
+                subject = subjects.event(self.cfg.fleet, self.name, item.session)
+                if not await self._send(subject, line, f"{daemon_id}:{seq}", seq):
+                    log.warning("fleet: event %d (%d bytes) exceeds the server's max_payload", seq, len(line))
+                    await self._gap(seq, seq)
+            self.next_seq, self.acked_seq = seq + 1, seq
+            self._progress.set()
+
+    async def _gap(self, from_seq: int, to_seq: int) -> None:
+        """`replay_gap{from_seq,to_seq}` on the daemon's `_` subject: these events will never be in the stream."""
+        line = encode(ev.replay_gap(from_seq, to_seq))
+        self.gaps += 1
+        await self._send(
+            subjects.event(self.cfg.fleet, self.name, None),
+            line,
+            f"{self.hub.daemon_id}:gap:{from_seq}",
+            None,
+        )
+
+    async def _send(self, subject: str, payload: bytes, msg_id: str, seq: int | None) -> bool:
+        """Publish until JetStream acknowledges (an outage waits here; the ring keeps the rest). False when
+        the server can never take it (larger than its max_payload)."""
+        import nats.errors
+        import nats.js.errors
+
+        headers = {subjects.MSG_ID: msg_id, subjects.DAEMON_HEADER: self.name}
+        if seq is not None:
+            headers[subjects.SEQ_HEADER] = str(seq)
+        delay = 0.2
+        while True:
+            if self.nc.is_connected:
+                if len(payload) > self.nc.max_payload:
+                    return False
+                try:
+                    await self.js.publish(subject, payload, timeout=PUBLISH_TIMEOUT, headers=headers)
+                    return True
+                except nats.errors.MaxPayloadError:
+                    return False
+                except (
+                    nats.js.errors.NoStreamResponseError
+                ):  # the stream is gone (deleted by hand?): make it again
+                    log.warning("fleet: no stream takes %s; creating it again", subject)
+                    with contextlib.suppress(Exception):
+                        await self._setup()
+                except Exception as exc:
+                    log.debug("fleet: publish %s failed: %s", msg_id, exc or type(exc).__name__)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    # ------------------------------------------------------------------ commands
+    async def _on_request(self, msg: Any) -> None:
+        self._spawn(
+            self._answer(msg)
+        )  # one at a time per subscription otherwise: a create would block the rest
+
+    async def _answer(self, msg: Any) -> None:
+        if not msg.reply:
+            return
+        try:
+            lines = await self.run_command(msg.data)
+        except Exception as exc:
+            log.exception("fleet: command failed")
+            lines = [encode(ev.error(f"internal error: {exc}", "internal"))]
+        body = b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]"
+        if len(body) > self.nc.max_payload:
+            body = (
+                b"["
+                + encode(
+                    ev.error(
+                        f"reply too large for NATS ({len(body)} bytes > {self.nc.max_payload})", "too_large"
+                    )
+                ).rstrip(b"\n")
+                + b"]"
+            )
+        with contextlib.suppress(Exception):
+            await msg.respond(body)
+
+    async def run_command(self, data: bytes) -> list[bytes]:
+        """One command (a JSON line as on the socket) through the daemon's handler -> the lines it answered
+        with: its direct replies and the published events carrying its id (for `create`, up to `ready`)."""
+        from litbridge.protocol.framing import decode
+
+        collector = _Collector(self, max(self.nc.max_payload // 2, 1))
+        try:
+            cmd = decode(data)
+        except ProtocolError as exc:
+            return [encode(ev.error(exc.message, exc.code))]
+        if isinstance(cmd, dict) and cmd.get("id") is None:
+            cmd["id"] = f"nats-{next(self._ids)}"
+        re = cmd.get("id") if isinstance(cmd, dict) else None
+        session = cmd.get("session") if isinstance(cmd, dict) else None
+        key = None
+        if isinstance(session, str):
+            from litbridge.protocol.spec import session_key
+
+            with contextlib.suppress(Exception):
+                key = session_key(cmd)
+        if (
+            isinstance(cmd, dict)
+            and cmd.get("cmd") == "create"
+            and cmd.get("env")
+            and not (self.cfg.allow_plaintext_env or is_tls(self.nc))
+        ):
+            return [
+                encode(
+                    ev.error(
+                        "create: env refused over a NATS connection without TLS (start the daemon with "
+                        "--nats-allow-plaintext-env to allow it)",
+                        "bad_field",
+                        re,
+                        key,
+                        cmd.get("channel_id"),
+                    )
+                )
+            ]
+        waiter = _Waiter()
+        if re is not None and (re, key) not in self._waiters:
+            self._waiters[(re, key)] = waiter
+        try:
+            await self.daemon.handle(collector, cmd)
+            if isinstance(cmd, dict) and cmd.get("cmd") == "create" and not collector.lines:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(waiter.ended.wait(), CREATE_WAIT)
+        finally:
+            if self._waiters.get((re, key)) is waiter:
+                del self._waiters[(re, key)]
+        # direct replies (no seq) first, then the published ones in seq order
+        return collector.lines + waiter.lines
+
+    # ------------------------------------------------------------------ registry
+    async def _registry_loop(self) -> None:
+        every = REGISTRY_TTL / 3
+        loop = asyncio.get_running_loop()
+        next_beat = 0.0
+        while True:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._dirty_event.wait(), max(0.0, next_beat - loop.time()))
+            await asyncio.sleep(REGISTRY_DEBOUNCE)
+            self._dirty_event.clear()
+            if not self.nc.is_connected:
+                await asyncio.sleep(0.5)
+                continue
+            try:
+                beat = loop.time() >= next_beat
+                if beat:
+                    self._dirty.update(self.daemon.sessions)
+                    next_beat = loop.time() + every
+                if beat or self._dirty:  # its session count may have changed
+                    await self._put_daemon()
+                dirty, self._dirty = self._dirty, set()
+                try:
+                    for key in dirty:
+                        await self._put_session(key)
+                except Exception:
+                    self._dirty |= dirty  # tried again at the next beat
+                    raise
+            except Exception as exc:
+                log.debug("fleet: registry update failed: %s", exc)
+                next_beat = 0.0
+
+    async def _put_daemon(self) -> None:
+        info = {
+            "daemon": self.name,
+            "daemon_id": self.hub.daemon_id,
+            "host": self.host,
+            "pid": os.getpid(),
+            "version": __version__,
+            "sessions": sum(1 for s in self.daemon.sessions.values() if not s.dead),
+            "labels": self.cfg.labels,
+            "ttl": REGISTRY_TTL,
+            "heartbeat": REGISTRY_TTL / 3,
+            "started": self.started,
+            "last_seq": self.acked_seq,
+            "ts": time.time(),
+        }
+        await self.kv.put(subjects.daemon_key(self.name), orjson.dumps(info))
+
+    async def _put_session(self, key: str) -> None:
+        kv_key = subjects.session_key(self.name, key)
+        s = self.daemon.sessions.get(key)
+        if s is None:
+            if kv_key in self._session_keys:
+                await self.kv.delete(kv_key)
+                self._session_keys.discard(kv_key)
+            return
+        question = None
+        for q in s.questions.values():
+            question = {"id": q.id, "kind": q.kind, "text": q.text, "options": q.options}
+            break
+        info = {
+            "daemon": self.name,
+            "host": self.host,
+            "name": key,
+            "cli": s.cli,
+            "state": s.state,
+            "alive": not s.dead,
+            "cwd": s.options.get("working_dir"),
+            "question": question,
+            "ts": time.time(),
+        }
+        await self.kv.put(kv_key, orjson.dumps(info))
+        self._session_keys.add(kv_key)
+
+
+def shown_url(url: str) -> str:
+    """A server URL without its user:password part (never logged)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}{':' + str(parts.port) if parts.port else ''}"

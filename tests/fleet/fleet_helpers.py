@@ -1,0 +1,151 @@
+"""Raw nats-py helpers for the fleet tests: requests to a daemon, reading the whole stream, the registry."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from lbd_helpers import check_event
+
+from litbridge.fleet import subjects
+
+FLEET = subjects.DEFAULT_FLEET
+WAIT = 60.0  # generous: the test box is loaded
+
+
+async def request(nc: Any, daemon: str, cmd: dict[str, Any], timeout: float = 60.0) -> list[dict[str, Any]]:
+    """One command over NATS request/reply -> the reply's events (each checked against the schema)."""
+    msg = await nc.request(subjects.command(FLEET, daemon), orjson.dumps(cmd), timeout=timeout)
+    events = orjson.loads(msg.data)
+    assert isinstance(events, list), msg.data
+    for ev in events:
+        check_event(ev)
+    return events
+
+
+async def joined(nc: Any, *daemons: str, timeout: float = WAIT) -> None:
+    """Wait until each daemon answers a ping over NATS (they connect in the background after starting)."""
+    import nats
+
+    deadline = time.monotonic() + timeout
+    for daemon in daemons:
+        while True:
+            try:
+                reply = await request(nc, daemon, {"cmd": "ping"}, timeout=5)
+                assert reply[0]["event"] == "pong", reply
+                break
+            except (nats.errors.NoRespondersError, nats.errors.TimeoutError):
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
+
+
+class Stored:
+    """One stream message: subject, headers, raw body and the decoded event."""
+
+    def __init__(self, msg: Any) -> None:
+        self.subject: str = msg.subject
+        self.headers: dict[str, str] = dict(msg.headers or {})
+        self.data: bytes = msg.data
+        self.event: dict[str, Any] = orjson.loads(msg.data)
+        check_event(self.event)
+        self.daemon = subjects.parse_event_subject(self.subject)[1]
+
+    def __repr__(self) -> str:
+        return f"Stored({self.subject}, {self.headers}, {self.data!r})"
+
+
+async def read_stream(js: Any) -> list[Stored]:
+    """Every message in the fleet's stream, in stream order (direct gets by stream sequence)."""
+    name = subjects.stream(FLEET)
+    info = await js.stream_info(name)
+    out = []
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        try:
+            msg = await js.get_msg(name, seq)
+        except Exception:  # a deleted message (none expected)
+            continue
+        out.append(Stored(msg))
+    return out
+
+
+async def wait_stream(
+    js: Any, pred: Callable[[list[Stored]], bool], timeout: float = WAIT, what: str = "stream"
+) -> list[Stored]:
+    deadline = time.monotonic() + timeout
+    got: list[Stored] = []
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):  # the server may be restarting: the deadline reports
+            got = await read_stream(js)
+            if pred(got):
+                return got
+        await asyncio.sleep(0.3)
+    raise AssertionError(f"{what}: condition not met in {timeout}s; last messages: {got[-10:]}")
+
+
+async def registry(js: Any) -> dict[str, dict[str, Any]]:
+    """Every key of the fleet's KV registry -> its JSON value."""
+    kv = await js.key_value(subjects.bucket(FLEET))
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        keys = await kv.keys()
+    except Exception:  # nats-py: NoKeysError on an empty bucket
+        return out
+    for key in keys:
+        with contextlib.suppress(Exception):  # the server may be restarting: the deadline reports
+            entry = await kv.get(key)
+            if entry.value:
+                out[key] = orjson.loads(entry.value)
+    return out
+
+
+async def wait_registry(
+    js: Any, pred: Callable[[dict[str, dict[str, Any]]], bool], timeout: float = WAIT, what: str = "registry"
+) -> dict[str, dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    got: dict[str, dict[str, Any]] = {}
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):  # the server may be restarting: the deadline reports
+            got = await registry(js)
+            if pred(got):
+                return got
+        await asyncio.sleep(0.3)
+    raise AssertionError(f"{what}: condition not met in {timeout}s; registry: {got}")
+
+
+def bash_create(key: str, **extra: Any) -> dict[str, Any]:
+    """The generic driver on bash (as tests/daemon/conftest.py's bash_create)."""
+    return {
+        "cmd": "create",
+        "session": key,
+        "cli": "bash",
+        "args": ["--norc", "--noprofile"],
+        "env": {"PS1": "$ ", "HISTFILE": "/dev/null"},
+        "working_dir": "/tmp",
+        "quiescence": 0.6,
+        **extra,
+    }
+
+
+def of_daemon(stored: list[Stored], daemon: str) -> list[Stored]:
+    return [m for m in stored if m.daemon == daemon]
+
+
+def check_order(stored: list[Stored], daemon_id: str) -> list[int]:
+    """One daemon's events: seqs strictly increasing (so no duplicates), headers agreeing with the body."""
+    seqs = []
+    for m in stored:
+        seq = m.event.get("seq")
+        if m.event["event"] == "replay_gap":
+            assert m.subject.endswith("._") and subjects.SEQ_HEADER not in m.headers, m
+            continue
+        assert m.headers[subjects.MSG_ID] == f"{daemon_id}:{seq}", m
+        assert m.headers[subjects.SEQ_HEADER] == str(seq), m
+        assert m.subject == subjects.event(FLEET, m.daemon, m.event.get("session")), m
+        seqs.append(seq)
+    assert seqs == sorted(set(seqs)), f"seqs out of order or repeated: {seqs}"
+    return seqs

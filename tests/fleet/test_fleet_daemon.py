@@ -1,0 +1,365 @@
+"""The daemon side of fleet mode against a real nats-server: `litbridge serve --nats` publishes every event to
+the JetStream stream (seq order, Nats-Msg-Id dedupe, surviving a server restart and reporting a ring overflow
+as `replay_gap`), answers commands by request/reply through its own handler, and keeps the KV registry."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import nats
+import pytest
+from fleet_helpers import (
+    FLEET,
+    bash_create,
+    check_order,
+    joined,
+    of_daemon,
+    read_stream,
+    request,
+    wait_registry,
+    wait_stream,
+)
+from lbd_helpers import Conn
+
+from litbridge.fleet import subjects
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def completes(stored, daemon, marker):
+    return [
+        m
+        for m in of_daemon(stored, daemon)
+        if m.event["event"] == "complete" and marker in (m.event.get("content") or "")
+    ]
+
+
+async def connect(nats_server):
+    nc = await nats.connect(nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
+    return nc, nc.jetstream()
+
+
+@pytest.mark.asyncio
+async def test_three_daemons_driven_over_nats(nats_server, fleet_daemons):
+    daemons = fleet_daemons(3)
+    nc, js = await connect(nats_server)
+    try:
+        names = [d.name for d in daemons]
+        await joined(nc, *names)
+        # create + send on every daemon through request/reply: the same commands and replies as the socket
+        for name in names:
+            reply = await request(nc, name, bash_create("w.1 *>", id="c1"))  # a key that needs encoding
+            assert [e["event"] for e in reply] == ["ready"] and reply[0]["re"] == "c1", reply
+            reply = await request(
+                nc, name, {"cmd": "send", "session": "w.1 *>", "content": f"echo fleet-{name}"}
+            )
+            assert reply[0]["event"] == "accepted" and reply[0]["re"].startswith("nats-"), reply
+        stored = await wait_stream(
+            js, lambda got: all(completes(got, n, f"fleet-{n}") for n in names), what="three turns complete"
+        )
+        reg = await wait_registry(
+            js,
+            lambda r: all(r.get(subjects.session_key(n, "w.1 *>"), {}).get("state") == "idle" for n in names),
+            what="sessions idle in the registry",
+        )
+        for name in names:
+            info = reg[subjects.daemon_key(name)]
+            assert info["daemon"] == name and info["sessions"] == 1 and info["ttl"] > 0, info
+            sess = reg[subjects.session_key(name, "w.1 *>")]
+            assert (sess["name"], sess["cli"], sess["cwd"], sess["question"]) == (
+                "w.1 *>",
+                "bash",
+                "/tmp",
+                None,
+            )
+            mine = of_daemon(stored, name)
+            seqs = check_order(mine, info["daemon_id"])
+            kinds = [m.event["event"] for m in mine]
+            assert kinds.index("ready") < kinds.index("accepted") < kinds.index("complete"), kinds
+            assert seqs[0] == 1, seqs  # from the daemon's first event on
+            assert all(m.subject == f"litbridge.{FLEET}.ev.{name}.w=2E1=20=2A=3E" for m in mine)
+        # direct replies, validation and errors as on the socket; the daemon survives them
+        listed = await request(nc, "d1", {"cmd": "list", "id": 7})
+        assert listed[0]["event"] == "sessions" and listed[0]["re"] == 7
+        assert [s["name"] for s in listed[0]["sessions"]] == ["w.1 *>"]
+        bad = await request(nc, "d1", {"cmd": "send"})
+        assert bad[0]["event"] == "error" and bad[0]["code"] == "bad_field", bad
+        msg = await nc.request(subjects.command(FLEET, "d1"), b'{"cmd": "list"', timeout=30)
+        assert b'"bad_json"' in msg.data
+        missing = await request(nc, "d1", {"cmd": "kill", "session": "nope"})
+        assert missing[0]["code"] == "session_not_found", missing
+        killed = await request(nc, "d1", {"cmd": "kill", "session": "w.1 *>", "id": "k"})
+        assert [e["event"] for e in killed] == ["killed"] and killed[0]["re"] == "k", killed
+        await wait_registry(
+            js,
+            lambda r: subjects.session_key("d1", "w.1 *>") not in r,
+            what="killed session leaves the registry",
+        )
+        assert (await request(nc, "d1", {"cmd": "ping"}))[0]["event"] == "pong"
+    finally:
+        await nc.close()
+
+
+@pytest.mark.asyncio
+async def test_same_msg_id_is_stored_once(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1)
+    nc, js = await connect(nats_server)
+    try:
+        await joined(nc, d.name)
+        await request(nc, d.name, bash_create("dup"))
+        stored = await wait_stream(js, lambda got: any(m.event["event"] == "ready" for m in got))
+        first = stored[0]
+        before = (await js.stream_info(subjects.stream(FLEET))).state.messages
+        # the daemon's retry after a lost ack publishes the same seq again with the same Nats-Msg-Id
+        ack = await js.publish(first.subject, first.data, headers=first.headers)
+        assert ack.duplicate, ack
+        after = (await js.stream_info(subjects.stream(FLEET))).state.messages
+        assert after == before
+        seqs = [m.event["seq"] for m in await read_stream(js)]
+        assert len(seqs) == len(set(seqs)), seqs
+    finally:
+        await nc.close()
+
+
+@pytest.mark.asyncio
+async def test_killed_daemon_leaves_the_registry_others_stay(nats_server, fleet_daemons):
+    daemons = fleet_daemons(3)
+    nc, js = await connect(nats_server)
+    try:
+        await joined(nc, *(d.name for d in daemons))
+        for d in daemons:
+            await request(nc, d.name, bash_create("s"))
+        await wait_registry(
+            js, lambda r: all(subjects.session_key(d.name, "s") in r for d in daemons), what="three sessions"
+        )
+        daemons[1].kill()
+        t0 = time.time()
+
+        def fresh(r, name):
+            info = r.get(subjects.daemon_key(name))
+            return info is not None and time.time() - info["ts"] <= info["ttl"]
+
+        reg = await wait_registry(js, lambda r: not fresh(r, "d1"), timeout=60, what="d1 gone")
+        gone_after = time.time() - t0
+        # its sessions stay listed (the client shows them unavailable); the others are alive and fresh
+        assert subjects.session_key("d1", "s") in reg
+        reg = await wait_registry(js, lambda r: fresh(r, "d0") and fresh(r, "d2"), what="d0, d2 fresh")
+        assert reg[subjects.daemon_key("d0")]["sessions"] == 1
+        for name in ("d0", "d2"):
+            assert (await request(nc, name, {"cmd": "ping"}))[0]["event"] == "pong"
+        # a command to a dead daemon fails at once (no responders) or after the request timeout
+        with pytest.raises((nats.errors.NoRespondersError, nats.errors.TimeoutError)):
+            await request(nc, "d1", {"cmd": "ping"}, timeout=5)
+        with pytest.raises((nats.errors.NoRespondersError, nats.errors.TimeoutError)):
+            await request(nc, "never-was", {"cmd": "ping"}, timeout=5)
+        assert gone_after < 60
+        # started again under its name, it clears the entries its killed run left
+        fleet_daemons(1, names=["d1"])
+        reg = await wait_registry(
+            js,
+            lambda r: fresh(r, "d1") and subjects.session_key("d1", "s") not in r,
+            what="d1 back without its old session",
+        )
+        assert subjects.session_key("d0", "s") in reg and subjects.session_key("d2", "s") in reg
+    finally:
+        await nc.close()
+
+
+@pytest.mark.asyncio
+async def test_nats_restart_mid_turn_loses_and_repeats_nothing(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1)
+    nc, js = await connect(nats_server)
+    conn = await Conn.open(d.socket)
+    try:
+        await conn.wait("monitor_ready")
+        await joined(nc, d.name)
+        await request(nc, d.name, bash_create("r"))
+        script = "for i in 1 2 3 4 5 6 7 8 9 10; do echo line-$i; sleep 0.4; done; echo turn-done"
+        reply = await request(nc, d.name, {"cmd": "send", "session": "r", "content": script})
+        assert reply[0]["event"] == "accepted"
+        nats_server.stop()  # mid-turn: the daemon keeps running, its events wait in the ring
+        complete = await conn.wait("complete", timeout=60)
+        assert "turn-done" in complete["content"]
+        await conn.request({"cmd": "ping"}, "pong")  # the socket never noticed
+        nats_server.start()  # same store: the history before the outage is still there
+        stored = await wait_stream(
+            js, lambda got: completes(got, d.name, "turn-done"), what="turn after restart"
+        )
+        daemon_id = stored[0].headers[subjects.MSG_ID].split(":")[0]
+        seqs = check_order(stored, daemon_id)
+        assert seqs[0] == 1
+        # everything the socket can replay is in the stream, byte for byte; the stream's extras are replaces a
+        # newer replace superseded in the ring after they were published
+        await conn.close()
+        replay = await Conn.open(d.socket)
+        await replay.wait("monitor_ready")
+        await replay.request({"cmd": "hello", "since_seq": 0}, "capabilities")
+        ring = {e["seq"]: e for e in replay.events if "seq" in e}
+        by_seq = {m.event["seq"]: m.event for m in stored}
+        assert not any(e["event"] == "replay_gap" for e in replay.events)
+        for seq, ev in ring.items():
+            assert by_seq.get(seq) == ev, (seq, ev, by_seq.get(seq))
+        extra = {by_seq[s]["event"] for s in set(by_seq) - set(ring)}
+        assert extra <= {"replace"}, extra
+        await replay.close()
+    finally:
+        await nc.close()
+
+
+@pytest.mark.asyncio
+async def test_ring_overflow_while_nats_is_down_is_a_replay_gap(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1, env={"LITBRIDGE_RING_BYTES": "3000"})
+    nc, js = await connect(nats_server)
+    conn = await Conn.open(d.socket)
+    try:
+        await conn.wait("monitor_ready")
+        await joined(nc, d.name)
+        await request(nc, d.name, bash_create("g"))
+        await wait_stream(js, lambda got: any(m.event["event"] == "ready" for m in got))
+        nats_server.stop()
+        for i in range(8):  # driven over the local socket meanwhile: far more than 3000 bytes of events
+            await conn.request(
+                {"cmd": "send", "session": "g", "content": f"echo {'x' * 200}-{i}"}, "accepted"
+            )
+            await conn.wait("complete", timeout=60)
+        nats_server.start()
+        stored = await wait_stream(
+            js, lambda got: completes(got, d.name, "-7"), what="last turn after restart"
+        )
+        gaps = [m for m in stored if m.event["event"] == "replay_gap"]
+        assert len(gaps) == 1, gaps
+        gap = gaps[0]
+        assert gap.subject == subjects.event(FLEET, d.name, None)
+        daemon_id = stored[0].headers[subjects.MSG_ID].split(":")[0]
+        seqs = check_order(stored, daemon_id)
+        lo, hi = gap.event["from_seq"], gap.event["to_seq"]
+        assert lo <= hi and not any(lo <= s <= hi for s in seqs), (lo, hi, seqs)
+        assert max(seqs) > hi  # publishing went on after the gap
+        # the gap sits where it happened: after every event below it, before every event above it
+        where = stored.index(gap)
+        assert all(m.event["seq"] < lo for m in stored[:where] if "seq" in m.event)
+        assert all(m.event["seq"] > hi for m in stored[where + 1 :] if "seq" in m.event)
+    finally:
+        await conn.close()
+        await nc.close()
+
+
+@pytest.mark.asyncio
+async def test_env_over_plaintext_nats_is_refused(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1, allow_plaintext_env=False)
+    nc, _ = await connect(nats_server)
+    try:
+        await joined(nc, d.name)
+        reply = await request(nc, d.name, bash_create("e", id="e1"))
+        assert reply[0]["event"] == "error" and reply[0]["code"] == "bad_field" and reply[0]["re"] == "e1"
+        assert "TLS" in reply[0]["message"]
+        assert (await request(nc, d.name, {"cmd": "list"}))[0]["sessions"] == []
+        create = bash_create("e")
+        del create["env"]
+        assert (await request(nc, d.name, create))[0]["event"] == "ready"
+    finally:
+        await nc.close()
+
+
+@pytest.mark.asyncio
+async def test_stream_limits_from_flags_and_a_deleted_stream_comes_back(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1, "--nats-max-age", "3600", "--nats-max-bytes", "5000000")
+    nc, js = await connect(nats_server)
+    try:
+        await joined(nc, d.name)
+        info = await js.stream_info(subjects.stream(FLEET))
+        assert (info.config.max_age, info.config.max_bytes) == (3600, 5000000)
+        assert (
+            getattr(info.config.storage, "value", info.config.storage) == "file"
+            and info.config.duplicate_window == 120
+        )
+        await request(nc, d.name, bash_create("z"))
+        await wait_stream(js, lambda got: any(m.event["event"] == "ready" for m in got))
+        await js.delete_stream(subjects.stream(FLEET))  # an operator's mistake: the daemon makes it again
+        reply = await request(nc, d.name, {"cmd": "send", "session": "z", "content": "echo back-again"})
+        assert reply[0]["event"] == "accepted"
+        await wait_stream(
+            js, lambda got: completes(got, d.name, "back-again"), what="events after re-creation"
+        )
+    finally:
+        await nc.close()
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--nats", "http://127.0.0.1:1"], "expected nats://"),
+        (["--nats", "nats://127.0.0.1:1", "--daemon-id", "a.b"], "daemon name 'a.b'"),
+        (["--nats", "nats://127.0.0.1:1", "--fleet", "x y"], "fleet name 'x y'"),
+        (["--nats", "nats://127.0.0.1:1", "--label", "novalue"], "KEY=VALUE"),
+        (["--nats", "nats://127.0.0.1:1", "--nats-creds", "/nonexistent.creds"], "no such file"),
+    ],
+)
+def test_bad_fleet_flags_are_refused_clearly(tmp_path, flags, said):
+    out = subprocess.run(
+        [sys.executable, "-m", "litbridge", "serve", "--socket", str(tmp_path / "s.sock"), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and said in out.stderr, out
+
+
+@pytest.mark.asyncio
+async def test_hello_since_seq_over_nats_replays_the_ring_within_the_reply(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1)
+    nc, _ = await connect(nats_server)
+    try:
+        await joined(nc, d.name)
+        await request(nc, d.name, bash_create("h"))
+        reply = await request(nc, d.name, {"cmd": "hello", "since_seq": 0, "id": "h0"})
+        kinds = [e["event"] for e in reply]
+        assert kinds[-1] == "capabilities" and reply[-1]["replayed"] >= 1, reply
+        assert "ready" in kinds and [e["seq"] for e in reply if "seq" in e] == sorted(
+            e["seq"] for e in reply if "seq" in e
+        )
+    finally:
+        await nc.close()
+
+
+@pytest.mark.asyncio
+async def test_clean_stop_removes_its_registry_entries(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1)
+    nc, js = await connect(nats_server)
+    try:
+        await joined(nc, d.name)
+        await request(nc, d.name, bash_create("bye"))
+        await wait_registry(js, lambda r: subjects.session_key(d.name, "bye") in r, what="session listed")
+        assert await asyncio.to_thread(d.stop) == 0, d.log()
+        reg = await wait_registry(js, lambda r: True)
+        assert not any(k.endswith(d.name) or f".{d.name}." in k for k in reg), reg
+    finally:
+        await nc.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("nats_config", ["max_payload: 8192\n"])
+async def test_an_event_larger_than_max_payload_is_a_replay_gap(nats_server, fleet_daemons):
+    (d,) = fleet_daemons(1)
+    nc, js = await connect(nats_server)
+    conn = await Conn.open(d.socket)
+    try:
+        await conn.wait("monitor_ready")
+        await joined(nc, d.name)
+        await request(nc, d.name, bash_create("big"))
+        script = "printf 'y%.0s' $(seq 1 12000); echo; echo small-after"
+        await request(nc, d.name, {"cmd": "send", "session": "big", "content": script})
+        big = await conn.wait("complete", timeout=60)
+        assert len(big["content"]) > 8192
+        await request(nc, d.name, {"cmd": "send", "session": "big", "content": "echo next-turn"})
+        stored = await wait_stream(js, lambda got: completes(got, d.name, "next-turn"), what="the turn after")
+        gaps = [m.event for m in stored if m.event["event"] == "replay_gap"]
+        assert {"event": "replay_gap", "from_seq": big["seq"], "to_seq": big["seq"]} in gaps, gaps
+        assert big["seq"] not in [m.event.get("seq") for m in stored]
+        check_order(stored, stored[0].headers[subjects.MSG_ID].split(":")[0])
+    finally:
+        await conn.close()
+        await nc.close()
