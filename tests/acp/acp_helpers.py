@@ -39,6 +39,7 @@ METHODS: dict[str, tuple[Any, Any]] = {
     "session/cancel": (S.CancelNotification, None),
     "session/update": (S.SessionNotification, None),
     "session/request_permission": (S.RequestPermissionRequest, S.RequestPermissionResponse),
+    "elicitation/create": (S.CreateElicitationRequest, S.CreateElicitationResponse),
 }
 
 
@@ -102,14 +103,19 @@ class MessageChecker:
 Policy = Callable[[list[S.PermissionOption]], str | Awaitable[str | None] | None]
 """Picks an option id for a permission request (or awaits one), or None to answer `cancelled`."""
 
+Elicit = Callable[[S.ElicitationFormSessionMode], dict[str, Any] | None]
+"""Fills in an elicitation form: the content to accept with, or None to decline."""
+
 
 @dataclass
 class Recorder:
     """The editor's side: keeps every session/update and permission request, answers by `policy`."""
 
     policy: Policy = lambda options: options[0].option_id
+    elicit: Elicit | None = None
     updates: list[tuple[str, Any]] = field(default_factory=list)
     asked: list[S.RequestPermissionRequest] = field(default_factory=list)
+    forms: list[tuple[str, S.ElicitationFormSessionMode]] = field(default_factory=list)
 
     async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
         self.updates.append((session_id, update))
@@ -126,6 +132,16 @@ class Recorder:
         if choice is None:
             return S.RequestPermissionResponse(outcome=S.DeniedOutcome(outcome="cancelled"))
         return S.RequestPermissionResponse(outcome=S.AllowedOutcome(outcome="selected", option_id=choice))
+
+    async def create_elicitation(
+        self, message: str, mode: S.ElicitationFormSessionMode, **kw: Any
+    ) -> S.AcceptElicitationResponse | S.DeclineElicitationResponse:
+        self.forms.append((message, mode))
+        assert self.elicit is not None, "elicitation/create sent to a client that did not advertise it"
+        content = self.elicit(mode)
+        if content is None:
+            return S.DeclineElicitationResponse(action="decline")
+        return S.AcceptElicitationResponse(action="accept", content=content)
 
     def of(self, session_id: str, kind: str) -> list[Any]:
         return [u for sid, u in self.updates if sid == session_id and u.session_update == kind]
@@ -156,9 +172,12 @@ def agent_argv(socket: str, *extra: str) -> list[str]:
 
 
 @asynccontextmanager
-async def acp_agent(socket: str, *extra: str, policy: Policy | None = None) -> AsyncIterator[Editor]:
-    """`litbridge acp --socket SOCKET EXTRA...`, initialized; its stderr is shown when the test fails."""
-    rec = Recorder(policy) if policy is not None else Recorder()
+async def acp_agent(
+    socket: str, *extra: str, policy: Policy | None = None, elicit: Elicit | None = None
+) -> AsyncIterator[Editor]:
+    """`litbridge acp --socket SOCKET EXTRA...`, initialized; its stderr is shown when the test fails. With
+    `elicit`, the editor advertises form elicitation and fills the forms in with it."""
+    rec = Recorder(policy, elicit) if policy is not None else Recorder(elicit=elicit)
     checker = MessageChecker()
     with tempfile.TemporaryFile("w+") as errlog:
         try:
@@ -171,8 +190,14 @@ async def acp_agent(socket: str, *extra: str, policy: Policy | None = None) -> A
                 observers=[checker],
                 use_unstable_protocol=True,
             ) as (conn, proc):
+                caps = (
+                    S.ClientCapabilities(elicitation=S.ElicitationCapabilities(form=S.ElicitationFormCapabilities()))
+                    if elicit is not None
+                    else None
+                )
                 init = await conn.initialize(
                     protocol_version=PROTOCOL_VERSION,
+                    client_capabilities=caps,
                     client_info=S.Implementation(name="tests", version="0"),
                 )
                 assert init.protocol_version == PROTOCOL_VERSION

@@ -153,6 +153,69 @@ async def test_yes_no_question_allow_and_reject(daemon: Daemon, watcher: Client)
 
 
 @pytest.mark.asyncio
+async def test_choice_question_is_an_elicitation_form_permission_stays_a_permission(
+    daemon: Daemon, watcher: Client
+) -> None:
+    """With an editor that takes forms, rift's `Pick a colour` (a multiple-choice question, not a permission) is
+    an `elicitation/create` form whose accepted choice answers it; the bash approval that follows is still a
+    permission request. A declined form interrupts the turn."""
+    choices = iter([{"choice": "2"}, None])
+
+    def fill(mode: S.ElicitationFormSessionMode) -> dict[str, Any] | None:
+        return next(choices)
+
+    def allow(options: list[S.PermissionOption]) -> str:
+        return next(o for o in options if o.kind == "allow_once").option_id
+
+    async with acp_agent(daemon.socket, policy=allow, elicit=fill) as ed:
+        sid = await ed.new({"cli": "rift", "name": "acp-form"})
+        done = await ed.prompt(sid, "[ask:Pick a colour|red|blue] [bash:echo from-bash]")
+        assert done.stop_reason == "end_turn"
+        ((message, mode),) = ed.rec.forms
+        assert message == "Pick a colour" and mode.session_id == sid
+        prop = mode.requested_schema.properties["choice"]
+        assert [(o.const, o.title) for o in prop.one_of] == [("1", "red"), ("2", "blue")]
+        assert mode.requested_schema.required == ["choice"]
+        # the form hangs off rift's ask_user tool call, whose result is the answer
+        (ask,) = [s for s in ed.rec.of(sid, "tool_call") if s.tool_call_id == mode.tool_call_id]
+        assert ask.title.startswith("ask_user")
+        results = [u.raw_output for u in ed.rec.of(sid, "tool_call_update") if u.raw_output is not None]
+        assert results[0] == "blue" and "from-bash" in results[1]
+        (perm,) = ed.rec.asked
+        assert perm.tool_call.title.startswith("Allow bash")
+        declined = await ed.prompt(sid, "[ask:Pick a colour|red|blue]")
+        assert declined.stop_reason == "cancelled" and len(ed.rec.forms) == 2
+        await ed.conn.close_session(session_id=sid)
+
+
+@pytest.mark.asyncio
+async def test_title_on_new_load_and_when_the_cli_reports_one(daemon: Daemon, watcher: Client) -> None:
+    """The session's title is its name, sent after `session/new` answered; a title the CLI reports (OSC 7501
+    `title`, base64) is sent at the end of the turn that set it, and a later `session/load` starts with it."""
+    async with acp_agent(daemon.socket) as ed:
+        sid = await ed.new({**BASH, "name": "acp-title"})
+
+        async def titles() -> list[str | None]:
+            return [u.title for u in ed.rec.of(sid, "session_info_update")]
+
+        assert await _until(titles, "the title") == ["acp-title"]
+        # the update came after the response of session/new, which told the editor the session's id
+        out = [m for way, m in ed.checker.messages if way == "in"]
+        answered = next(i for i, m in enumerate(out) if "sessionId" in m.get("result", {}))
+        titled = next(i for i, m in enumerate(out) if m.get("method") == "session/update")
+        assert answered < titled
+        osc = r"printf '\033]7501;title=%s\007' $(printf 'Fixing the login' | base64); echo set"
+        assert (await ed.prompt(sid, osc)).stop_reason == "end_turn"
+        assert await titles() == ["acp-title", "Fixing the login"]
+        assert (await ed.prompt(sid, "echo again")).stop_reason == "end_turn"
+        assert await titles() == ["acp-title", "Fixing the login"]  # unchanged: not sent again
+    async with acp_agent(daemon.socket) as ed:
+        await ed.conn.load_session(cwd="/tmp", session_id="acp-title", mcp_servers=[])
+        assert [u.title for u in ed.rec.of("acp-title", "session_info_update")] == ["Fixing the login"]
+        await ed.conn.close_session(session_id="acp-title")
+
+
+@pytest.mark.asyncio
 async def test_load_after_restart_replays_the_history(daemon: Daemon, watcher: Client) -> None:
     async with acp_agent(daemon.socket) as ed:
         sid = await ed.new({**BASH, "name": "acp-load"})
@@ -236,7 +299,12 @@ async def test_resume_and_close(daemon: Daemon, watcher: Client) -> None:
         sid = await ed.new({**BASH, "name": "acp-close"})
     async with acp_agent(daemon.socket) as ed:
         await ed.conn.resume_session(session_id=sid, cwd="/tmp")
-        assert ed.rec.updates == []  # resume: no history
+
+        async def titled() -> bool:
+            return bool(ed.rec.of(sid, "session_info_update"))
+
+        await _until(titled, "the session's title")
+        assert [u.session_update for _, u in ed.rec.updates] == ["session_info_update"]  # resume: no history
         assert (await ed.prompt(sid, "echo resumed")).stop_reason == "end_turn"
         assert ed.rec.text(sid) == "resumed"
         prompting = asyncio.ensure_future(ed.prompt(sid, "sleep 60"))

@@ -1,6 +1,7 @@
 """The translation rules of `litbridge acp`, without a daemon: streamed text deltas (a property: the chunks
 joined are the final text), tool kinds from tool names, permission-option kinds from option labels, the
-client's MCP servers as Claude Code's `--mcp-config`."""
+client's MCP servers as Claude Code's `--mcp-config`, todo-list tool calls as plan entries, multiple-choice
+questions as elicitation forms."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litbridge.acp.mapping import REVISED, TextDeltas, option_kinds, tool_kind
+from litbridge.acp.mapping import REVISED, TextDeltas, choice_schema, option_kinds, plan_entries, tool_kind
 
 
 def _stream(replaces: list[str], final: str) -> list[str]:
@@ -147,3 +148,58 @@ def test_mcp_servers_reach_claude_as_mcp_config() -> None:
         }
     }
     assert _mcp_args("bash", servers) == [] and _mcp_args("claude", []) == []
+
+
+def test_todowrite_is_a_plan() -> None:
+    """Claude Code's TodoWrite input (the whole list each time) becomes ACP plan entries, statuses as they are."""
+    todos = {
+        "todos": [
+            {"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+            {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
+            {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"},
+        ]
+    }
+    assert plan_entries("TodoWrite", todos) == [
+        {"content": "Read the code", "status": "completed", "priority": "medium"},
+        {"content": "Fix the bug", "status": "in_progress", "priority": "medium"},
+        {"content": "Run the tests", "status": "pending", "priority": "medium"},
+    ]
+    # an item's own valid priority is kept; an unknown status is pending; items without text are left out
+    odd = {"todos": [{"content": "x", "status": "blocked", "priority": "high"}, {"status": "pending"}, "junk"]}
+    assert plan_entries("TodoWrite", odd) == [{"content": "x", "status": "pending", "priority": "high"}]
+    assert plan_entries("TodoWrite", {"todos": []}) == []  # the list emptied: an empty plan
+
+
+def test_codex_update_plan_is_a_plan() -> None:
+    plan = {
+        "explanation": "Two steps",
+        "plan": [{"step": "Inspect", "status": "completed"}, {"step": "Patch", "status": "in_progress"}],
+    }
+    assert plan_entries("update_plan", plan) == [
+        {"content": "Inspect", "status": "completed", "priority": "medium"},
+        {"content": "Patch", "status": "in_progress", "priority": "medium"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input"),
+    [
+        ("Bash", {"command": "ls"}),
+        ("TodoWrite", {"todos": "not a list"}),
+        ("TodoWrite", None),
+        ("update_plan", {"steps": []}),
+        ("TodoRead", {}),
+    ],
+)
+def test_other_calls_are_no_plan(name: str, tool_input: object) -> None:
+    assert plan_entries(name, tool_input) is None
+
+
+def test_choice_schema_is_a_valid_elicitation_form() -> None:
+    """One required string, its titled one-of values the options' digits (what `answer` takes)."""
+    from acp import schema as S
+
+    form = S.ElicitationSchema.model_validate(choice_schema(["red", "blue"], ["1", "2"]))
+    prop = form.properties["choice"]
+    assert form.required == ["choice"] and prop.type == "string"
+    assert [(o.const, o.title) for o in prop.one_of] == [("1", "red"), ("2", "blue")]

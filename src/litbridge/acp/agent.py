@@ -7,7 +7,10 @@ for every message). The daemon side is `litbridge.client`, with the same `Bridge
 
 Each ACP session has a `SessionView`: it follows its daemon session's events and turns them into
 `session/update` notifications, asks the client about the CLI's questions (`session/request_permission`)
-and resolves the `session/prompt` waiting for a turn when its terminal event arrives.
+and resolves the `session/prompt` waiting for a turn when its terminal event arrives. A todo-list tool call
+(Claude's TodoWrite, Codex's update_plan) is a `plan` update instead of a tool call; the session's title
+(`session_info_update`) is sent when the session is opened and when the CLI reports a new one; a
+multiple-choice question that is not a permission is an `elicitation/create` form when the client takes them.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ from urllib.parse import unquote, urlparse
 
 from acp import PROTOCOL_VERSION, RequestError, run_agent
 from acp.helpers import (
+    plan_entry,
     start_tool_call,
     text_block,
     tool_content,
     update_agent_message_text,
+    update_plan,
     update_tool_call,
     update_user_message_text,
 )
@@ -38,6 +43,8 @@ from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
     CloseSessionResponse,
+    ElicitationFormSessionMode,
+    ElicitationSchema,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -51,6 +58,7 @@ from acp.schema import (
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionInfo,
+    SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
     TextContentBlock,
@@ -59,7 +67,7 @@ from acp.schema import (
 )
 
 from litbridge import __version__
-from litbridge.acp.mapping import TextDeltas, option_kinds, tool_kind
+from litbridge.acp.mapping import TextDeltas, choice_schema, option_kinds, plan_entries, tool_kind
 from litbridge.client import TERMINAL_EVENTS, Client, ConnectionLost, Event, EventStream, LitbridgeError
 from litbridge.mcp.tracker import Bridge, brief
 
@@ -72,6 +80,9 @@ NOT_IN_EVENTS = {
     "litbridge's events]",
 }
 """The user message shown for a turn whose prompt this process did not send (the events do not carry it)."""
+
+SESSION_CLOSED = "session_closed"
+"""The error a prompt waiting on a session fails with when `session/close` stops following it: a cancel."""
 
 _INVALID = {"bad_field", "bad_key", "too_large", "cli_not_found", "no_question"}
 
@@ -132,6 +143,8 @@ class _Turn:
     deltas: TextDeltas = field(default_factory=TextDeltas)
     tools: dict[str, str] = field(default_factory=dict)
     """Open tool calls of the turn (tool_use_id -> status: pending / in_progress)."""
+    plans: set[str] = field(default_factory=set)
+    """Todo-list tool calls of the turn, sent as `plan` updates (their results are not shown)."""
 
 
 class SessionView:
@@ -152,6 +165,9 @@ class SessionView:
         self.synthetic: set[str] = set()
         """Tool calls made up for questions that no tool call was open for."""
         self.usage: dict[str, int] = {}
+        self.title: str | None = None
+        """The title last sent (`session_info_update`)."""
+        self._titling = asyncio.Lock()
         self.skip_to = 0
         """Events up to this seq were already sent (the replayed history of `session/load`)."""
         self._task: asyncio.Task[None] | None = None
@@ -174,8 +190,8 @@ class SessionView:
     def following(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def stop(self, reason: str = "stopped following the session") -> None:
-        """Stop following; a prompt still waiting fails with `reason`."""
+    def stop(self, reason: str = "stopped following the session", code: str = "closed") -> None:
+        """Stop following; a prompt still waiting fails with `reason` (and `code`)."""
         if self._stream is not None:
             self._stream.close()
             self._stream = None
@@ -185,7 +201,7 @@ class SessionView:
         for task in self.asking.values():
             task.cancel()
         self.asking.clear()
-        self._fail(LitbridgeError("closed", reason))  # not ConnectionLost: the daemon connection is fine
+        self._fail(LitbridgeError(code, reason))  # not ConnectionLost: the daemon connection is fine
 
     async def _follow(self, stream: EventStream) -> None:
         error: LitbridgeError | None = None
@@ -274,8 +290,13 @@ class SessionView:
                 await self.update(update_agent_message_text(delta))
         elif kind == "tool_use":
             await self._progress(rec)
-            tool_id = str(ev.get("tool_use_id") or f"{tid}-tool-{len(rec.tools)}")
+            tool_id = str(ev.get("tool_use_id") or f"{tid}-tool-{len(rec.tools) + len(rec.plans)}")
             name = str(ev.get("name") or "tool")
+            entries = plan_entries(name, ev.get("input"))
+            if entries is not None:  # the whole todo list: the editor's plan, not a tool call
+                rec.plans.add(tool_id)
+                await self.update(update_plan(plan_entry(**e) for e in entries))  # type: ignore[arg-type]
+                return
             rec.tools[tool_id] = "pending"
             await self.update(
                 start_tool_call(
@@ -289,6 +310,9 @@ class SessionView:
         elif kind == "tool_result":
             await self._progress(rec)
             tool_id = str(ev.get("tool_use_id"))
+            if tool_id in rec.plans:
+                rec.plans.discard(tool_id)
+                return
             rec.tools.pop(tool_id, None)
             content = ev.get("content")
             await self.update(
@@ -309,12 +333,47 @@ class SessionView:
             for tool_id in list(rec.tools):
                 await self.update(update_tool_call(tool_id, status=status))
             rec.tools.clear()
+            rec.plans.clear()
             self._count_usage(ev.get("usage"))
+            if live:
+                await self.send_title()  # the CLI may have named the conversation during the turn
             fut = self.ends.get(tid)
             if fut is not None and not fut.done():
                 fut.set_result(ev)
         elif kind == "state":
             await self._progress(rec)
+
+    async def send_title(self) -> None:
+        """`session_info_update` with the session's title, when it is not the one last sent: the title the CLI
+        reported in its OSC 7501 status (`dump.osc_state.title`), else the last one, else the session's name."""
+        async with self._titling:  # one check at a time: the same title is never sent twice
+            await self._send_title()
+
+    async def _send_title(self) -> None:
+        client = self.client
+        title = self.title or self.key
+        if client is not None:
+            try:
+                osc = (await client.dump(self.key)).get("osc_state")
+            except (LitbridgeError, ConnectionError):  # the session or the daemon is gone: keep the last
+                osc = None
+            if isinstance(osc, dict) and isinstance(osc.get("title"), str) and osc["title"].strip():
+                title = osc["title"]
+        if title != self.title:
+            self.title = title
+            await self.update(SessionInfoUpdate(session_update="session_info_update", title=title))
+
+    def send_title_later(self) -> None:
+        """`send_title` once the response being returned is out: `session/new` and `session/resume` must have
+        answered before updates about their session arrive. The SDK queues a handler's response in the step the
+        handler returns, so a task started in the handler writes after it."""
+        async def send() -> None:
+            with contextlib.suppress(ConnectionError):  # the ACP client went away meanwhile
+                await self.send_title()
+
+        task = asyncio.create_task(send(), name=f"litbridge-acp title {self.key}")
+        self.agent.background.add(task)
+        task.add_done_callback(self.agent.background.discard)
 
     async def _progress(self, rec: _Turn) -> None:
         """The turn moved on: its tool calls waiting to start (or for an answer) are running now."""
@@ -344,7 +403,7 @@ class SessionView:
             cached_write_tokens=cw or None,
         )
 
-    # --- questions -> session/request_permission ------------------------------------------------------
+    # --- questions -> session/request_permission, or elicitation/create ------------------------------
 
     async def _ask(self, q: Event) -> None:
         """Ask the client; its choice answers the question (by id and digit), a cancelled request interrupts."""
@@ -353,18 +412,22 @@ class SessionView:
         if not options:
             return  # a free-text question: ACP's permission request cannot carry it (answer it in attach)
         text = str(q.get("text") or "The CLI asks")
+        labels = [str(o.get("label") or o.get("digit")) for o in options]
+        digits = [str(o["digit"]) for o in options]
         tid = q.get("turn_id")
         if not isinstance(tid, str):  # a question names no turn: the session's latest one
             tid = next(reversed(self.turns), None)
         rec = self.turns.get(tid) if tid is not None else None
         open_tools = list(rec.tools) if rec is not None else []
+        if q.get("kind") == "choice" and self.agent.elicitation:
+            await self._elicit(qid, text, labels, digits, open_tools[-1] if open_tools else None)
+            return
         if open_tools:
             tool_id = open_tools[-1]
         else:
             tool_id = f"question-{qid}"
             self.synthetic.add(tool_id)
             await self.update(start_tool_call(tool_id, text, kind="other", status="pending"))
-        labels = [str(o.get("label") or o.get("digit")) for o in options]
         perm = [
             PermissionOption(option_id=str(o["digit"]), name=label, kind=kind)  # type: ignore[arg-type]
             for o, label, kind in zip(options, labels, option_kinds(labels), strict=True)
@@ -384,6 +447,35 @@ class SessionView:
                 await client.interrupt(self.key)
         except (LitbridgeError, ConnectionError, RequestError) as exc:
             # answered or dismissed meanwhile, the turn already over, or the ACP client gone
+            print(f"litbridge acp: {self.key}: question {qid}: {exc}", file=sys.stderr, flush=True)
+        finally:
+            if self.asking.get(qid) is asyncio.current_task():
+                del self.asking[qid]
+
+    async def _elicit(self, qid: str, text: str, labels: list[str], digits: list[str], tool_id: str | None) -> None:
+        """A multiple-choice question as an `elicitation/create` form (one required choice): the accepted choice
+        answers it, a declined or cancelled form interrupts the turn (as a cancelled permission request does)."""
+        try:
+            reply = await self.agent.conn.create_elicitation(
+                message=text,
+                mode=ElicitationFormSessionMode(
+                    session_id=self.key,
+                    tool_call_id=tool_id,
+                    requested_schema=ElicitationSchema.model_validate(choice_schema(labels, digits)),
+                ),
+            )
+            client = self.client
+            if client is None:
+                return
+            action = getattr(reply, "action", None)
+            if action == "accept":
+                choice = (getattr(reply, "content", None) or {}).get("choice")
+                if choice not in digits:  # the question stays open (attach, the web view)
+                    raise RequestError.invalid_params({"message": f"not one of the choices: {choice!r}"})
+                await client.answer(self.key, question_id=qid, digit=choice)
+            else:
+                await client.interrupt(self.key)
+        except (LitbridgeError, ConnectionError, RequestError) as exc:
             print(f"litbridge acp: {self.key}: question {qid}: {exc}", file=sys.stderr, flush=True)
         finally:
             if self.asking.get(qid) is asyncio.current_task():
@@ -422,6 +514,9 @@ class LitbridgeAgent:
         """Sessions being closed (`session/close`): their waiting prompts end as cancelled."""
         self.conn: AcpClient = None  # type: ignore[assignment]
         """The editor's side of the connection (set by `on_connect`)."""
+        self.elicitation = False
+        """The client takes `elicitation/create` forms (its `initialize` said `elicitation.form`)."""
+        self.background: set[asyncio.Task[None]] = set()
 
     def on_connect(self, conn: AcpClient) -> None:
         self.conn = conn
@@ -455,6 +550,8 @@ class LitbridgeAgent:
         return v
 
     async def close(self) -> None:
+        for task in list(self.background):
+            task.cancel()
         for v in self.views.values():
             v.stop("litbridge acp is exiting")
         self.views.clear()
@@ -464,6 +561,8 @@ class LitbridgeAgent:
     async def initialize(
         self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **_: Any
     ) -> InitializeResponse:
+        elicit = getattr(client_capabilities, "elicitation", None)
+        self.elicitation = getattr(elicit, "form", None) is not None
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -508,6 +607,7 @@ class LitbridgeAgent:
             return await self.view(c, str(ready.get("session") or key))
 
         v = await self.call(create)
+        v.send_title_later()
         return NewSessionResponse(session_id=v.key)
 
     async def list_sessions(
@@ -553,6 +653,7 @@ class LitbridgeAgent:
                     v.skip_to = max(v.skip_to, seq)
                 await v.apply(ev, live=False)
             v.start()
+            await v.send_title()
             for q in list(log.questions.values()) if log is not None else []:
                 await v.apply(q, live=True)  # still open: ask now
             return len(history)
@@ -567,11 +668,11 @@ class LitbridgeAgent:
     async def resume_session(
         self, session_id: str, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **_: Any
     ) -> ResumeSessionResponse:
-        async def resume(c: Client) -> None:
+        async def resume(c: Client) -> SessionView:
             await c.dump(session_id)  # session_not_found first
-            await self.view(c, session_id)
+            return await self.view(c, session_id)
 
-        await self.call(resume)
+        (await self.call(resume)).send_title_later()
         return ResumeSessionResponse()
 
     async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
@@ -581,7 +682,7 @@ class LitbridgeAgent:
             await self.call(lambda c: c.kill(session_id))
             v = self.views.pop(session_id, None)
             if v is not None:
-                v.stop("the session was closed")
+                v.stop("the session was closed", code=SESSION_CLOSED)
         finally:
             self.closing.discard(session_id)
         return CloseSessionResponse()
@@ -595,8 +696,9 @@ class LitbridgeAgent:
 
         try:
             end, v = await self.call(go)
-        except RequestError:
-            if session_id in self.closing:
+        except RequestError as exc:
+            closed = isinstance(exc.data, dict) and exc.data.get("code") == SESSION_CLOSED
+            if closed or session_id in self.closing:
                 return PromptResponse(stop_reason="cancelled")
             raise
         kind = end.get("event")

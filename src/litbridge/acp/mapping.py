@@ -2,13 +2,15 @@
 
 No SDK here (plain strings and dicts), so the rules are testable on their own: which ACP tool kind a CLI's
 tool name is, which permission-option kind a question's option label means, and how the daemon's `replace`
-events (the full text so far) become append-only `agent_message_chunk` deltas.
+events (the full text so far) become append-only `agent_message_chunk` deltas, which tool calls are todo
+lists (a `plan` update), and the form a multiple-choice question is as an `elicitation/create`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 _KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # checked in order, on the lower-cased name with `mcp__server__` prefixes removed
@@ -73,6 +75,56 @@ def option_kinds(labels: list[str]) -> list[str]:
             seen_positive = True
         out.append(kind)
     return out
+
+
+_PLAN_TOOLS = {"todowrite": ("todos", "content"), "updateplan": ("plan", "step")}
+"""Tools whose input is the whole todo list: Claude Code's TodoWrite and Codex's update_plan (list key, text key)."""
+_PLAN_STATUSES = ("pending", "in_progress", "completed")
+_PRIORITIES = ("high", "medium", "low")
+
+
+def plan_entries(name: str, tool_input: Any) -> list[dict[str, str]] | None:
+    """The todo list a tool call sets, as ACP plan entries {content, status, priority}, or None when the call
+    is not one that sets a todo list (or its input is not a list).
+
+    Claude Code's `TodoWrite` has `{"todos": [{"content", "status", "activeForm"}]}`, Codex's `update_plan`
+    `{"plan": [{"step", "status"}]}`; both send the whole list each time, as ACP's `plan` update does. A
+    status outside pending / in_progress / completed counts as pending; the priority is the item's own when
+    it has a valid one (older TodoWrite inputs did), else medium. Items without text are left out."""
+    bare = re.sub(r"[^a-z0-9]", "", name.rsplit("__", 1)[-1].lower())
+    shape = _PLAN_TOOLS.get(bare)
+    if shape is None or not isinstance(tool_input, dict) or not isinstance(tool_input.get(shape[0]), list):
+        return None
+    entries: list[dict[str, str]] = []
+    for item in tool_input[shape[0]]:
+        text = item.get(shape[1]) if isinstance(item, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            continue
+        status, priority = item.get("status"), item.get("priority")
+        entries.append(
+            {
+                "content": text,
+                "status": status if status in _PLAN_STATUSES else "pending",
+                "priority": priority if priority in _PRIORITIES else "medium",
+            }
+        )
+    return entries
+
+
+def choice_schema(labels: list[str], digits: list[str]) -> dict[str, Any]:
+    """The form of `elicitation/create` for a multiple-choice question: one required string property, `choice`,
+    whose titled one-of values are the options' digits (what the daemon's `answer` takes) with their labels."""
+    return {
+        "type": "object",
+        "properties": {
+            "choice": {
+                "type": "string",
+                "title": "Choice",
+                "oneOf": [{"const": d, "title": label} for d, label in zip(digits, labels, strict=True)],
+            }
+        },
+        "required": ["choice"],
+    }
 
 
 REVISED = "\n\n[litbridge: the CLI revised the text streamed above; its final text follows]\n\n"
