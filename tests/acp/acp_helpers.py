@@ -191,7 +191,9 @@ async def acp_agent(
                 use_unstable_protocol=True,
             ) as (conn, proc):
                 caps = (
-                    S.ClientCapabilities(elicitation=S.ElicitationCapabilities(form=S.ElicitationFormCapabilities()))
+                    S.ClientCapabilities(
+                        elicitation=S.ElicitationCapabilities(form=S.ElicitationFormCapabilities())
+                    )
                     if elicit is not None
                     else None
                 )

@@ -51,7 +51,9 @@ async def test_prompt_streams_the_exact_answer(lb: EventClient, daemon: Daemon, 
     with MockOpenAI() as mock:
         mock.push({"label": "qa", "text": answer, "chunk": 8})
         async with acp_agent(daemon.socket, "--opt", "preapprove=true") as ed:
-            sid = (await ed.conn.new_session(cwd=str(h.cwd), mcp_servers=[], **_meta(h.home, mock))).session_id
+            sid = (
+                await ed.conn.new_session(cwd=str(h.cwd), mcp_servers=[], **_meta(h.home, mock))
+            ).session_id
             done = await ed.prompt(sid, "What is the capital of France?")
             assert done.stop_reason == "end_turn"
             assert ed.rec.text(sid) == answer
@@ -62,11 +64,12 @@ async def test_prompt_streams_the_exact_answer(lb: EventClient, daemon: Daemon, 
 
 async def test_plan_then_an_allowed_approval(lb: EventClient, daemon: Daemon, tmp_path: Path) -> None:
     h = make_home(tmp_path)
-    steps = [{"step": "Look around", "status": "completed"}, {"step": "Create the file", "status": "in_progress"}]
-    offered: list[list[S.PermissionOption]] = []
+    steps = [
+        {"step": "Look around", "status": "completed"},
+        {"step": "Create the file", "status": "in_progress"},
+    ]
 
     def allow(options: list[S.PermissionOption]) -> str:
-        offered.append(options)
         return next(o for o in options if o.kind == "allow_once").option_id
 
     with MockOpenAI() as mock:
@@ -79,7 +82,9 @@ async def test_plan_then_an_allowed_approval(lb: EventClient, daemon: Daemon, tm
             *shell_approval_script("touch made_by_acp.txt && echo hi-from-shell"),
         )
         async with acp_agent(daemon.socket, "--opt", "preapprove=true", policy=allow) as ed:
-            sid = (await ed.conn.new_session(cwd=str(h.cwd), mcp_servers=[], **_meta(h.home, mock))).session_id
+            sid = (
+                await ed.conn.new_session(cwd=str(h.cwd), mcp_servers=[], **_meta(h.home, mock))
+            ).session_id
             planned = await ed.prompt(sid, "Make a plan.")
             assert planned.stop_reason == "end_turn" and ed.rec.text(sid).endswith("Planned.")
             (plan,) = ed.rec.of(sid, "plan")

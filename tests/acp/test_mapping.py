@@ -165,7 +165,9 @@ def test_todowrite_is_a_plan() -> None:
         {"content": "Run the tests", "status": "pending", "priority": "medium"},
     ]
     # an item's own valid priority is kept; an unknown status is pending; items without text are left out
-    odd = {"todos": [{"content": "x", "status": "blocked", "priority": "high"}, {"status": "pending"}, "junk"]}
+    odd = {
+        "todos": [{"content": "x", "status": "blocked", "priority": "high"}, {"status": "pending"}, "junk"]
+    }
     assert plan_entries("TodoWrite", odd) == [{"content": "x", "status": "pending", "priority": "high"}]
     assert plan_entries("TodoWrite", {"todos": []}) == []  # the list emptied: an empty plan
 

@@ -367,6 +367,7 @@ class SessionView:
         """`send_title` once the response being returned is out: `session/new` and `session/resume` must have
         answered before updates about their session arrive. The SDK queues a handler's response in the step the
         handler returns, so a task started in the handler writes after it."""
+
         async def send() -> None:
             with contextlib.suppress(ConnectionError):  # the ACP client went away meanwhile
                 await self.send_title()
@@ -452,7 +453,9 @@ class SessionView:
             if self.asking.get(qid) is asyncio.current_task():
                 del self.asking[qid]
 
-    async def _elicit(self, qid: str, text: str, labels: list[str], digits: list[str], tool_id: str | None) -> None:
+    async def _elicit(
+        self, qid: str, text: str, labels: list[str], digits: list[str], tool_id: str | None
+    ) -> None:
         """A multiple-choice question as an `elicitation/create` form (one required choice): the accepted choice
         answers it, a declined or cancelled form interrupts the turn (as a cancelled permission request does)."""
         try:
