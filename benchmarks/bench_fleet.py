@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -30,7 +31,17 @@ import pytest
 from daemon_support import Conn, cpu_seconds, daemon, pct  # type: ignore[import-not-found]
 from report import SMOKE, report_at_end  # type: ignore[import-not-found]
 
-DAEMONS, SESSIONS, TURNS = (1, 2, 1) if SMOKE else (4, 20, 3)
+
+def _size() -> tuple[int, int, int]:
+    """D x S x T: smoke 1x2x1, default 4x20x3; `LITBRIDGE_FLEET_BENCH=10x50x3` for the full-size run."""
+    if SMOKE:
+        return 1, 2, 1
+    text = os.environ.get("LITBRIDGE_FLEET_BENCH", "4x20x3")
+    d, s, t = (int(x) for x in text.lower().split("x"))
+    return d, s, t
+
+
+DAEMONS, SESSIONS, TURNS = _size()
 TICKS, INTERVAL, QUIET = (3, 0.02, 0.15) if SMOKE else (10, 0.02, 0.15)
 pytestmark = pytest.mark.timeout(900)
 

@@ -20,10 +20,17 @@ from fetch_fixtures import CAPTURES, chromium_binary, codex_unavailable, gemini_
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _bench_env() -> dict[str, str]:
+    """The benchmarks' own pytest at smoke size, never as an xdist worker: pytest-benchmark switches itself off
+    when it sees the outer run's `PYTEST_XDIST_*` variables (the suite runs under `-n`)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    return {**env, "LITBRIDGE_BENCH_SMOKE": "1"}
+
+
 @pytest.fixture(scope="module")
 def smoke_output() -> str:
     """One run of the documented command at smoke size, shared by the checks below (each suite's rows)."""
-    env = {**os.environ, "LITBRIDGE_BENCH_SMOKE": "1"}
+    env = _bench_env()
     proc = subprocess.run(
         [
             sys.executable,
@@ -163,7 +170,7 @@ def test_benchmark_plugin_flags_are_accepted() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "benchmarks", "--benchmark-only", "--collect-only", "-q"],
         cwd=ROOT,
-        env={**os.environ, "LITBRIDGE_BENCH_SMOKE": "1"},
+        env=_bench_env(),
         capture_output=True,
         text=True,
         timeout=300,
@@ -188,7 +195,7 @@ def test_a_benchmark_file_named_on_the_command_line_runs_once() -> None:
             "-q",
         ],
         cwd=ROOT,
-        env={**os.environ, "LITBRIDGE_BENCH_SMOKE": "1"},
+        env=_bench_env(),
         capture_output=True,
         text=True,
         timeout=300,

@@ -21,7 +21,8 @@ def test_the_readme_opens_with_the_install_and_the_test_command() -> None:
     assert pip_install == ".venv/bin/pip install ."
     # the test line installs only the test dependency group: litbridge itself is not rebuilt
     assert "--group test" in test and "'.[test]'" not in test and "install ." not in test
-    assert test.endswith("&& .venv/bin/python -m pytest -q")
+    # two pytest-xdist workers: most tests wait on processes and sockets, so two halve the wall time
+    assert test.endswith("&& .venv/bin/python -m pytest -q -n 2 --dist loadfile")
 
 
 def test_ci_runs_the_readmes_set_up_lines() -> None:

@@ -7,14 +7,18 @@ module; every test uses its own session keys and closes its connections.
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import sys
+import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from lbd_helpers import WAIT, Conn, fake_create, pid_alive
+from lbd_helpers import WAIT, Conn, DaemonProc, fake_create, pid_alive, start_daemon
 
 from v1_names import V1_COMMANDS, V1_EVENTS
 
@@ -606,7 +610,19 @@ async def test_reconnect_since_seq_loses_and_duplicates_nothing(daemon: Any, bas
     await keeper.close()
 
 
-async def test_buffering_while_no_client(daemon: Any, bash_create: Any, tmp_path: Path) -> None:
+@pytest.fixture
+def lone_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProc]:
+    """A daemon of this test's own: buffering happens only while *no* control client is connected, which a
+    shared daemon cannot promise while an earlier test's connection is still being closed on a loaded box."""
+    d = tempfile.mkdtemp(prefix="lbd-")  # AF_UNIX paths are short
+    proc = start_daemon(os.path.join(d, "d.sock"))
+    yield proc
+    proc.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+async def test_buffering_while_no_client(lone_daemon: DaemonProc, bash_create: Any, tmp_path: Path) -> None:
+    daemon = lone_daemon
     gate = tmp_path / "gate"
     c, _ = await connect(daemon)
     await create(c, bash_create("buf", quiescence=2.0))

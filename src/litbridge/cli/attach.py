@@ -171,7 +171,12 @@ def _peek(sock: socket.socket) -> tuple[bytes, bool]:
 
 
 def _warn_size(out: Any) -> None:
-    size = shutil.get_terminal_size((0, 0))
+    """Warn when the terminal really showing the session is smaller than its grid: the tty's own size, not
+    `$COLUMNS`/`$LINES` (which a parent process may have set for itself), is what wraps the lines."""
+    try:
+        size = os.get_terminal_size(sys.stdout.fileno())
+    except (OSError, ValueError):
+        size = shutil.get_terminal_size((0, 0))
     if size.columns and (size.columns < GRID[0] or size.lines < GRID[1]):
         out.write(
             f"litbridge: warning: your terminal is {size.columns}x{size.lines}, the session's screen is "

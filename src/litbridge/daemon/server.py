@@ -428,9 +428,10 @@ class Daemon:
                 await self._undo_create(session, kill=False)
             raise
         if session.killing or session.dead:  # killed, or the CLI exited before its startup could begin
+            why = session.startup_exit_message()  # before the undo, whose kill would make it read "killed"
             if session.dead and not session.killing:
                 await self._undo_create(session)
-            raise SessionCommandError("spawn_failed", session.startup_exit_message())
+            raise SessionCommandError("spawn_failed", why)
         session.start(re)
         if sys.platform.startswith("linux"):
             self._ensure_stop_watch()
