@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litbridge.acp.mapping import REVISED, TextDeltas, choice_schema, option_kinds, plan_entries, tool_kind
+from litbridge.acp.mapping import (
+    REVISED,
+    TextDeltas,
+    choice_schema,
+    option_kinds,
+    plan_entries,
+    streams_text,
+    tool_kind,
+)
 
 
 def _stream(replaces: list[str], final: str) -> list[str]:
@@ -205,3 +213,16 @@ def test_choice_schema_is_a_valid_elicitation_form() -> None:
     prop = form.properties["choice"]
     assert form.required == ["choice"] and prop.type == "string"
     assert [(o.const, o.title) for o in prop.one_of] == [("1", "red"), ("2", "blue")]
+
+
+def test_screen_read_drivers_are_not_streamed_but_raw_text_is() -> None:
+    """Claude Code, Codex and Gemini draw markdown (`**Paris**` shows as `Paris`): their screen text is never a
+    prefix of the transcript's, so streaming it would end in a revision instead of the exact text. A shell's or
+    rift's text is the text itself."""
+    for driver in ("claude", "codex", "gemini"):
+        assert not streams_text(driver)
+    for driver in ("generic", "rift", None):
+        assert streams_text(driver)
+    # what streaming the screen text of a markdown answer would have given: not the final text, joined
+    shown, final = "The capital of France is Paris.", "The capital of France is **Paris**."
+    assert "".join(_stream([shown], final)) != final

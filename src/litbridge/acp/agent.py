@@ -67,7 +67,14 @@ from acp.schema import (
 )
 
 from litbridge import __version__
-from litbridge.acp.mapping import TextDeltas, choice_schema, option_kinds, plan_entries, tool_kind
+from litbridge.acp.mapping import (
+    TextDeltas,
+    choice_schema,
+    option_kinds,
+    plan_entries,
+    streams_text,
+    tool_kind,
+)
 from litbridge.client import TERMINAL_EVENTS, Client, ConnectionLost, Event, EventStream, LitbridgeError
 from litbridge.mcp.tracker import Bridge, brief
 
@@ -167,6 +174,8 @@ class SessionView:
         self.usage: dict[str, int] = {}
         self.title: str | None = None
         """The title last sent (`session_info_update`)."""
+        self.stream_text = True
+        """Stream `replace` deltas; False for drivers whose text is read off a rendered screen (mapping)."""
         self._titling = asyncio.Lock()
         self.skip_to = 0
         """Events up to this seq were already sent (the replayed history of `session/load`)."""
@@ -285,7 +294,7 @@ class SessionView:
         rec = self.turn(tid)
         if kind == "replace":
             await self._progress(rec)
-            delta = rec.deltas.replace(str(ev.get("text") or ""))
+            delta = rec.deltas.replace(str(ev.get("text") or "")) if self.stream_text else ""
             if delta:
                 await self.update(update_agent_message_text(delta))
         elif kind == "tool_use":
@@ -607,7 +616,9 @@ class LitbridgeAgent:
                 timeout=d.timeout,
                 **d.options,
             )
-            return await self.view(c, str(ready.get("session") or key))
+            v = await self.view(c, str(ready.get("session") or key))
+            v.stream_text = streams_text((await c.dump(v.key)).get("driver"))
+            return v
 
         v = await self.call(create)
         v.send_title_later()
@@ -640,11 +651,12 @@ class LitbridgeAgent:
         """Replay the session's history the daemon still buffers (and this process saw), then follow it."""
 
         async def load(c: Client) -> int:
-            await c.dump(session_id)  # session_not_found first
+            dump = await c.dump(session_id)  # session_not_found first
             old = self.views.pop(session_id, None)
             if old is not None:
                 old.stop()
             v = self.views[session_id] = SessionView(self, session_id)
+            v.stream_text = streams_text(dump.get("driver"))
             v.listen(c)  # from now on; what came before is the tracker's
             tracker = self.bridge.tracker
             await tracker.caught_up(c.last_seq, CATCH_UP_TIMEOUT)
@@ -672,8 +684,10 @@ class LitbridgeAgent:
         self, session_id: str, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **_: Any
     ) -> ResumeSessionResponse:
         async def resume(c: Client) -> SessionView:
-            await c.dump(session_id)  # session_not_found first
-            return await self.view(c, session_id)
+            dump = await c.dump(session_id)  # session_not_found first
+            v = await self.view(c, session_id)
+            v.stream_text = streams_text(dump.get("driver"))
+            return v
 
         (await self.call(resume)).send_title_later()
         return ResumeSessionResponse()

@@ -131,6 +131,17 @@ REVISED = "\n\n[litbridge: the CLI revised the text streamed above; its final te
 """Sent in the rare case where a turn's final text does not begin with what was already streamed."""
 
 
+SCREEN_TEXT_DRIVERS = frozenset({"claude", "codex", "gemini"})
+"""Drivers whose `replace` text is read off the CLI's rendered screen (markdown drawn, not written: `**Paris**`
+shows as `Paris`): it is no prefix of the final `complete.content`, so streaming it could not join to that text
+exactly. Their turns' text goes out as one chunk at the turn's end; tool calls, plans and questions still stream."""
+
+
+def streams_text(driver: str | None) -> bool:
+    """Whether a session's `replace` events may be streamed as `agent_message_chunk` deltas (see above)."""
+    return driver not in SCREEN_TEXT_DRIVERS
+
+
 @dataclass
 class TextDeltas:
     """Append-only chunks from the daemon's `replace` events (each one the full text so far).
