@@ -117,20 +117,6 @@ async def wait_registry(
     raise AssertionError(f"{what}: condition not met in {timeout}s; registry: {got}")
 
 
-def bash_create(key: str, **extra: Any) -> dict[str, Any]:
-    """The generic driver on bash (as tests/daemon/conftest.py's bash_create)."""
-    return {
-        "cmd": "create",
-        "session": key,
-        "cli": "bash",
-        "args": ["--norc", "--noprofile"],
-        "env": {"PS1": "$ ", "HISTFILE": "/dev/null"},
-        "working_dir": "/tmp",
-        "quiescence": 0.6,
-        **extra,
-    }
-
-
 def of_daemon(stored: list[Stored], daemon: str) -> list[Stored]:
     return [m for m in stored if m.daemon == daemon]
 

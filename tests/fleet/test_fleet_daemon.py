@@ -13,7 +13,6 @@ import nats
 import pytest
 from fleet_helpers import (
     FLEET,
-    bash_create,
     check_order,
     joined,
     of_daemon,
@@ -22,7 +21,7 @@ from fleet_helpers import (
     wait_registry,
     wait_stream,
 )
-from lbd_helpers import Conn
+from lbd_helpers import Conn, bash_create
 
 from litbridge.fleet import subjects
 
