@@ -245,6 +245,7 @@ class Daemon:
             if tcp:
                 hello = await self._tcp_auth(lines, writer)
                 if hello is None:
+                    await _close_after_refusal(reader, writer)
                     return
             client.start()
             self.hub.attach(
@@ -698,6 +699,20 @@ def _create_options(f: dict[str, Any], cli: str) -> dict[str, Any]:
     options["cli"] = cli
     options["working_dir"] = os.path.expanduser(f.get("working_dir") or "~")
     return options
+
+
+async def _close_after_refusal(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Send FIN after the refusal, then read what the peer still sends (briefly) before closing: closing a
+    socket with unread input sends RST at once, which can discard the refusal line before the peer reads it."""
+
+    async def discard() -> None:
+        while await reader.read(65536):
+            pass
+
+    with contextlib.suppress(Exception):
+        if writer.can_write_eof():
+            writer.write_eof()
+        await asyncio.wait_for(discard(), 2.0)
 
 
 EXIT_ALREADY_RUNNING = 3  # `serve` when a live daemon owns the socket: retrying cannot help (service units)
