@@ -304,7 +304,7 @@ class CodexDriver(EngineDriver):
 
 
 def _footer_model(rules: v0_169.Rules, rows: list[str]) -> str | None:
-    """`GPT-6-Astra default` from the footer row `  GPT-6-Astra default · ~/work/x` under the composer."""
+    """`GPT-6-Astra default` from the footer row `  GPT-6-Astra default · ~/project` under the composer."""
     comp = rules.composer_row(rows)
     if comp is None:
         return None
