@@ -854,7 +854,7 @@ class Session:
     def set_state(self, state: str) -> None:
         if state != self.state:
             old, self.state = self.state, state
-            self._emit(ev.state(self.key, self.channel_id, old, state))
+            self._emit(ev.state(self.key, self.channel_id, old, state, self.turn_id))
             if old == "dialog" and state != "dead":
                 self._emit(ev.generic("dialog_cleared", self.key, self.channel_id))
 

@@ -98,6 +98,10 @@ async def test_queued_sends_keep_order(daemon: Daemon, tmp_path) -> None:
         assert r1["turn_id"] != r2["turn_id"]
         assert r1["content"].strip() == "first"
         assert r2["content"].strip() == "second"
+        # a queued turn's handle sees the state change that starts it (it names the turn it belongs to)
+        states = [ev async for ev in second if ev["event"] == "state"]
+        assert states and states[0]["to"] == "thinking" and states[0]["turn_id"] == second.turn_id
+        assert {ev.get("turn_id") async for ev in first if ev["event"] == "state"} == {first.turn_id}
 
 
 async def test_send_with_same_msg_id_is_not_delivered_twice(daemon: Daemon) -> None:

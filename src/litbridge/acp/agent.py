@@ -80,6 +80,8 @@ from litbridge.mcp.tracker import Bridge, brief
 
 CATCH_UP_TIMEOUT = 10.0
 """Seconds `session/load` waits for the replayed history to be read before sending what it has."""
+TOOL_CALL_GRACE = 3.0
+"""Seconds a permission question waits for its tool call's transcript record before one is made up."""
 
 NOT_IN_EVENTS = {
     True: "[typed into the CLI directly (attach / web view): its text is not in litbridge's events]",
@@ -152,6 +154,8 @@ class _Turn:
     """Open tool calls of the turn (tool_use_id -> status: pending / in_progress)."""
     plans: set[str] = field(default_factory=set)
     """Todo-list tool calls of the turn, sent as `plan` updates (their results are not shown)."""
+    tool_opened: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set at each tool call: a permission dialog is seen on the screen before the transcript's tool_use."""
 
 
 class SessionView:
@@ -307,6 +311,7 @@ class SessionView:
                 await self.update(update_plan(plan_entry(**e) for e in entries))  # type: ignore[arg-type]
                 return
             rec.tools[tool_id] = "pending"
+            rec.tool_opened.set()
             await self.update(
                 start_tool_call(
                     tool_id,
@@ -427,7 +432,11 @@ class SessionView:
         tid = q.get("turn_id")
         if not isinstance(tid, str):  # a question names no turn: the session's latest one
             tid = next(reversed(self.turns), None)
-        rec = self.turns.get(tid) if tid is not None else None
+        rec = self.turn(tid) if isinstance(tid, str) else None
+        if rec is not None and not rec.tools:
+            # the dialog is read off the screen, its tool call off the transcript, which may come a moment later
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(rec.tool_opened.wait(), TOOL_CALL_GRACE)
         open_tools = list(rec.tools) if rec is not None else []
         if q.get("kind") == "choice" and self.agent.elicitation:
             await self._elicit(qid, text, labels, digits, open_tools[-1] if open_tools else None)

@@ -130,8 +130,11 @@ def ready_reused(
     return _ev("ready", session, channel_id, re, reused=True, model=model, **extra)
 
 
-def state(session: str, channel_id: str | None, from_: str, to: str) -> Ev:
-    return _ev("state", session, channel_id, **{"from": from_, "to": to})
+def state(session: str, channel_id: str | None, from_: str, to: str, turn_id: str | None = None) -> Ev:
+    ev = _ev("state", session, channel_id, **{"from": from_, "to": to})
+    if turn_id is not None:
+        ev["turn_id"] = turn_id
+    return ev
 
 
 def accepted(

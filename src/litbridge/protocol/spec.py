@@ -302,7 +302,15 @@ EVENTS: dict[str, Event] = {
         Event(
             "state",
             "Detected state changed.",
-            {"from": Field("string", enum=STATES), "to": Field("string", enum=STATES)},
+            {
+                "from": Field("string", enum=STATES),
+                "to": Field("string", enum=STATES),
+                "turn_id": Field(
+                    "string",
+                    doc="the running turn, when there is one (how a queued send's handle sees its turn begin)",
+                    new=True,
+                ),
+            },
         ),
         Event(
             "accepted",

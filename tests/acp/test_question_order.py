@@ -1,0 +1,84 @@
+"""A permission dialog is read off the CLI's screen, its tool call off the CLI's transcript: the question can
+reach `litbridge acp` a moment before the tool call does. The permission request must still name the real
+tool call (the editor shows the command it approves), not a made-up one."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from acp import schema as S
+
+from litbridge.acp.agent import SessionView
+
+
+class _Editor:
+    """The ACP client side, recording what it is sent; it allows whatever it is asked."""
+
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+        self.asked: list[Any] = []
+
+    async def session_update(self, session_id: str, update: Any) -> None:
+        self.updates.append(update)
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any]) -> Any:
+        self.asked.append(tool_call)
+        return S.RequestPermissionResponse(outcome=S.AllowedOutcome(outcome="selected", option_id="1"))
+
+
+class _Daemon:
+    def __init__(self) -> None:
+        self.answers: list[tuple[str, str, str]] = []
+
+    async def answer(self, key: str, question_id: str, digit: str) -> None:
+        self.answers.append((key, question_id, digit))
+
+
+def _view() -> tuple[SessionView, _Editor, _Daemon]:
+    editor, daemon = _Editor(), _Daemon()
+    agent = SimpleNamespace(conn=editor, elicitation=False, prompt_of=lambda key, tid: "go")
+    view = SessionView(agent, "s1")  # type: ignore[arg-type]
+    view.client = daemon  # type: ignore[assignment]
+    return view, editor, daemon
+
+
+QUESTION = {
+    "event": "question",
+    "question_id": "q1",
+    "turn_id": "t1",
+    "kind": "permission",
+    "text": "Do you want to proceed?",
+    "options": [{"digit": 1, "label": "Yes"}, {"digit": 2, "label": "No"}],
+}
+TOOL_USE = {"event": "tool_use", "turn_id": "t1", "tool_use_id": "toolu_1", "name": "Bash", "input": {}}
+
+
+@pytest.mark.asyncio
+async def test_question_before_its_tool_call_names_the_tool_call() -> None:
+    view, editor, daemon = _view()
+    await view.apply({"event": "accepted", "turn_id": "t1"}, live=True)
+    await view.apply(QUESTION, live=True)
+    asking = view.asking["q1"]
+    await asyncio.sleep(0.2)  # the transcript's record comes later than the screen's dialog
+    await view.apply(TOOL_USE, live=True)
+    await asyncio.wait_for(asking, 5)
+    (call,) = editor.asked
+    assert call.tool_call_id == "toolu_1"
+    assert daemon.answers == [("s1", "q1", "1")]
+    assert not view.synthetic
+
+
+@pytest.mark.asyncio
+async def test_question_with_no_tool_call_gets_one_made_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("litbridge.acp.agent.TOOL_CALL_GRACE", 0.1)
+    view, editor, daemon = _view()
+    await view.apply({"event": "accepted", "turn_id": "t1"}, live=True)
+    await view.apply(QUESTION, live=True)
+    await asyncio.wait_for(view.asking["q1"], 5)
+    (call,) = editor.asked
+    assert call.tool_call_id == "question-q1"
+    assert view.synthetic == {"question-q1"}
+    assert daemon.answers == [("s1", "q1", "1")]
