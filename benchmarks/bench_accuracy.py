@@ -41,6 +41,7 @@ hard property is asserted by `tests/test_accuracy.py`). Smoke size replays one r
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -119,10 +120,12 @@ def _run_start(tl: Timeline, t: float, states: set[State]) -> float:
     return since
 
 
-def _pieces(truth: Timeline, got: Timeline, start: float, end: float) -> list[tuple[float, float, State, State]]:
+def _pieces(
+    truth: Timeline, got: Timeline, start: float, end: float
+) -> list[tuple[float, float, State, State]]:
     """[a, b) pieces of the window on which both timelines are constant: (a, b, truth, got)."""
     cuts = sorted({start, end, *(t for t, _ in truth + got if start < t < end)})
-    return [(a, b, _at(truth, a), _at(got, a)) for a, b in zip(cuts, cuts[1:], strict=False)]
+    return [(a, b, _at(truth, a), _at(got, a)) for a, b in itertools.pairwise(cuts)]
 
 
 def score(truth: Timeline, got: Timeline, start: float, end: float) -> Score:
@@ -157,7 +160,9 @@ def score(truth: Timeline, got: Timeline, start: float, end: float) -> Score:
         sc.turns += v == WORKING and before in (IDLE, None)
         if (before, v) not in sc.delays:
             continue
-        since = truth[i - 1][0] if i else float("-inf")  # litbridge's entry must follow the truth's previous change
+        since = (
+            truth[i - 1][0] if i else float("-inf")
+        )  # litbridge's entry must follow the truth's previous change
         # a late entry still counts until the truth enters `v` again (a turn shorter than the delay is seen late,
         # not missed)
         until = next((u for u, w in truth[i + 1 :] if w == v), end)
@@ -297,9 +302,13 @@ def claude_marks(cap: Capture) -> list[Mark]:
                     marks.append(Mark(t, "tool_end", str(p.get("tool_use_id"))))
             texts = _text_parts(content)
             if any(x.lstrip().startswith("<command-name>/compact<") for x in texts):
-                marks.append(Mark(t, "turn_start"))  # /compact is a model call: the CLI works until its output
+                marks.append(
+                    Mark(t, "turn_start")
+                )  # /compact is a model call: the CLI works until its output
             elif any(x.lstrip().startswith("<local-command-stdout>") for x in texts):
-                marks.append(Mark(t, "turn_end"))  # a local command's output (ends /compact; nothing otherwise)
+                marks.append(
+                    Mark(t, "turn_end")
+                )  # a local command's output (ends /compact; nothing otherwise)
             elif any(x.startswith("[Request interrupted") for x in texts):
                 marks.append(Mark(t, "turn_end"))
             elif (
@@ -329,7 +338,11 @@ def codex_marks(cap: Capture) -> list[Mark]:
             marks.append(Mark(t, "turn_start"))
         elif e.get("type") == "event_msg" and kind in ("task_complete", "turn_aborted"):
             marks.append(Mark(t, "turn_end"))
-        elif e.get("type") == "response_item" and kind in ("function_call", "custom_tool_call", "local_shell_call"):
+        elif e.get("type") == "response_item" and kind in (
+            "function_call",
+            "custom_tool_call",
+            "local_shell_call",
+        ):
             marks.append(Mark(t, "tool_start", str(p.get("call_id"))))
         elif e.get("type") == "response_item" and str(kind).endswith("_call_output"):
             marks.append(Mark(t, "tool_end", str(p.get("call_id"))))
@@ -343,7 +356,9 @@ def gemini_marks(cap: Capture) -> list[Mark]:
         if e.get("type") == "gemini" and "id" in e:
             last_version[str(e["id"])] = e
     marks: list[Mark] = []
-    reseed = False  # after a cancel Gemini re-writes the history (a `<session_context>` entry, then old entries)
+    reseed = (
+        False  # after a cancel Gemini re-writes the history (a `<session_context>` entry, then old entries)
+    )
     seen: set[str] = set()
     for t, e in entries:
         if isinstance(e.get("$set"), dict) and "messages" in e["$set"]:
@@ -512,7 +527,12 @@ def table(results: list[Result]) -> str | None:
             if r.score is not None:
                 tot.add(r.score)
         scored = sum(r.score is not None for r in mine)
-        row = [cli, f"{len(mine)} ({scored})", str(tot.turns), f"{100 * tot.right / tot.window:.1f} %" if tot.window else "-"]
+        row = [
+            cli,
+            f"{len(mine)} ({scored})",
+            str(tot.turns),
+            f"{100 * tot.right / tot.window:.1f} %" if tot.window else "-",
+        ]
         for k in TRANSITIONS:
             d = tot.delays[k]
             row.append(f"{_ms(pct(d, 50))} / {_ms(pct(d, 99))} ({len(d)}, {tot.missed[k]})")

@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("litbridge_bench_accuracy", ROOT / "benchmarks" / "bench_accuracy.py")
+    spec = importlib.util.spec_from_file_location(
+        "litbridge_bench_accuracy", ROOT / "benchmarks" / "bench_accuracy.py"
+    )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up by name
@@ -23,7 +25,7 @@ def _load() -> ModuleType:
 
 
 acc = _load()
-I, W, Q = acc.IDLE, acc.WORKING, acc.QUESTION
+I, W, Q = acc.IDLE, acc.WORKING, acc.QUESTION  # noqa: E741 (the three states, as in the tables)
 
 
 def test_score_on_a_known_timeline() -> None:
@@ -58,7 +60,9 @@ def test_early_missed_and_late_detections() -> None:
     # litbridge never left working: in the right state when the answer came, counted from the question's start
     assert sc.delays[(Q, W)] == [pytest.approx(4.0 - 5.0)]
     assert sc.false_idle == 0
-    assert sc.right == pytest.approx(6.0 - 0.2 - 0.2 - 1.0 - 0.1)  # late end, late start, missed question, late end
+    assert sc.right == pytest.approx(
+        6.0 - 0.2 - 0.2 - 1.0 - 0.1
+    )  # late end, late start, missed question, late end
 
 
 def test_truth_from_record_marks() -> None:
@@ -104,7 +108,11 @@ def _recordings() -> list[object]:
     for cli in acc.CLIS:
         for path in acc.recordings(cli):
             key = f"{cli}/{path.name}"
-            marks = [pytest.mark.xfail(strict=True, reason=KNOWN_FALSE_IDLE[key])] if key in KNOWN_FALSE_IDLE else []
+            marks = (
+                [pytest.mark.xfail(strict=True, reason=KNOWN_FALSE_IDLE[key])]
+                if key in KNOWN_FALSE_IDLE
+                else []
+            )
             out.append(pytest.param(cli, path, id=key, marks=marks))
     return out
 

@@ -2,7 +2,7 @@
 
 Runs `python -m pytest benchmarks -p benchmark` with LITBRIDGE_BENCH_SMOKE=1 once, in a subprocess, exactly the
 documented benchmark command, and checks that each suite's measurements came out (emulator vs pyte, daemon,
-Codex and Gemini drivers, web view) and that no verdict is drawn at that size.
+Codex and Gemini drivers, web view, state accuracy) and that no verdict is drawn at that size.
 """
 
 from __future__ import annotations
@@ -152,6 +152,17 @@ def test_fleet_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
         smoke_output,
         "litbridge fleet over NATS (same run)",
         ["| added latency, stream vs local socket | p99 |"],
+    )
+
+
+@pytest.mark.timeout(960)
+def test_accuracy_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    """Replays of the recordings in the repository on a virtual clock: nothing to fetch, never skipped."""
+    rows = ["| CLI | recordings (scored) | turns | right state |", "| claude | 1 (1) |", "| codex | 1 (1) |"]
+    _rows(
+        smoke_output,
+        "litbridge state accuracy against the CLIs' own records (same run)",
+        [*rows, "| gemini | 1 (1) |"],
     )
 
 
