@@ -36,6 +36,14 @@ from collections.abc import Collection, Generator, Sequence
 from typing import Any, Literal
 
 from litbridge.client.client import Event, Turn, session_key
+from litbridge.client.commands import (
+    answer_fields,
+    command,
+    create_fields,
+    keystroke_fields,
+    kill_fields,
+    reply_error,
+)
 from litbridge.client.errors import ConnectionLost, LitbridgeError
 from litbridge.fleet import subjects
 from litbridge.fleet.config import REGISTRY_TTL, FleetConfig, FleetConfigError, is_tls
@@ -197,7 +205,7 @@ class FleetDaemon:
                     "timeout", f"no reply to {cmd!r} from daemon {self.name!r} within {wait} s"
                 ) from None
             if ev.get("event") == "error":
-                raise LitbridgeError(str(ev.get("code") or "error"), str(ev.get("message", "")), ev)
+                raise reply_error(ev)
             return ev
         finally:
             self._waiters.pop(cmd_id, None)
@@ -234,17 +242,17 @@ class FleetDaemon:
                 f"refusing to send create env over a NATS connection without TLS (to {self.address}); "
                 "use tls:// with --nats-tls-ca, or opt in with allow_plaintext_env / --nats-allow-plaintext-env",
             )
-        fields: dict[str, Any] = {
-            "session": session,
-            "channel_id": channel_id,
-            "cli": cli,
-            "args": list(args) if args is not None else None,
-            "working_dir": os.fspath(working_dir) if working_dir is not None else None,
-            "env": dict(env) if env else None,
-            "model": model,
-            "worktree": worktree if worktree is not False else None,
-            **extra,
-        }
+        fields = create_fields(
+            session,
+            cli,
+            args=args,
+            working_dir=working_dir,
+            env=env or None,  # an empty env is not sent (nor refused above)
+            model=model,
+            channel_id=channel_id,
+            worktree=worktree,
+            extra=extra,
+        )
         ready = await self.request("create", fields, timeout=timeout)
         return {**ready, "daemon": self.name}
 
@@ -277,10 +285,7 @@ class FleetDaemon:
     async def keystroke(
         self, session: str, keys: Sequence[str] | str, *, channel_id: str | None = None
     ) -> Event:
-        key_list = [keys] if isinstance(keys, str) else builtins.list(keys)
-        return await self.request(
-            "keystroke", {"session": session, "channel_id": channel_id, "keys": key_list}
-        )
+        return await self.request("keystroke", keystroke_fields(session, keys, channel_id))
 
     async def answer(
         self,
@@ -293,17 +298,10 @@ class FleetDaemon:
         channel_id: str | None = None,
     ) -> Event:
         """Answer an open `question` by digit, option label or free text; returns `answer_sent`."""
-        return await self.request(
-            "answer",
-            {
-                "session": session,
-                "channel_id": channel_id,
-                "question_id": question_id,
-                "digit": str(digit) if digit is not None else None,
-                "option": option,
-                "text": text,
-            },
+        fields = answer_fields(
+            session, question_id=question_id, digit=digit, option=option, text=text, channel_id=channel_id
         )
+        return await self.request("answer", fields)
 
     async def interrupt(self, session: str, *, channel_id: str | None = None) -> Event:
         return await self.request("interrupt", {"session": session, "channel_id": channel_id})
@@ -313,7 +311,7 @@ class FleetDaemon:
 
     async def kill(self, session: str, *, store_resume: bool = False, channel_id: str | None = None) -> Event:
         return await self.request(
-            "kill", {"session": session, "channel_id": channel_id, "store_resume": store_resume or None}
+            "kill", kill_fields(session, store_resume=store_resume, channel_id=channel_id)
         )
 
     def __repr__(self) -> str:
@@ -646,8 +644,7 @@ class Fleet:
             await self._start()
         nats = _import_nats()
         cmd_id = id or self._next_id()
-        msg: dict[str, Any] = {"cmd": cmd, "id": cmd_id}
-        msg.update({k: v for k, v in (fields or {}).items() if v is not None})
+        msg = command(cmd, cmd_id, fields)
         wait = self.request_timeout if timeout == "default" else timeout
         subject = subjects.command(self.name, daemon)
         try:
@@ -674,7 +671,7 @@ class Fleet:
         mine = [ev for ev in events if isinstance(ev, dict) and ev.get("re") == cmd_id]
         for ev in mine:
             if ev.get("event") == "error":
-                raise LitbridgeError(str(ev.get("code") or "error"), str(ev.get("message", "")), ev)
+                raise reply_error(ev)
         want = _FINAL_REPLY.get(cmd)
         for ev in mine:
             if want is None or ev.get("event") == want:
