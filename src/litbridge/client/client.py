@@ -39,14 +39,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from litbridge.client.commands import (
-    answer_fields,
-    command,
-    create_fields,
-    keystroke_fields,
-    kill_fields,
-    reply_error,
-)
+from litbridge.client import commands
 from litbridge.client.errors import (
     AuthFailed,
     ConnectionLost,
@@ -774,7 +767,7 @@ class Client:
             if pending is not None and not pending.future.done():
                 del self._pending[str(re_)]
                 if kind == "error":
-                    pending.future.set_exception(reply_error(ev))
+                    pending.future.set_exception(commands.reply_error(ev))
                 else:
                     try:
                         result = pending.on_reply(ev) if pending.on_reply else ev
@@ -848,7 +841,7 @@ class Client:
         if self._task is None:
             await self._start()
         cmd_id = id or self._next_id()
-        line = encode(command(cmd, cmd_id, fields))
+        line = encode(commands.command(cmd, cmd_id, fields))
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._pending[cmd_id] = _Pending(cmd, line, future, on_reply)
@@ -941,7 +934,7 @@ class Client:
             raise LitbridgeError(
                 "unsupported", f"the daemon at {self.address} is too old for create worktree (upgrade it)"
             )
-        fields = create_fields(
+        fields = commands.create_fields(
             session,
             cli,
             args=args,
@@ -998,7 +991,7 @@ class Client:
         >>> async def pick_second(c: Client) -> None:  # doctest: +SKIP
         ...     await c.keystroke("work", ["Down", "Enter"])
         """
-        return await self._call("keystroke", keystroke_fields(session, keys, channel_id))
+        return await self._call("keystroke", commands.keystroke_fields(session, keys, channel_id))
 
     async def answer(
         self,
@@ -1015,7 +1008,7 @@ class Client:
         >>> async def allow(c: Client, q: dict) -> None:  # doctest: +SKIP
         ...     await c.answer("work", question_id=q["question_id"], digit=1)
         """
-        fields = answer_fields(
+        fields = commands.answer_fields(
             session, question_id=question_id, digit=digit, option=option, text=text, channel_id=channel_id
         )
         return await self._call("answer", fields)
@@ -1031,7 +1024,7 @@ class Client:
     async def kill(self, session: str, *, store_resume: bool = False, channel_id: str | None = None) -> Event:
         """Kill the CLI and its process group; returns `killed`. `store_resume` lets the next create resume."""
         return await self._call(
-            "kill", kill_fields(session, store_resume=store_resume, channel_id=channel_id)
+            "kill", commands.kill_fields(session, store_resume=store_resume, channel_id=channel_id)
         )
 
     def events(

@@ -35,15 +35,8 @@ from collections import deque
 from collections.abc import Collection, Generator, Sequence
 from typing import Any, Literal
 
+from litbridge.client import commands
 from litbridge.client.client import Event, Turn, session_key
-from litbridge.client.commands import (
-    answer_fields,
-    command,
-    create_fields,
-    keystroke_fields,
-    kill_fields,
-    reply_error,
-)
 from litbridge.client.errors import ConnectionLost, LitbridgeError
 from litbridge.fleet import subjects
 from litbridge.fleet.config import REGISTRY_TTL, FleetConfig, FleetConfigError, is_tls
@@ -205,7 +198,7 @@ class FleetDaemon:
                     "timeout", f"no reply to {cmd!r} from daemon {self.name!r} within {wait} s"
                 ) from None
             if ev.get("event") == "error":
-                raise reply_error(ev)
+                raise commands.reply_error(ev)
             return ev
         finally:
             self._waiters.pop(cmd_id, None)
@@ -242,7 +235,7 @@ class FleetDaemon:
                 f"refusing to send create env over a NATS connection without TLS (to {self.address}); "
                 "use tls:// with --nats-tls-ca, or opt in with allow_plaintext_env / --nats-allow-plaintext-env",
             )
-        fields = create_fields(
+        fields = commands.create_fields(
             session,
             cli,
             args=args,
@@ -285,7 +278,7 @@ class FleetDaemon:
     async def keystroke(
         self, session: str, keys: Sequence[str] | str, *, channel_id: str | None = None
     ) -> Event:
-        return await self.request("keystroke", keystroke_fields(session, keys, channel_id))
+        return await self.request("keystroke", commands.keystroke_fields(session, keys, channel_id))
 
     async def answer(
         self,
@@ -298,7 +291,7 @@ class FleetDaemon:
         channel_id: str | None = None,
     ) -> Event:
         """Answer an open `question` by digit, option label or free text; returns `answer_sent`."""
-        fields = answer_fields(
+        fields = commands.answer_fields(
             session, question_id=question_id, digit=digit, option=option, text=text, channel_id=channel_id
         )
         return await self.request("answer", fields)
@@ -311,7 +304,7 @@ class FleetDaemon:
 
     async def kill(self, session: str, *, store_resume: bool = False, channel_id: str | None = None) -> Event:
         return await self.request(
-            "kill", kill_fields(session, store_resume=store_resume, channel_id=channel_id)
+            "kill", commands.kill_fields(session, store_resume=store_resume, channel_id=channel_id)
         )
 
     def __repr__(self) -> str:
@@ -644,7 +637,7 @@ class Fleet:
             await self._start()
         nats = _import_nats()
         cmd_id = id or self._next_id()
-        msg = command(cmd, cmd_id, fields)
+        msg = commands.command(cmd, cmd_id, fields)
         wait = self.request_timeout if timeout == "default" else timeout
         subject = subjects.command(self.name, daemon)
         try:
@@ -671,7 +664,7 @@ class Fleet:
         mine = [ev for ev in events if isinstance(ev, dict) and ev.get("re") == cmd_id]
         for ev in mine:
             if ev.get("event") == "error":
-                raise reply_error(ev)
+                raise commands.reply_error(ev)
         want = _FINAL_REPLY.get(cmd)
         for ev in mine:
             if want is None or ev.get("event") == want:
