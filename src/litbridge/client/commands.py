@@ -3,8 +3,8 @@
 
 >>> command("kill", "c1", kill_fields("work", store_resume=False, channel_id=None))
 {'cmd': 'kill', 'id': 'c1', 'session': 'work'}
->>> answer_fields("work", digit=2)["digit"], keystroke_fields("work", "Enter", None)["keys"]
-('2', ['Enter'])
+>>> keystroke_fields("work", "Enter", None)["keys"]
+['Enter']
 """
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ def create_fields(
 def answer_fields(
     session: str,
     *,
-    question_id: str | None = None,
-    digit: str | int | None = None,
-    option: str | None = None,
-    text: str | None = None,
-    channel_id: str | None = None,
+    question_id: str | None,
+    digit: str | int | None,
+    option: str | None,
+    text: str | None,
+    channel_id: str | None,
 ) -> dict[str, Any]:
     """`answer`'s fields (the wire's `digit` is a string)."""
     return {
