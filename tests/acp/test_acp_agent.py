@@ -9,15 +9,13 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _daemon import Daemon, running_daemon, spawn, stop
+from _front_ends import StdioPeer, check_no_daemon_error, until, wait_turn_running
 from acp import RequestError
 from acp import schema as S
 from acp_helpers import acp_agent, agent_argv
@@ -25,17 +23,6 @@ from acp_helpers import acp_agent, agent_argv
 from litbridge.client import Client
 
 BASH = {"cli": "bash", "args": ["--norc", "--noprofile"], "env": {"PS1": "$ "}}
-
-
-async def _until(check: Any, what: str, timeout: float = 60.0) -> Any:
-    """Poll the async `check` until it returns something truthy (generous timeout: a loaded box)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        got = await check()
-        if got:
-            return got
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
 
 
 async def _sessions(c: Client) -> dict[str, Any]:
@@ -78,7 +65,7 @@ async def test_cancel_during_a_long_command(daemon: Daemon, watcher: Client) -> 
         async def running() -> Any:
             return (await _sessions(watcher))["acp-cancel"]["turn_id"]
 
-        await _until(running, "the turn to start")
+        await until(running, "the turn to start")
         assert not prompting.done()
         await ed.conn.cancel(session_id=sid)
         done = await asyncio.wait_for(prompting, 60)
@@ -198,7 +185,7 @@ async def test_title_on_new_load_and_when_the_cli_reports_one(daemon: Daemon, wa
         async def titles() -> list[str | None]:
             return [u.title for u in ed.rec.of(sid, "session_info_update")]
 
-        assert await _until(titles, "the title") == ["acp-title"]
+        assert await until(titles, "the title") == ["acp-title"]
         # the update came after the response of session/new, which told the editor the session's id
         out = [m for way, m in ed.checker.messages if way == "in"]
         answered = next(i for i, m in enumerate(out) if "sessionId" in m.get("result", {}))
@@ -258,7 +245,7 @@ async def test_load_asks_a_question_still_open(daemon: Daemon, watcher: Client) 
         async def asked() -> bool:
             return bool(ed.rec.asked)
 
-        await _until(asked, "the permission request")
+        await until(asked, "the permission request")
         prompting.cancel()
     async with acp_agent(daemon.socket, policy=lambda options: options[1].option_id) as ed:
         await ed.conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
@@ -266,14 +253,14 @@ async def test_load_asks_a_question_still_open(daemon: Daemon, watcher: Client) 
         async def asked_again() -> bool:
             return bool(ed.rec.asked)
 
-        await _until(asked_again, "the question asked again")
+        await until(asked_again, "the question asked again")
         (req,) = ed.rec.asked
         assert req.tool_call.title == "Pick a colour" and [o.name for o in req.options] == ["red", "blue"]
 
         async def finished() -> bool:
             return ed.rec.text(sid).endswith("Done: blue")
 
-        await _until(finished, "the rest of the turn")
+        await until(finished, "the rest of the turn")
         await ed.conn.close_session(session_id=sid)
 
 
@@ -288,7 +275,7 @@ async def test_organic_turn_is_shown_as_a_user_message(daemon: Daemon, watcher: 
         async def shown() -> bool:
             return ed.rec.text(sid) == "from elsewhere"
 
-        await _until(shown, "the other client's turn")
+        await until(shown, "the other client's turn")
         (user,) = ed.rec.of(sid, "user_message_chunk")
         assert "not in litbridge's events" in user.content.text
 
@@ -303,7 +290,7 @@ async def test_resume_and_close(daemon: Daemon, watcher: Client) -> None:
         async def titled() -> bool:
             return bool(ed.rec.of(sid, "session_info_update"))
 
-        await _until(titled, "the session's title")
+        await until(titled, "the session's title")
         assert [u.session_update for _, u in ed.rec.updates] == ["session_info_update"]  # resume: no history
         assert (await ed.prompt(sid, "echo resumed")).stop_reason == "end_turn"
         assert ed.rec.text(sid) == "resumed"
@@ -312,7 +299,7 @@ async def test_resume_and_close(daemon: Daemon, watcher: Client) -> None:
         async def running() -> Any:
             return (await _sessions(watcher))["acp-close"]["turn_id"]
 
-        await _until(running, "the turn to start")
+        await until(running, "the turn to start")
         await ed.conn.close_session(session_id=sid)
         assert (await asyncio.wait_for(prompting, 60)).stop_reason == "cancelled"  # closing cancels it
         assert "acp-close" not in await _sessions(watcher)
@@ -392,14 +379,8 @@ async def test_turn_error_is_a_jsonrpc_error(daemon: Daemon, watcher: Client) ->
         await ed.conn.close_session(session_id=sid)
 
 
-def test_no_daemon_is_a_clear_error(tmp_path: Any) -> None:
-    sock = str(tmp_path / "none.sock")
-    proc = subprocess.run(
-        [sys.executable, *agent_argv(sock)], input="", capture_output=True, text=True, timeout=60
-    )
-    assert proc.returncode == 1
-    assert proc.stdout == ""
-    assert f"no litbridge daemon at {sock}" in proc.stderr and "litbridge serve" in proc.stderr
+def test_no_daemon_is_a_clear_error(tmp_path: Path) -> None:
+    check_no_daemon_error(agent_argv, tmp_path)
 
 
 def test_spawn_daemon_starts_one() -> None:
@@ -407,27 +388,14 @@ def test_spawn_daemon_starts_one() -> None:
     sock = f"{base}/d.sock"
     home = f"{base}/home"
     os.mkdir(home)
-    proc = subprocess.Popen(
-        [sys.executable, *agent_argv(sock, "--spawn-daemon")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "HOME": home, "XDG_RUNTIME_DIR": base},  # the daemon's state stays in `base`
-    )
+    env = {**os.environ, "HOME": home, "XDG_RUNTIME_DIR": base}  # the daemon's state stays in `base`
     try:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(
-            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}}) + "\n"
-        )
-        proc.stdin.flush()
-        reply = json.loads(proc.stdout.readline())
-        assert reply == {"jsonrpc": "2.0", "id": 1, "result": {"sessions": []}}
-        proc.stdin.close()
-        assert proc.wait(60) == 0
-        assert "started a daemon" in (proc.stderr.read() if proc.stderr else "")
+        with StdioPeer(agent_argv(sock, "--spawn-daemon"), env=env) as agent:
+            agent.send({"id": 1, "method": "session/list", "params": {}})
+            assert agent.read() == {"jsonrpc": "2.0", "id": 1, "result": {"sessions": []}}
+            assert agent.close_and_wait() == 0
+            assert "started a daemon" in agent.stderr()
     finally:
-        proc.kill()
         _stop_daemon_at(sock)
 
 
@@ -447,74 +415,47 @@ def test_closed_stdin_ends_the_agent_cleanly(daemon: Daemon) -> None:
     """Stdin closing ends the agent with status 0, also while a prompt waits for a turn that would run for
     minutes (the turn goes on in the daemon)."""
     assert daemon.cli("create", "acp-eof", "--cli", "bash").returncode == 0
-    proc = subprocess.Popen(
-        [sys.executable, *agent_argv(daemon.socket)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-
-    def rpc(msg: dict[str, Any]) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}) + "\n")
-        proc.stdin.flush()
-
     try:
-        rpc({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
-        assert json.loads(proc.stdout.readline())["result"]["protocolVersion"] == 1
-        rpc({"id": 1, "method": "session/resume", "params": {"sessionId": "acp-eof", "cwd": "/tmp"}})
-        assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 1, "result": {}}
-        prompt = [{"type": "text", "text": "sleep 600"}]
-        rpc({"id": 2, "method": "session/prompt", "params": {"sessionId": "acp-eof", "prompt": prompt}})
-        deadline = time.monotonic() + 60
-        while "thinking" not in daemon.cli("list").stdout:  # the prompt is in, its turn running
-            assert time.monotonic() < deadline, daemon.cli("list").stdout
-            time.sleep(0.2)
-        proc.stdin.close()
-        rc = proc.wait(60)
+        with StdioPeer(agent_argv(daemon.socket)) as agent:
+            agent.send({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+            assert agent.read()["result"]["protocolVersion"] == 1
+            agent.send(
+                {"id": 1, "method": "session/resume", "params": {"sessionId": "acp-eof", "cwd": "/tmp"}}
+            )
+            assert agent.read() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+            prompt = [{"type": "text", "text": "sleep 600"}]
+            agent.send(
+                {"id": 2, "method": "session/prompt", "params": {"sessionId": "acp-eof", "prompt": prompt}}
+            )
+            wait_turn_running(daemon)
+            rc = agent.close_and_wait()
+            assert rc == 0, agent.stderr()
     finally:
-        proc.kill()
         daemon.cli("kill", "acp-eof")
-    assert rc == 0, proc.stderr.read() if proc.stderr else ""
 
 
 def test_closed_stdin_while_a_permission_request_is_pending(daemon: Daemon) -> None:
     """The editor goes away while the agent waits for its answer: the agent exits 0 (the question stays open
     in the daemon, for `attach` or the next editor)."""
     assert daemon.cli("create", "acp-eof-ask", "--cli", "rift").returncode == 0
-    proc = subprocess.Popen(
-        [sys.executable, *agent_argv(daemon.socket)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
     try:
-        for msg in (
-            {"id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
-            {"id": 1, "method": "session/resume", "params": {"sessionId": "acp-eof-ask", "cwd": "/tmp"}},
-            {
-                "id": 2,
-                "method": "session/prompt",
-                "params": {
-                    "sessionId": "acp-eof-ask",
-                    "prompt": [{"type": "text", "text": "[ask:Go?|yes|no]"}],
+        with StdioPeer(agent_argv(daemon.socket)) as agent:
+            for msg in (
+                {"id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+                {"id": 1, "method": "session/resume", "params": {"sessionId": "acp-eof-ask", "cwd": "/tmp"}},
+                {
+                    "id": 2,
+                    "method": "session/prompt",
+                    "params": {
+                        "sessionId": "acp-eof-ask",
+                        "prompt": [{"type": "text", "text": "[ask:Go?|yes|no]"}],
+                    },
                 },
-            },
-        ):
-            proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}) + "\n")
-            proc.stdin.flush()
-        while True:  # updates, replies... until the agent asks
-            line = proc.stdout.readline()
-            assert line, proc.stderr.read() if proc.stderr else ""
-            if json.loads(line).get("method") == "session/request_permission":
-                break
-        proc.stdin.close()
-        rc = proc.wait(60)
+            ):
+                agent.send(msg)
+            while agent.read().get("method") != "session/request_permission":
+                pass  # updates, replies... until the agent asks
+            rc = agent.close_and_wait()
+            assert rc == 0, agent.stderr()
     finally:
-        proc.kill()
         daemon.cli("kill", "acp-eof-ask")
-    assert rc == 0, proc.stderr.read() if proc.stderr else ""

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
+from _front_ends import claude_daemon
 from acp import schema as S
 from acp_helpers import acp_agent
 from claude_env import make_home, offline_env, require_claude_binary, write_preapproval
@@ -24,17 +24,7 @@ pytestmark = [pytest.mark.real_claude, pytest.mark.asyncio]
 
 @pytest.fixture
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeDaemon]:
-    require_claude_binary()
-    d = ServeDaemon(tmp_path_factory.mktemp("lbd"), ("PATH", "LANG", "LC_ALL", "USER", "TMPDIR"))
-    yield d
-    d.stop()
-
-
-@pytest_asyncio.fixture
-async def lb(daemon: ServeDaemon) -> AsyncIterator[EventClient]:
-    client = await EventClient.connect(daemon)  # schema- and turn-order-checked
-    yield client
-    await client.close()
+    yield from claude_daemon(tmp_path_factory)  # `lb` (the conftest's) connects to it
 
 
 async def test_permission_request_allowed_runs_the_command(

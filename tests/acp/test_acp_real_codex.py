@@ -7,11 +7,10 @@ cannot run here."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from acp import schema as S
 from acp_helpers import acp_agent
 from codex_env import Daemon, make_home, provider_args, require_codex_binary, shell_approval_script
@@ -25,14 +24,7 @@ pytestmark = pytest.mark.asyncio
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     d = Daemon(tmp_path_factory.mktemp("lbd"), require_codex_binary())
     yield d
-    d.stop()
-
-
-@pytest_asyncio.fixture
-async def lb(daemon: Daemon) -> AsyncIterator[EventClient]:
-    client = await EventClient.connect(daemon)  # every daemon event schema- and turn-order-checked
-    yield client
-    await client.close()
+    d.stop()  # `lb` (the conftest's) connects to it
 
 
 def _meta(home: Path, mock: MockOpenAI) -> dict[str, object]:

@@ -5,11 +5,10 @@ Skipped when the CLI is not installed."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from acp_helpers import acp_agent
 from gemini_helpers import Daemon, make_home, offline_env
 from lbd_helpers import EventClient
@@ -27,14 +26,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         pytest.skip(why)
     d = Daemon(tmp_path_factory.mktemp("lbd"), gemini_launcher().parent)
     yield d
-    d.stop()
-
-
-@pytest_asyncio.fixture
-async def lb(daemon: Daemon) -> AsyncIterator[EventClient]:
-    client = await EventClient.connect(daemon)  # every daemon event schema- and turn-order-checked
-    yield client
-    await client.close()
+    d.stop()  # `lb` (the conftest's) connects to it
 
 
 async def test_prompt_streams_the_exact_answer(lb: EventClient, daemon: Daemon, tmp_path: Path) -> None:

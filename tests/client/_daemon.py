@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 
@@ -83,9 +84,7 @@ def running_daemon(port: int | None = None) -> Iterator[Daemon]:
     home.mkdir()
     bindir = base / "bin"
     bindir.mkdir()
-    rift = bindir / "rift"
-    rift.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKES / "fake_rift.py"}" "$@"\n')
-    rift.chmod(0o755)
+    rift = write_rift(bindir)
     sock = str(base / "d.sock")
     log = base / "daemon.log"
     env = {
@@ -97,8 +96,10 @@ def running_daemon(port: int | None = None) -> Iterator[Daemon]:
     }
     daemon = Daemon(sock, home, spawn(sock, env, log, port), log, env)
     violations: list[str] = []
+    from litbridge.client import client as client_mod
+
     try:
-        with _checked_client_events(violations):
+        with checked_decode(client_mod, violations):
             yield daemon
     finally:
         stop(daemon.proc)  # the current one: a test may have restarted the daemon
@@ -106,28 +107,36 @@ def running_daemon(port: int | None = None) -> Iterator[Daemon]:
     assert not violations, "events that violate `litbridge schema`:\n" + "\n".join(violations[:10])
 
 
-@contextmanager
-def _checked_client_events(violations: list[str]) -> Iterator[None]:
-    """Every event the in-process client library decodes is checked against `litbridge schema` (collected,
-    reported when the daemon fixture ends: raising inside the client's read loop would look like a lost line)."""
-    from litbridge.client import client as client_mod
+def write_rift(bindir: Path) -> Path:
+    """A `rift` executable in `bindir` that runs tests/fakes/fake_rift.py (for LITBRIDGE_RIFT_BIN)."""
+    rift = bindir / "rift"
+    rift.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKES / "fake_rift.py"}" "$@"\n')
+    rift.chmod(0o755)
+    return rift
 
-    original = client_mod.decode
+
+@contextmanager
+def checked_decode(module: Any, violations: list[str]) -> Iterator[None]:
+    """Every event `module.decode` returns (an event, or each event of a reply array) is checked against
+    `litbridge schema`; violations are collected for the caller to report at the end (raising inside a client's
+    read loop or a NATS callback would look like a lost line)."""
+    original = module.decode
 
     def decode(line: bytes) -> object:
-        ev = original(line)
-        if isinstance(ev, dict) and "event" in ev:
-            try:
-                check_event(ev)
-            except AssertionError as exc:
-                violations.append(str(exc))
-        return ev
+        value = original(line)
+        for ev in value if isinstance(value, list) else [value]:
+            if isinstance(ev, dict) and "event" in ev:
+                try:
+                    check_event(ev)
+                except AssertionError as exc:
+                    violations.append(str(exc))
+        return value
 
-    client_mod.decode = decode  # type: ignore[assignment]
+    module.decode = decode
     try:
         yield
     finally:
-        client_mod.decode = original
+        module.decode = original
 
 
 def spawn(sock: str, env: dict[str, str], log: Path, port: int | None = None) -> subprocess.Popen[bytes]:

@@ -8,6 +8,7 @@ import pytest
 
 import litbridge.client
 import litbridge.client.client
+import litbridge.client.commands
 import litbridge.client.errors
 import litbridge.client.paths
 import litbridge.protocol.auth
@@ -19,6 +20,7 @@ import litbridge.protocol.jsonschema
     [
         litbridge.client,
         litbridge.client.client,
+        litbridge.client.commands,
         litbridge.client.errors,
         litbridge.client.paths,
         litbridge.protocol.auth,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import orjson
 from lbd_helpers import check_event
@@ -15,6 +15,7 @@ from litbridge.fleet import subjects
 
 FLEET = subjects.DEFAULT_FLEET
 WAIT = 60.0  # generous: the test box is loaded
+T = TypeVar("T")
 
 
 async def request(nc: Any, daemon: str, cmd: dict[str, Any], timeout: float = 60.0) -> list[dict[str, Any]]:
@@ -42,6 +43,20 @@ async def joined(nc: Any, *daemons: str, timeout: float = WAIT) -> None:
                 if time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.2)
+
+
+@contextlib.asynccontextmanager
+async def nats_client(url: str, *daemons: str) -> AsyncIterator[tuple[Any, Any]]:
+    """A raw NATS connection and its JetStream context, once each daemon answers over it (see `joined`); it
+    reconnects for as long as it is open (tests restart the server), and is closed at the end."""
+    import nats
+
+    nc = await nats.connect(url, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
+    try:
+        await joined(nc, *daemons)
+        yield nc, nc.jetstream()
+    finally:
+        await nc.close()
 
 
 class Stored:
@@ -73,18 +88,33 @@ async def read_stream(js: Any) -> list[Stored]:
     return out
 
 
-async def wait_stream(
-    js: Any, pred: Callable[[list[Stored]], bool], timeout: float = WAIT, what: str = "stream"
-) -> list[Stored]:
+async def _wait(
+    read: Callable[[], Awaitable[T]],
+    pred: Callable[[T], bool],
+    timeout: float,
+    what: str,
+    shown: Callable[[T], str],
+) -> T:
+    """Read until `pred` holds; fail naming `what` and (`shown`) the last read."""
     deadline = time.monotonic() + timeout
-    got: list[Stored] = []
+    got: T | None = None
     while time.monotonic() < deadline:
         with contextlib.suppress(Exception):  # the server may be restarting: the deadline reports
-            got = await read_stream(js)
+            got = await read()
             if pred(got):
                 return got
         await asyncio.sleep(0.3)
-    raise AssertionError(f"{what}: condition not met in {timeout}s; last messages: {got[-10:]}")
+    raise AssertionError(
+        f"{what}: condition not met in {timeout}s; {shown(got) if got is not None else 'nothing read'}"
+    )
+
+
+async def wait_stream(
+    js: Any, pred: Callable[[list[Stored]], bool], timeout: float = WAIT, what: str = "stream"
+) -> list[Stored]:
+    return await _wait(
+        lambda: read_stream(js), pred, timeout, what, lambda got: f"last messages: {got[-10:]}"
+    )
 
 
 async def registry(js: Any) -> dict[str, dict[str, Any]]:
@@ -106,15 +136,7 @@ async def registry(js: Any) -> dict[str, dict[str, Any]]:
 async def wait_registry(
     js: Any, pred: Callable[[dict[str, dict[str, Any]]], bool], timeout: float = WAIT, what: str = "registry"
 ) -> dict[str, dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    got: dict[str, dict[str, Any]] = {}
-    while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):  # the server may be restarting: the deadline reports
-            got = await registry(js)
-            if pred(got):
-                return got
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"{what}: condition not met in {timeout}s; registry: {got}")
+    return await _wait(lambda: registry(js), pred, timeout, what, lambda got: f"registry: {got}")
 
 
 def of_daemon(stored: list[Stored], daemon: str) -> list[Stored]:

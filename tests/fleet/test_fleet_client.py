@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import orjson
 import pytest
-from _daemon import FAKES
+from _daemon import checked_decode, write_rift
 from fleet_helpers import read_stream
 from lbd_helpers import check_event
 
@@ -37,32 +37,15 @@ def checked_events() -> Iterator[None]:
     """Every event the fleet client decodes (reply arrays and stream messages) validates against the schema;
     collected and reported at the end (raising inside a NATS callback would look like a lost message)."""
     violations: list[str] = []
-    original = fleet_client.decode
-
-    def decode(line: bytes) -> object:
-        value = original(line)
-        for ev in value if isinstance(value, list) else [value]:
-            if isinstance(ev, dict) and "event" in ev:
-                try:
-                    check_event(ev)
-                except AssertionError as exc:
-                    violations.append(str(exc))
-        return value
-
-    fleet_client.decode = decode  # type: ignore[assignment]
-    try:
+    with checked_decode(fleet_client, violations):
         yield
-    finally:
-        fleet_client.decode = original
     assert not violations, "events that violate `litbridge schema`:\n" + "\n".join(violations[:10])
 
 
 @pytest.fixture
 def rift_env(tmp_path: Path) -> dict[str, str]:
     """A `rift` wrapper around the fake rift (it asks questions on `[ask:...]`), as tests/client/_daemon.py does."""
-    rift = tmp_path / "rift"
-    rift.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKES / "fake_rift.py"}" "$@"\n')
-    rift.chmod(0o755)
+    rift = write_rift(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
     return {"LITBRIDGE_RIFT_BIN": str(rift), "FAKE_RIFT_SPEED": "0", "HOME": str(home)}

@@ -14,7 +14,7 @@ import pytest
 from fleet_helpers import (
     FLEET,
     check_order,
-    joined,
+    nats_client,
     of_daemon,
     read_stream,
     request,
@@ -36,18 +36,10 @@ def completes(stored, daemon, marker):
     ]
 
 
-async def connect(nats_server):
-    nc = await nats.connect(nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
-    return nc, nc.jetstream()
-
-
 @pytest.mark.asyncio
 async def test_three_daemons_driven_over_nats(nats_server, fleet_daemons):
-    daemons = fleet_daemons(3)
-    nc, js = await connect(nats_server)
-    try:
-        names = [d.name for d in daemons]
-        await joined(nc, *names)
+    names = [d.name for d in fleet_daemons(3)]
+    async with nats_client(nats_server.url, *names) as (nc, js):
         # create + send on every daemon through request/reply: the same commands and replies as the socket
         for name in names:
             reply = await request(nc, name, bash_create("w.1 *>", id="c1"))  # a key that needs encoding
@@ -98,16 +90,12 @@ async def test_three_daemons_driven_over_nats(nats_server, fleet_daemons):
             what="killed session leaves the registry",
         )
         assert (await request(nc, "d1", {"cmd": "ping"}))[0]["event"] == "pong"
-    finally:
-        await nc.close()
 
 
 @pytest.mark.asyncio
 async def test_same_msg_id_is_stored_once(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1)
-    nc, js = await connect(nats_server)
-    try:
-        await joined(nc, d.name)
+    async with nats_client(nats_server.url, d.name) as (nc, js):
         await request(nc, d.name, bash_create("dup"))
         stored = await wait_stream(js, lambda got: any(m.event["event"] == "ready" for m in got))
         first = stored[0]
@@ -119,16 +107,12 @@ async def test_same_msg_id_is_stored_once(nats_server, fleet_daemons):
         assert after == before
         seqs = [m.event["seq"] for m in await read_stream(js)]
         assert len(seqs) == len(set(seqs)), seqs
-    finally:
-        await nc.close()
 
 
 @pytest.mark.asyncio
 async def test_killed_daemon_leaves_the_registry_others_stay(nats_server, fleet_daemons):
     daemons = fleet_daemons(3)
-    nc, js = await connect(nats_server)
-    try:
-        await joined(nc, *(d.name for d in daemons))
+    async with nats_client(nats_server.url, *(d.name for d in daemons)) as (nc, js):
         for d in daemons:
             await request(nc, d.name, bash_create("s"))
         await wait_registry(
@@ -163,18 +147,14 @@ async def test_killed_daemon_leaves_the_registry_others_stay(nats_server, fleet_
             what="d1 back without its old session",
         )
         assert subjects.session_key("d0", "s") in reg and subjects.session_key("d2", "s") in reg
-    finally:
-        await nc.close()
 
 
 @pytest.mark.asyncio
 async def test_nats_restart_mid_turn_loses_and_repeats_nothing(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1)
-    nc, js = await connect(nats_server)
-    conn = await Conn.open(d.socket)
-    try:
+    async with nats_client(nats_server.url, d.name) as (nc, js):
+        conn = await Conn.open(d.socket)
         await conn.wait("monitor_ready")
-        await joined(nc, d.name)
         await request(nc, d.name, bash_create("r"))
         script = "for i in 1 2 3 4 5 6 7 8 9 10; do echo line-$i; sleep 0.4; done; echo turn-done"
         reply = await request(nc, d.name, {"cmd": "send", "session": "r", "content": script})
@@ -204,54 +184,48 @@ async def test_nats_restart_mid_turn_loses_and_repeats_nothing(nats_server, flee
         extra = {by_seq[s]["event"] for s in set(by_seq) - set(ring)}
         assert extra <= {"replace"}, extra
         await replay.close()
-    finally:
-        await nc.close()
 
 
 @pytest.mark.asyncio
 async def test_ring_overflow_while_nats_is_down_is_a_replay_gap(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1, env={"LITBRIDGE_RING_BYTES": "3000"})
-    nc, js = await connect(nats_server)
-    conn = await Conn.open(d.socket)
-    try:
-        await conn.wait("monitor_ready")
-        await joined(nc, d.name)
-        await request(nc, d.name, bash_create("g"))
-        await wait_stream(js, lambda got: any(m.event["event"] == "ready" for m in got))
-        nats_server.stop()
-        for i in range(8):  # driven over the local socket meanwhile: far more than 3000 bytes of events
-            await conn.request(
-                {"cmd": "send", "session": "g", "content": f"echo {'x' * 200}-{i}"}, "accepted"
+    async with nats_client(nats_server.url, d.name) as (nc, js):
+        conn = await Conn.open(d.socket)
+        try:
+            await conn.wait("monitor_ready")
+            await request(nc, d.name, bash_create("g"))
+            await wait_stream(js, lambda got: any(m.event["event"] == "ready" for m in got))
+            nats_server.stop()
+            for i in range(8):  # driven over the local socket meanwhile: far more than 3000 bytes of events
+                await conn.request(
+                    {"cmd": "send", "session": "g", "content": f"echo {'x' * 200}-{i}"}, "accepted"
+                )
+                await conn.wait("complete", timeout=60)
+            nats_server.start()
+            stored = await wait_stream(
+                js, lambda got: completes(got, d.name, "-7"), what="last turn after restart"
             )
-            await conn.wait("complete", timeout=60)
-        nats_server.start()
-        stored = await wait_stream(
-            js, lambda got: completes(got, d.name, "-7"), what="last turn after restart"
-        )
-        gaps = [m for m in stored if m.event["event"] == "replay_gap"]
-        assert len(gaps) == 1, gaps
-        gap = gaps[0]
-        assert gap.subject == subjects.event(FLEET, d.name, None)
-        daemon_id = stored[0].headers[subjects.MSG_ID].split(":")[0]
-        seqs = check_order(stored, daemon_id)
-        lo, hi = gap.event["from_seq"], gap.event["to_seq"]
-        assert lo <= hi and not any(lo <= s <= hi for s in seqs), (lo, hi, seqs)
-        assert max(seqs) > hi  # publishing went on after the gap
-        # the gap sits where it happened: after every event below it, before every event above it
-        where = stored.index(gap)
-        assert all(m.event["seq"] < lo for m in stored[:where] if "seq" in m.event)
-        assert all(m.event["seq"] > hi for m in stored[where + 1 :] if "seq" in m.event)
-    finally:
-        await conn.close()
-        await nc.close()
+            gaps = [m for m in stored if m.event["event"] == "replay_gap"]
+            assert len(gaps) == 1, gaps
+            gap = gaps[0]
+            assert gap.subject == subjects.event(FLEET, d.name, None)
+            daemon_id = stored[0].headers[subjects.MSG_ID].split(":")[0]
+            seqs = check_order(stored, daemon_id)
+            lo, hi = gap.event["from_seq"], gap.event["to_seq"]
+            assert lo <= hi and not any(lo <= s <= hi for s in seqs), (lo, hi, seqs)
+            assert max(seqs) > hi  # publishing went on after the gap
+            # the gap sits where it happened: after every event below it, before every event above it
+            where = stored.index(gap)
+            assert all(m.event["seq"] < lo for m in stored[:where] if "seq" in m.event)
+            assert all(m.event["seq"] > hi for m in stored[where + 1 :] if "seq" in m.event)
+        finally:
+            await conn.close()
 
 
 @pytest.mark.asyncio
 async def test_env_over_plaintext_nats_is_refused(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1, allow_plaintext_env=False)
-    nc, _ = await connect(nats_server)
-    try:
-        await joined(nc, d.name)
+    async with nats_client(nats_server.url, d.name) as (nc, _):
         reply = await request(nc, d.name, bash_create("e", id="e1"))
         assert reply[0]["event"] == "error" and reply[0]["code"] == "bad_field" and reply[0]["re"] == "e1"
         assert "TLS" in reply[0]["message"]
@@ -259,16 +233,12 @@ async def test_env_over_plaintext_nats_is_refused(nats_server, fleet_daemons):
         create = bash_create("e")
         del create["env"]
         assert (await request(nc, d.name, create))[0]["event"] == "ready"
-    finally:
-        await nc.close()
 
 
 @pytest.mark.asyncio
 async def test_stream_limits_from_flags_and_a_deleted_stream_comes_back(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1, "--nats-max-age", "3600", "--nats-max-bytes", "5000000")
-    nc, js = await connect(nats_server)
-    try:
-        await joined(nc, d.name)
+    async with nats_client(nats_server.url, d.name) as (nc, js):
         info = await js.stream_info(subjects.stream(FLEET))
         assert (info.config.max_age, info.config.max_bytes) == (3600, 5000000)
         assert (
@@ -283,8 +253,6 @@ async def test_stream_limits_from_flags_and_a_deleted_stream_comes_back(nats_ser
         await wait_stream(
             js, lambda got: completes(got, d.name, "back-again"), what="events after re-creation"
         )
-    finally:
-        await nc.close()
 
 
 @pytest.mark.parametrize(
@@ -310,9 +278,7 @@ def test_bad_fleet_flags_are_refused_clearly(tmp_path, flags, said):
 @pytest.mark.asyncio
 async def test_hello_since_seq_over_nats_replays_the_ring_within_the_reply(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1)
-    nc, _ = await connect(nats_server)
-    try:
-        await joined(nc, d.name)
+    async with nats_client(nats_server.url, d.name) as (nc, _):
         await request(nc, d.name, bash_create("h"))
         reply = await request(nc, d.name, {"cmd": "hello", "since_seq": 0, "id": "h0"})
         kinds = [e["event"] for e in reply]
@@ -320,45 +286,39 @@ async def test_hello_since_seq_over_nats_replays_the_ring_within_the_reply(nats_
         assert "ready" in kinds and [e["seq"] for e in reply if "seq" in e] == sorted(
             e["seq"] for e in reply if "seq" in e
         )
-    finally:
-        await nc.close()
 
 
 @pytest.mark.asyncio
 async def test_clean_stop_removes_its_registry_entries(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1)
-    nc, js = await connect(nats_server)
-    try:
-        await joined(nc, d.name)
+    async with nats_client(nats_server.url, d.name) as (nc, js):
         await request(nc, d.name, bash_create("bye"))
         await wait_registry(js, lambda r: subjects.session_key(d.name, "bye") in r, what="session listed")
         assert await asyncio.to_thread(d.stop) == 0, d.log()
         reg = await wait_registry(js, lambda r: True)
         assert not any(k.endswith(d.name) or f".{d.name}." in k for k in reg), reg
-    finally:
-        await nc.close()
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("nats_config", ["max_payload: 8192\n"])
 async def test_an_event_larger_than_max_payload_is_a_replay_gap(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1)
-    nc, js = await connect(nats_server)
-    conn = await Conn.open(d.socket)
-    try:
-        await conn.wait("monitor_ready")
-        await joined(nc, d.name)
-        await request(nc, d.name, bash_create("big"))
-        script = "printf 'y%.0s' $(seq 1 12000); echo; echo small-after"
-        await request(nc, d.name, {"cmd": "send", "session": "big", "content": script})
-        big = await conn.wait("complete", timeout=60)
-        assert len(big["content"]) > 8192
-        await request(nc, d.name, {"cmd": "send", "session": "big", "content": "echo next-turn"})
-        stored = await wait_stream(js, lambda got: completes(got, d.name, "next-turn"), what="the turn after")
-        gaps = [m.event for m in stored if m.event["event"] == "replay_gap"]
-        assert {"event": "replay_gap", "from_seq": big["seq"], "to_seq": big["seq"]} in gaps, gaps
-        assert big["seq"] not in [m.event.get("seq") for m in stored]
-        check_order(stored, stored[0].headers[subjects.MSG_ID].split(":")[0])
-    finally:
-        await conn.close()
-        await nc.close()
+    async with nats_client(nats_server.url, d.name) as (nc, js):
+        conn = await Conn.open(d.socket)
+        try:
+            await conn.wait("monitor_ready")
+            await request(nc, d.name, bash_create("big"))
+            script = "printf 'y%.0s' $(seq 1 12000); echo; echo small-after"
+            await request(nc, d.name, {"cmd": "send", "session": "big", "content": script})
+            big = await conn.wait("complete", timeout=60)
+            assert len(big["content"]) > 8192
+            await request(nc, d.name, {"cmd": "send", "session": "big", "content": "echo next-turn"})
+            stored = await wait_stream(
+                js, lambda got: completes(got, d.name, "next-turn"), what="the turn after"
+            )
+            gaps = [m.event for m in stored if m.event["event"] == "replay_gap"]
+            assert {"event": "replay_gap", "from_seq": big["seq"], "to_seq": big["seq"]} in gaps, gaps
+            assert big["seq"] not in [m.event.get("seq") for m in stored]
+            check_order(stored, stored[0].headers[subjects.MSG_ID].split(":")[0])
+        finally:
+            await conn.close()

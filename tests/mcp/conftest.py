@@ -1,6 +1,6 @@
-"""Fixtures for the `litbridge mcp` tests: the front ends' shared daemon and schema-checking watcher
-(tests/client/_front_ends.py)."""
+"""Fixtures for the `litbridge mcp` tests: the front ends' shared daemon, schema-checking watcher and
+raw `lb` connection (tests/client/_front_ends.py)."""
 
-from _front_ends import daemon, watcher
+from _front_ends import daemon, lb, watcher
 
-__all__ = ["daemon", "watcher"]
+__all__ = ["daemon", "lb", "watcher"]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
+from _front_ends import claude_daemon
 from claude_env import make_home, offline_env, require_claude_binary, write_preapproval
 from lbd_helpers import EventClient, ServeDaemon
 from mcp_helpers import server_argv
@@ -24,17 +24,7 @@ TERMINAL = ("complete", "interrupted", "turn_error")
 
 @pytest.fixture
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeDaemon]:
-    require_claude_binary()
-    d = ServeDaemon(tmp_path_factory.mktemp("lbd"), ("PATH", "LANG", "LC_ALL", "USER", "TMPDIR"))
-    yield d
-    d.stop()
-
-
-@pytest_asyncio.fixture
-async def lb(daemon: ServeDaemon) -> AsyncIterator[EventClient]:
-    client = await EventClient.connect(daemon)  # schema- and turn-order-checked
-    yield client
-    await client.close()
+    yield from claude_daemon(tmp_path_factory)  # `lb` (the conftest's) connects to it
 
 
 async def _create(lb: EventClient, key: str, **fields: Any) -> dict[str, Any]:

@@ -4,31 +4,18 @@ concurrency (interrupt while send waits), the question round trip, the transcrip
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
-import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _daemon import Daemon, running_daemon, spawn, stop
+from _front_ends import StdioPeer, check_no_daemon_error, until, wait_turn_running
 from mcp_helpers import mcp_session, server_argv, tool, tool_error
 
 from litbridge.client import Client
 
 BASH = {"cli": "bash", "args": ["--norc", "--noprofile"], "env": {"PS1": "$ "}, "cwd": "/tmp"}
 TOOLS = {"list_sessions", "create_session", "send", "wait", "answer", "screen", "interrupt", "kill"}
-
-
-async def _until(check: Any, what: str, timeout: float = 60.0) -> Any:
-    """Poll the async `check` until it returns something truthy (generous timeout: a loaded box)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        got = await check()
-        if got:
-            return got
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
 
 
 @pytest.mark.asyncio
@@ -104,7 +91,7 @@ async def test_interrupt_while_send_waits(daemon: Daemon, watcher: Client) -> No
             rows = (await tool(s, "list_sessions"))["sessions"]
             return [r for r in rows if r["name"] == "mcp-intr" and r["turn_id"]]
 
-        (row,) = await _until(running, "the turn to start")
+        (row,) = await until(running, "the turn to start")
         assert not sending.done()
         stopped = await tool(s, "interrupt", {"session": "mcp-intr"})
         assert stopped["status"] == "interrupted" and stopped["turn_id"] == row["turn_id"]
@@ -202,59 +189,35 @@ async def test_daemon_gone_is_a_tool_error_then_a_new_daemon_is_used() -> None:
             assert (await tool(s, "list_sessions"))["sessions"] == []  # a fresh daemon: its session is gone
 
 
-def test_no_daemon_is_a_clear_error(tmp_path: Any) -> None:
-    sock = str(tmp_path / "none.sock")
-    proc = subprocess.run(
-        [sys.executable, *server_argv(sock)], input="", capture_output=True, text=True, timeout=60
-    )
-    assert proc.returncode == 1
-    assert proc.stdout == ""  # nothing that an MCP client could take for a message
-    assert f"no litbridge daemon at {sock}" in proc.stderr and "litbridge serve" in proc.stderr
+def test_no_daemon_is_a_clear_error(tmp_path: Path) -> None:
+    check_no_daemon_error(server_argv, tmp_path)
 
 
 def test_closed_stdin_ends_the_server_cleanly(daemon: Daemon) -> None:
     """Stdin closing ends the server with status 0, also while a `send` waits for a turn that would run for
     minutes (the wait is dropped; the turn goes on in the daemon)."""
     assert daemon.cli("create", "mcp-eof", "--cli", "bash").returncode == 0
-    proc = subprocess.Popen(
-        [sys.executable, *server_argv(daemon.socket)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-
-    def rpc(msg: dict[str, Any]) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}) + "\n")
-        proc.stdin.flush()
-
     try:
-        client = {"name": "test", "version": "0"}
-        rpc(
-            {
-                "id": 1,
-                "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client},
-            }
-        )
-        reply = json.loads(proc.stdout.readline())
-        assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "litbridge"
-        rpc({"method": "notifications/initialized"})
-        send = {"session": "mcp-eof", "prompt": "sleep 600", "timeout": 900}
-        rpc({"id": 2, "method": "tools/call", "params": {"name": "send", "arguments": send}})
-        assert daemon.cli("list").stdout.count("mcp-eof") == 1
-        deadline = time.monotonic() + 60
-        while "thinking" not in daemon.cli("list").stdout:  # the send is in, its turn running
-            assert time.monotonic() < deadline, daemon.cli("list").stdout
-            time.sleep(0.2)
-        proc.stdin.close()
-        rc = proc.wait(60)
+        with StdioPeer(server_argv(daemon.socket)) as server:
+            client = {"name": "test", "version": "0"}
+            server.send(
+                {
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client},
+                }
+            )
+            reply = server.read()
+            assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "litbridge"
+            server.send({"method": "notifications/initialized"})
+            send = {"session": "mcp-eof", "prompt": "sleep 600", "timeout": 900}
+            server.send({"id": 2, "method": "tools/call", "params": {"name": "send", "arguments": send}})
+            assert daemon.cli("list").stdout.count("mcp-eof") == 1
+            wait_turn_running(daemon)
+            rc = server.close_and_wait()
+            assert rc == 0, server.stderr()
     finally:
-        proc.kill()
         daemon.cli("kill", "mcp-eof")
-    assert rc == 0, proc.stderr.read() if proc.stderr else ""
 
 
 @pytest.mark.asyncio

@@ -115,6 +115,42 @@ async def connect_any(args: argparse.Namespace, **options: Any) -> AsyncIterator
         yield fleet.daemon(daemon), session
 
 
+def add_session_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    main: Callable[[argparse.Namespace], Awaitable[int]],
+    *,
+    help: str,
+    description: str,
+    json_help: str,
+    arguments: Callable[[argparse.ArgumentParser], object] | None = None,
+) -> argparse.ArgumentParser:
+    """A subcommand on one SESSION, of the local daemon or (with --nats) DAEMON/SESSION of a fleet: SESSION and
+    --channel, then what `arguments` adds, then the connection and fleet options; it runs `main(args)`."""
+    p = subparsers.add_parser(name, help=help, description=description)
+    add_session_arg(p, fleet=True)
+    if arguments is not None:
+        arguments(p)
+    add_connection_args(p, json_help=json_help)
+    add_fleet_args(p)
+    p.set_defaults(func=lambda args: run(lambda: main(args)))
+    return p
+
+
+async def session_reply(
+    args: argparse.Namespace, call: Callable[[Any, str], Awaitable[dict[str, Any]]], done: str
+) -> int:
+    """Run one command on `args.session` (`call(client, session)`, local or fleet) and show its reply: as JSON
+    with --json, else `SESSION: done`."""
+    async with connect_any(args) as (client, session):
+        ev = await call(client, session)
+    if args.json:
+        print_json(ev)
+    else:
+        print(f"{shown(str(ev.get('session') or session))}: {done}")
+    return EXIT_OK
+
+
 def add_session_arg(parser: argparse.ArgumentParser, *, fleet: bool = False) -> None:
     where = "; with --nats, DAEMON/SESSION" if fleet else ""
     parser.add_argument(

@@ -39,6 +39,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+from litbridge.client import commands
 from litbridge.client.errors import (
     AuthFailed,
     ConnectionLost,
@@ -766,9 +767,7 @@ class Client:
             if pending is not None and not pending.future.done():
                 del self._pending[str(re_)]
                 if kind == "error":
-                    pending.future.set_exception(
-                        LitbridgeError(str(ev.get("code") or "error"), str(ev.get("message", "")), ev)
-                    )
+                    pending.future.set_exception(commands.reply_error(ev))
                 else:
                     try:
                         result = pending.on_reply(ev) if pending.on_reply else ev
@@ -842,11 +841,7 @@ class Client:
         if self._task is None:
             await self._start()
         cmd_id = id or self._next_id()
-        msg: dict[str, Any] = {"cmd": cmd, "id": cmd_id}
-        for k, v in (fields or {}).items():
-            if v is not None:
-                msg[k] = v
-        line = encode(msg)
+        line = encode(commands.command(cmd, cmd_id, fields))
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._pending[cmd_id] = _Pending(cmd, line, future, on_reply)
@@ -939,17 +934,17 @@ class Client:
             raise LitbridgeError(
                 "unsupported", f"the daemon at {self.address} is too old for create worktree (upgrade it)"
             )
-        fields: dict[str, Any] = {
-            "session": session,
-            "channel_id": channel_id,
-            "cli": cli,
-            "args": list(args) if args is not None else None,
-            "working_dir": os.fspath(working_dir) if working_dir is not None else None,
-            "env": dict(env) if env is not None else None,
-            "model": model,
-            "worktree": worktree if worktree is not False else None,
-            **extra,
-        }
+        fields = commands.create_fields(
+            session,
+            cli,
+            args=args,
+            working_dir=working_dir,
+            env=env,
+            model=model,
+            channel_id=channel_id,
+            worktree=worktree,
+            extra=extra,
+        )
         return await self._call("create", fields, timeout=timeout)
 
     async def send(
@@ -996,8 +991,7 @@ class Client:
         >>> async def pick_second(c: Client) -> None:  # doctest: +SKIP
         ...     await c.keystroke("work", ["Down", "Enter"])
         """
-        key_list = [keys] if isinstance(keys, str) else list(keys)
-        return await self._call("keystroke", {"session": session, "channel_id": channel_id, "keys": key_list})
+        return await self._call("keystroke", commands.keystroke_fields(session, keys, channel_id))
 
     async def answer(
         self,
@@ -1014,17 +1008,10 @@ class Client:
         >>> async def allow(c: Client, q: dict) -> None:  # doctest: +SKIP
         ...     await c.answer("work", question_id=q["question_id"], digit=1)
         """
-        return await self._call(
-            "answer",
-            {
-                "session": session,
-                "channel_id": channel_id,
-                "question_id": question_id,
-                "digit": str(digit) if digit is not None else None,
-                "option": option,
-                "text": text,
-            },
+        fields = commands.answer_fields(
+            session, question_id=question_id, digit=digit, option=option, text=text, channel_id=channel_id
         )
+        return await self._call("answer", fields)
 
     async def interrupt(self, session: str, *, channel_id: str | None = None) -> Event:
         """Interrupt the running turn; returns the daemon's reply (the turn ends with `interrupted`)."""
@@ -1037,7 +1024,7 @@ class Client:
     async def kill(self, session: str, *, store_resume: bool = False, channel_id: str | None = None) -> Event:
         """Kill the CLI and its process group; returns `killed`. `store_resume` lets the next create resume."""
         return await self._call(
-            "kill", {"session": session, "channel_id": channel_id, "store_resume": store_resume or None}
+            "kill", commands.kill_fields(session, store_resume=store_resume, channel_id=channel_id)
         )
 
     def events(

@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Collection, Generator, Sequence
 from typing import Any, Literal
 
+from litbridge.client import commands
 from litbridge.client.client import Event, Turn, session_key
 from litbridge.client.errors import ConnectionLost, LitbridgeError
 from litbridge.fleet import subjects
@@ -197,7 +198,7 @@ class FleetDaemon:
                     "timeout", f"no reply to {cmd!r} from daemon {self.name!r} within {wait} s"
                 ) from None
             if ev.get("event") == "error":
-                raise LitbridgeError(str(ev.get("code") or "error"), str(ev.get("message", "")), ev)
+                raise commands.reply_error(ev)
             return ev
         finally:
             self._waiters.pop(cmd_id, None)
@@ -234,17 +235,17 @@ class FleetDaemon:
                 f"refusing to send create env over a NATS connection without TLS (to {self.address}); "
                 "use tls:// with --nats-tls-ca, or opt in with allow_plaintext_env / --nats-allow-plaintext-env",
             )
-        fields: dict[str, Any] = {
-            "session": session,
-            "channel_id": channel_id,
-            "cli": cli,
-            "args": list(args) if args is not None else None,
-            "working_dir": os.fspath(working_dir) if working_dir is not None else None,
-            "env": dict(env) if env else None,
-            "model": model,
-            "worktree": worktree if worktree is not False else None,
-            **extra,
-        }
+        fields = commands.create_fields(
+            session,
+            cli,
+            args=args,
+            working_dir=working_dir,
+            env=env or None,  # an empty env is not sent (nor refused above)
+            model=model,
+            channel_id=channel_id,
+            worktree=worktree,
+            extra=extra,
+        )
         ready = await self.request("create", fields, timeout=timeout)
         return {**ready, "daemon": self.name}
 
@@ -277,10 +278,7 @@ class FleetDaemon:
     async def keystroke(
         self, session: str, keys: Sequence[str] | str, *, channel_id: str | None = None
     ) -> Event:
-        key_list = [keys] if isinstance(keys, str) else builtins.list(keys)
-        return await self.request(
-            "keystroke", {"session": session, "channel_id": channel_id, "keys": key_list}
-        )
+        return await self.request("keystroke", commands.keystroke_fields(session, keys, channel_id))
 
     async def answer(
         self,
@@ -293,17 +291,10 @@ class FleetDaemon:
         channel_id: str | None = None,
     ) -> Event:
         """Answer an open `question` by digit, option label or free text; returns `answer_sent`."""
-        return await self.request(
-            "answer",
-            {
-                "session": session,
-                "channel_id": channel_id,
-                "question_id": question_id,
-                "digit": str(digit) if digit is not None else None,
-                "option": option,
-                "text": text,
-            },
+        fields = commands.answer_fields(
+            session, question_id=question_id, digit=digit, option=option, text=text, channel_id=channel_id
         )
+        return await self.request("answer", fields)
 
     async def interrupt(self, session: str, *, channel_id: str | None = None) -> Event:
         return await self.request("interrupt", {"session": session, "channel_id": channel_id})
@@ -313,7 +304,7 @@ class FleetDaemon:
 
     async def kill(self, session: str, *, store_resume: bool = False, channel_id: str | None = None) -> Event:
         return await self.request(
-            "kill", {"session": session, "channel_id": channel_id, "store_resume": store_resume or None}
+            "kill", commands.kill_fields(session, store_resume=store_resume, channel_id=channel_id)
         )
 
     def __repr__(self) -> str:
@@ -646,8 +637,7 @@ class Fleet:
             await self._start()
         nats = _import_nats()
         cmd_id = id or self._next_id()
-        msg: dict[str, Any] = {"cmd": cmd, "id": cmd_id}
-        msg.update({k: v for k, v in (fields or {}).items() if v is not None})
+        msg = commands.command(cmd, cmd_id, fields)
         wait = self.request_timeout if timeout == "default" else timeout
         subject = subjects.command(self.name, daemon)
         try:
@@ -674,7 +664,7 @@ class Fleet:
         mine = [ev for ev in events if isinstance(ev, dict) and ev.get("re") == cmd_id]
         for ev in mine:
             if ev.get("event") == "error":
-                raise LitbridgeError(str(ev.get("code") or "error"), str(ev.get("message", "")), ev)
+                raise commands.reply_error(ev)
         want = _FINAL_REPLY.get(cmd)
         for ev in mine:
             if want is None or ev.get("event") == want:
