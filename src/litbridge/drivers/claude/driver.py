@@ -231,8 +231,7 @@ class ClaudeDriver(EngineDriver):
         return self.follower is None or self.follower.quiet_for(turn) >= INTERRUPT_TRANSCRIPT_QUIET
 
     def on_interrupt_ended(self, turn: Turn, reading: Any) -> None:
-        draft = getattr(reading, "draft", "")
-        if draft and turn.text.strip().startswith(draft[:40]):
+        if _prompt_put_back(turn, reading):
             self.host.write(CTRL_C)  # Esc before the first token put the prompt back: clear it
 
     def response_text(self, turn: Turn, reading: Any) -> str | None:
@@ -244,6 +243,12 @@ class ClaudeDriver(EngineDriver):
         if start is not None:
             turn.data["prompt_seen"] = True
         elif not turn.data.get("prompt_seen"):
+            return None
+        elif not turn.last_text and (
+            getattr(reading, "state", "") != "busy" or _prompt_put_back(turn, reading)
+        ):
+            # Esc before the first token took the prompt row off the screen (back into the input box): what is
+            # left above is the previous answer (taller than the screen, so no logo marks it), not this turn's
             return None
         text = self.rules.extract_response(rows, start)
         if start is None and turn.last_text:
@@ -274,6 +279,12 @@ class ClaudeDriver(EngineDriver):
         rows = [r.rstrip() for r in self._rows()]
         start = self.rules.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
         return any(self.rules.COMPLETION_RE.match(r) for r in rows[0 if start is None else start + 1 :])
+
+
+def _prompt_put_back(turn: Turn, reading: Any) -> bool:
+    """Claude's input box holds the turn's own prompt again (an Esc before the first token puts it back)."""
+    draft = getattr(reading, "draft", "")
+    return bool(draft) and turn.text.strip().startswith(draft[:40])
 
 
 def stitch(old: str, window: str) -> str:
