@@ -16,7 +16,7 @@ from litbridge.drivers.base import DriverError, DriverHost, LaunchSpec
 from litbridge.drivers.claude import launch as launchmod
 from litbridge.drivers.claude.follow import TranscriptFollower
 from litbridge.drivers.claude.model import ScreenState
-from litbridge.drivers.claude.transcript import TurnEvent, project_dir, project_slug
+from litbridge.drivers.claude.transcript import TurnEvent, last_model, project_dir, project_slug
 from litbridge.drivers.claude.versions import LOGO_VERSION_RE, RULES, cli_version, rules_for
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
@@ -108,6 +108,8 @@ class ClaudeDriver(EngineDriver):
         self.cli_version = self.cli_version or version
         if model and not self.model:
             self.model = model
+        if not self.model and self.resumed:
+            self.model = last_model(self.transcript_path())  # the logo scrolled away behind the history
         return self.ready_fields()
 
     # ------------------------------------------------------------------------------------------ events in
@@ -203,6 +205,10 @@ class ClaudeDriver(EngineDriver):
             self.cli_version = cls.version
             self.rules = rules_for(cls.version)()
             cls = self.rules.classify(self._rows())
+        if cls.version and not self.model:
+            # the logo names the model; a resumed conversation taller than the screen scrolls it away before
+            # startup ends, and `--resume`'s picker draws it only once an entry is picked: take it when it shows
+            self.model = self.rules.header_info(self._rows())[1]
         return cls
 
     def dialog_keys(self, dialog: Any, index: int) -> list[str]:
