@@ -30,6 +30,7 @@ async def test_denied_tool_call_makes_no_phantom_turn_and_the_queued_send_runs_n
     )
     ready = await lb.create(key, gemini_home, mock)
     assert ready["event"] == "ready", ready
+    assert ready["model"] == "Auto"  # the footer's `/model` column: no --model, Gemini routes automatically
     for prompt, answer in (("First question", "First answer."), ("Second question", "Second answer.")):
         _acc, end = await lb.turn(key, prompt)
         assert (end["event"], end["content"]) == ("complete", answer), end
@@ -51,4 +52,15 @@ async def test_denied_tool_call_makes_no_phantom_turn_and_the_queued_send_runs_n
     assert [e["turn_id"] for e in events if e["event"] == "accepted"] == [third, fourth], events
     assert not [e for e in events if e["event"] in TERMINAL and e["turn_id"] not in (third, fourth)]
     assert mock.main_requests()[-1]["last_user"] == "Fourth question"
+    check_invariants(lb, key)
+
+
+async def test_ready_model_is_the_one_the_footer_shows(lb, key, gemini_home, mock) -> None:
+    """A `--model` given in `create.args` (not `create.model`): only the footer says which model runs."""
+    mock.push({"label": "one", "text": "Flash here."})
+    ready = await lb.create(key, gemini_home, mock, args=["--model", "gemini-2.5-flash"])
+    assert (ready["event"], ready["model"]) == ("ready", "gemini-2.5-flash"), ready
+    _acc, end = await lb.turn(key, "hello")
+    assert (end["event"], end["content"]) == ("complete", "Flash here."), end
+    assert (await lb.client.dump(key))["model"] == "gemini-2.5-flash"
     check_invariants(lb, key)
