@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from codex_env import FIXTURES
+import pytest
+from codex_env import FIXTURES, create_cmd, shell_approval_script
 
 from litbridge.drivers.codex import rollout as ro
 
@@ -41,3 +42,25 @@ def test_an_answer_mentioning_the_phrase_is_not_an_error() -> None:
         ]
     )
     assert ev.data["is_error"] is False
+
+
+@pytest.mark.asyncio
+async def test_real_codex_denied_exec_is_an_error(lb, key, codex_home, mock) -> None:
+    """The real Codex CLI 0.169.0 in code mode: `No` at the approval ends the turn `interrupted` and the aborted
+    `exec` call's `tool_result` is an error."""
+    mock.push(*shell_approval_script("touch created_by_codex.txt && echo hi-from-shell"))
+    await lb.create(create_cmd(key, codex_home, mock))
+    start = len(lb.events)
+    await lb.send("send", session=key, content="Please create a file with a shell command.")
+    q = await lb.session_event(key, "question", start=start, timeout=90)
+    no = next(o for o in q["options"] if o["label"].startswith("No"))
+    await lb.send("answer", session=key, question_id=q["question_id"], digit=no["digit"])
+    end = await lb.session_event(key, ("complete", "interrupted", "turn_error"), start=start, timeout=90)
+    assert end["event"] == "interrupted", end
+    (use,) = lb.since(key, start, "tool_use")
+    results = lb.since(key, start, "tool_result")
+    if not results:  # the rollout's output line may land just after `turn_aborted` was read
+        results = [await lb.session_event(key, "tool_result", start=start, timeout=10)]
+    assert use["name"] == "exec"
+    assert [(r["tool_use_id"], r["is_error"]) for r in results] == [(use["tool_use_id"], True)], results
+    assert not (codex_home.cwd / "created_by_codex.txt").exists()
