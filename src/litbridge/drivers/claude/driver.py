@@ -16,7 +16,7 @@ from litbridge.drivers.base import DriverError, DriverHost, LaunchSpec
 from litbridge.drivers.claude import launch as launchmod
 from litbridge.drivers.claude.follow import TranscriptFollower
 from litbridge.drivers.claude.model import ScreenState
-from litbridge.drivers.claude.transcript import TurnEvent, project_dir, project_slug
+from litbridge.drivers.claude.transcript import TurnEvent, last_model, project_dir, project_slug
 from litbridge.drivers.claude.versions import LOGO_VERSION_RE, RULES, cli_version, rules_for
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
@@ -108,6 +108,8 @@ class ClaudeDriver(EngineDriver):
         self.cli_version = self.cli_version or version
         if model and not self.model:
             self.model = model
+        if not self.model and self.resumed:
+            self.model = last_model(self.transcript_path())  # the logo scrolled away behind the history
         return self.ready_fields()
 
     # ------------------------------------------------------------------------------------------ events in
@@ -203,6 +205,10 @@ class ClaudeDriver(EngineDriver):
             self.cli_version = cls.version
             self.rules = rules_for(cls.version)()
             cls = self.rules.classify(self._rows())
+        if cls.version and not self.model:
+            # the logo names the model; a resumed conversation taller than the screen scrolls it away before
+            # startup ends, and `--resume`'s picker draws it only once an entry is picked: take it when it shows
+            self.model = self.rules.header_info(self._rows())[1]
         return cls
 
     def dialog_keys(self, dialog: Any, index: int) -> list[str]:
@@ -231,8 +237,7 @@ class ClaudeDriver(EngineDriver):
         return self.follower is None or self.follower.quiet_for(turn) >= INTERRUPT_TRANSCRIPT_QUIET
 
     def on_interrupt_ended(self, turn: Turn, reading: Any) -> None:
-        draft = getattr(reading, "draft", "")
-        if draft and turn.text.strip().startswith(draft[:40]):
+        if _prompt_put_back(turn, reading):
             self.host.write(CTRL_C)  # Esc before the first token put the prompt back: clear it
 
     def response_text(self, turn: Turn, reading: Any) -> str | None:
@@ -244,6 +249,12 @@ class ClaudeDriver(EngineDriver):
         if start is not None:
             turn.data["prompt_seen"] = True
         elif not turn.data.get("prompt_seen"):
+            return None
+        elif not turn.last_text and (
+            getattr(reading, "state", "") != "busy" or _prompt_put_back(turn, reading)
+        ):
+            # Esc before the first token took the prompt row off the screen (back into the input box): what is
+            # left above is the previous answer (taller than the screen, so no logo marks it), not this turn's
             return None
         text = self.rules.extract_response(rows, start)
         if start is None and turn.last_text:
@@ -274,6 +285,12 @@ class ClaudeDriver(EngineDriver):
         rows = [r.rstrip() for r in self._rows()]
         start = self.rules.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
         return any(self.rules.COMPLETION_RE.match(r) for r in rows[0 if start is None else start + 1 :])
+
+
+def _prompt_put_back(turn: Turn, reading: Any) -> bool:
+    """Claude's input box holds the turn's own prompt again (an Esc before the first token puts it back)."""
+    draft = getattr(reading, "draft", "")
+    return bool(draft) and turn.text.strip().startswith(draft[:40])
 
 
 def stitch(old: str, window: str) -> str:

@@ -23,7 +23,7 @@ class Option:
 
 @dataclass
 class Dialog:
-    """A modal: `kind` is trust/api_key/bypass/auto_mode_unavailable/permission/choice."""
+    """A modal: `kind` is trust/api_key/bypass/auto_mode_unavailable/permission/rewind/resume/choice."""
 
     kind: str
     text: str

@@ -374,3 +374,36 @@ class TurnTracker:
         if typ == "system" and e.get("subtype") == "turn_duration" and self.open:
             out.append(self._finish("complete", self.content, usage=self.usage))
         return out
+
+
+MODEL_ID_RE = re.compile(r"^claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?$")
+
+
+def last_model(path: Path | None, limit: int = 512 * 1024) -> str | None:
+    """The model of the last assistant message in a transcript (its last `limit` bytes), as the logo names it
+    (`claude-opus-5-5` -> `Opus 5.5`; an id of another shape as is). For a resumed conversation whose history
+    fills the screen, so the logo that names the model has scrolled away before startup ends."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - limit))
+            data = fh.read()
+    except OSError:
+        return None
+    for line in reversed(data.split(b"\n")):
+        if b'"assistant"' not in line or b'"model"' not in line:
+            continue
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        msg = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "assistant" else None
+        model = msg.get("model") if isinstance(msg, dict) else None
+        if isinstance(model, str) and model and not model.startswith("<"):  # `<synthetic>`: Claude's own note
+            m = MODEL_ID_RE.match(model)
+            if m is None:
+                return model
+            family, major, minor = m.groups()
+            return f"{family.capitalize()} {major}" + (f".{minor}" if minor else "")
+    return None

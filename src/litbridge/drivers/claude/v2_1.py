@@ -102,6 +102,10 @@ class Screen:
 
     REWIND_SUB = "Restore the code and/or conversation to the point before"
 
+    RESUME_TITLE = "Resume session"
+
+    RESUME_FOOTER = "Enter to resume"
+
     STATUS_ELLIPSIS_RE = re.compile(r"^[A-Z][a-z]+ing\b[^.!?]*…$")
 
     _LOGO_CHARS = " " + "".join(chr(c) for c in range(0x2580, 0x25A0))
@@ -200,6 +204,8 @@ class Dialogs(Screen):
             return "auto_mode_unavailable"
         if "Esc to cancel" in text and any(self.PERMISSION_Q_RE.match(r) for r in rows):
             return "permission"
+        if self.RESUME_FOOTER in text and any(r.strip() == self.RESUME_TITLE for r in rows):
+            return "resume"
         if (
             self.REWIND_SUB in text
             and any(r.strip() == "Rewind" for r in rows)
@@ -215,6 +221,19 @@ class Dialogs(Screen):
         head = next((y for y in range(footer) if self.REWIND_SUB in rows[y]), None)
         if head is None:
             return [], None, ""
+        return self._blocks_as_options(rows, self._blocks(rows, head, footer))
+
+    def _parse_resume(self, rows: list[str], footer: int) -> tuple[list[Option], int | None, str]:
+        """The `--resume` picker: below its search box, one block per conversation (its first prompt, then a
+        `2 seconds ago · HEAD · 156.1KB` row); a block of one row is a project heading, not an entry."""
+        head = next((y for y in range(footer) if rows[y].strip() == self.RESUME_TITLE), None)
+        if head is None:
+            return [], None, ""
+        box = next((y for y in range(head + 1, footer) if rows[y].strip().startswith("╰")), head)
+        return self._blocks_as_options(rows, [b for b in self._blocks(rows, box, footer) if len(b) > 1])
+
+    def _blocks(self, rows: list[str], head: int, footer: int) -> list[list[int]]:
+        """Rows between `head` and `footer` grouped into blocks separated by blank rows."""
         blocks: list[list[int]] = []
         cur: list[int] = []
         for y in range(head + 1, footer):
@@ -225,6 +244,12 @@ class Dialogs(Screen):
                 cur = []
         if cur:
             blocks.append(cur)
+        return blocks
+
+    def _blocks_as_options(
+        self, rows: list[str], blocks: list[list[int]]
+    ) -> tuple[list[Option], int | None, str]:
+        """One option per block: its first row the label (`❯` = selected), the rest its description."""
         options: list[Option] = []
         lines: list[str] = []
         for i, block in enumerate(blocks):
@@ -305,6 +330,11 @@ class Dialogs(Screen):
                 return None
             head = next(r.strip() for r in rows if self.REWIND_SUB in r)
             return Dialog(kind, f"Rewind: {head}", options, listing)
+        if kind == "resume":
+            options, _first, listing = self._parse_resume(rows, footer)
+            if not any(o.selected for o in options):
+                return None
+            return Dialog(kind, self.RESUME_TITLE, options, listing)
         if kind == "auto_mode_unavailable":
             options = [
                 Option(1, "Stay in auto mode", True),

@@ -20,7 +20,9 @@ ROLLOUT_RE = re.compile(
     r"^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$"
 )
 EXIT_CODE_RE = re.compile(r"Process exited with code (-?\d+)")
-ABORTED_OUTPUTS = ("aborted by user",)
+ABORTED_RE = re.compile(r"(?:^|\n)aborted by user(?: after [^\n]*)?\s*$")
+"""A rejected call's output: its last line is `aborted by user` (a function call) or `aborted by user after 1.8s`
+(code mode's `exec`)."""
 
 
 def codex_home(env: Mapping[str, str] | None = None) -> Path:
@@ -312,6 +314,6 @@ class TurnTracker:
         if t in ("function_call_output", "custom_tool_call_output"):
             text = flatten_output(p.get("output"))
             m = EXIT_CODE_RE.search(text)
-            is_error = bool(m and m.group(1) != "0") or text.rstrip().endswith(ABORTED_OUTPUTS)
+            is_error = bool(m and m.group(1) != "0") or bool(ABORTED_RE.search(text))
             return [TurnEvent("tool_result", text, {"tool_use_id": p.get("call_id"), "is_error": is_error})]
         return []

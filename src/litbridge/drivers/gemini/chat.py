@@ -235,6 +235,8 @@ class ChatTurns:
         self.results_seen: set[str] = set()
         self.pending: ChatEvent | None = None  # the `answer` candidate, while it is the turn's last record
         self.last_error: str | None = None
+        self.prompts: set[str] = set()  # every prompt seen (a history rewrite re-appends them)
+        self.rewriting = False  # inside the history Gemini re-appends after a cancelled tool call
 
     @property
     def content(self) -> str:
@@ -259,14 +261,27 @@ class ChatTurns:
         out: list[ChatEvent] = []
         for line in lines:
             kind, rec, _update = self.chat.apply(line)
-            if kind == "record" and rec is not None:
+            if kind == "set" and "messages" in line["$set"]:
+                self.rewriting = False  # the rewrite ends with the whole `messages` array
+            elif kind == "record" and rec is not None:
                 out.extend(self._record(rec))
         return out
 
     def _record(self, rec: dict[str, Any]) -> list[ChatEvent]:
         typ = rec.get("type")
+        if typ == "user" and content_text(rec.get("content")).lstrip().startswith(SESSION_CONTEXT):
+            # after a cancelled tool call Gemini re-appends the conversation so far, preamble first, every
+            # earlier prompt and answer as a new record: history, not a turn
+            self.rewriting = True
+            return []
         prompt = prompt_text(rec)
+        if prompt is not None and self.rewriting and prompt in self.prompts:
+            return []
+        if self.rewriting and typ == "gemini":
+            return []
         if prompt is not None:
+            self.rewriting = False
+            self.prompts.add(prompt)
             self.open, self.prompt = True, prompt
             self.answers, self.usage_by_id = {}, {}
             self.tools_seen, self.results_seen = set(), set()

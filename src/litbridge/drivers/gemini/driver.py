@@ -131,6 +131,7 @@ class GeminiDriver(EngineDriver):
         self.home = gemini_home({**os.environ, **self.env})
         self.session_home: str | None = None
         self.title = ""
+        self.footer_model: str | None = None  # what the footer names below `/model` (`Auto` by default)
         self.turns = ChatTurns()
         self.tailer = ChatTailer()
         self.chat_path: Path | None = None
@@ -235,6 +236,7 @@ class GeminiDriver(EngineDriver):
 
     def on_turn_end(self, turn: Turn, how: str) -> None:
         self.turns.finish()
+        self._read_footer_model()  # `/model` may have switched it
         if how == "error" and self.engine.busy():
             # the deadline passed while the CLI still retries: stop its retry loop so the next send can go
             self.host.write(ESC)
@@ -253,7 +255,15 @@ class GeminiDriver(EngineDriver):
             raise
         self._open_chat()
         self._schedule_poll()
+        self._read_footer_model()
         return self.ready_fields()
+
+    def reported_model(self) -> str | None:
+        """The model asked for (`create.model`), else the one the footer shows."""
+        return self.model or self.footer_model
+
+    def _read_footer_model(self) -> None:
+        self.footer_model = self.rules.footer_model(list(self.host.terminal.display)) or self.footer_model
 
     def on_output(self, data: bytes) -> None:
         title = getattr(self.host.terminal, "title", "") or ""

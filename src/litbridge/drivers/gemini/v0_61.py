@@ -219,6 +219,23 @@ def classify(rows: list[str]) -> ScreenState:
     return ScreenState("other", version=version)
 
 
+MODEL_HEADING = "/model"
+_FOOTER_CELL_RE = re.compile(r"\S+(?: \S+)*")
+
+
+def footer_model(rows: list[str]) -> str | None:
+    """The model the footer names below its `/model` heading (`Auto`, or the `--model` given, e.g.
+    `gemini-2.5-flash`), right-aligned under it; None when the footer is not drawn (a dialog replaces it)."""
+    rows = _strip(rows)
+    rule = last_rule(rows)
+    for i in range(len(rows) - 2, -1 if rule is None else rule, -1):
+        if rows[i].endswith(" " + MODEL_HEADING):
+            col = len(rows[i]) - len(MODEL_HEADING)
+            cells = list(_FOOTER_CELL_RE.finditer(rows[i + 1]))
+            return cells[-1].group() if cells and cells[-1].end() > col else None
+    return None
+
+
 def find_prompt(rows: list[str], text: str | None) -> int | None:
     """Row of the last echoed prompt (` > <first line of text>`) above the live area."""
     rows = _strip(rows)
