@@ -249,7 +249,7 @@ COMMANDS: dict[str, Command] = {
 _Q_OPTIONS = Field(
     "array",
     items="object",
-    doc="[{digit,label,selected}]: `digit` always a string (`\"1\"`, what `answer{digit}` takes back), `selected` a "
+    doc='[{digit,label,selected}]: `digit` always a string (`"1"`, what `answer{digit}` takes back), `selected` a '
     "boolean (where the CLI's cursor is; at most one)",
 )
 _TURN = Field("string", doc="turn id of the send", new=True)

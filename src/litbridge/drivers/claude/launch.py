@@ -19,7 +19,7 @@ from litbridge.drivers.base import DriverError, LaunchSpec
 from litbridge.drivers.claude.transcript import config_dir, global_config_path, project_dir
 
 if TYPE_CHECKING:
-    pass
+    from litbridge.drivers.claude.driver import ClaudeDriver
 
 RESUME_FLAGS = ("--resume", "-r", "--continue", "-c")
 ENV_REMOVE = ("CLAUDECODE", "CLAUDE_CODE_*")
@@ -31,6 +31,7 @@ class Launch(kit.Launch["ClaudeDriver"]):
     """Claude Code 2.1: `--session-id` pins the transcript (or `--resume <token>` when its transcript exists),
     `--model`, the preapproval config keys; the daemon's own Claude Code variables are not inherited."""
 
+    driver: ClaudeDriver
     VERSION = "2.1"
     ENV_REMOVE: ClassVar[tuple[str, ...]] = ENV_REMOVE
 

@@ -15,7 +15,7 @@ from litbridge.drivers.base import DriverError, LaunchSpec
 from litbridge.drivers.codex import rollout as ro
 
 if TYPE_CHECKING:
-    pass
+    from litbridge.drivers.codex.driver import CodexDriver
 
 
 def _toml_str(s: str) -> str:
@@ -27,6 +27,7 @@ class Launch(kit.Launch["CodexDriver"]):
     """Codex 0.169: `codex --no-daemon [-m M] [-c projects=...] [resume <thread>]`; the trust and model-migration
     dialogs are answered (the rules' `STARTUP_ACCEPT`), the login screen is an error with what to do."""
 
+    driver: CodexDriver
     VERSION = "0.169"
 
     def spec(self) -> LaunchSpec:

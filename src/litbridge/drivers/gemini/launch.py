@@ -19,7 +19,7 @@ from litbridge.drivers.base import DriverError, LaunchSpec
 from litbridge.drivers.gemini.chat import find_chat_file
 
 if TYPE_CHECKING:
-    pass
+    from litbridge.drivers.gemini.driver import GeminiDriver
 
 TURN_TIMEOUT = 600.0
 """Default per-turn deadline (create field `turn_timeout`): Gemini retries 5xx/429 silently for minutes."""
@@ -83,6 +83,7 @@ class Launch(kit.Launch["GeminiDriver"]):
     """Gemini CLI 0.61: `gemini [--resume <id> | --session-id <uuid>] [--model M]` with this session's own
     settings (`session_files`); `turn_timeout` becomes the engine's per-turn deadline."""
 
+    driver: GeminiDriver
     VERSION = "0.61"
     ENV_REMOVE: ClassVar[tuple[str, ...]] = ENV_REMOVE
 
