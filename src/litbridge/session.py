@@ -216,6 +216,7 @@ class Session:
         the loop keeps serving other sessions during a burst of creates. The child's fds are registered with
         the loop back on the loop thread, by a done-callback that runs whoever awaits (or stops awaiting):
         a create cancelled mid-spawn still leaves an attached child that `kill` can reap, never an orphan."""
+        await self.driver.prepare()  # e.g. `<cli> --version`, in a worker thread
         argv, env, cwd, transport = self._prepare_spawn()
         fut = self.loop.run_in_executor(None, ptymod.spawn, argv, env, cwd, transport)
 

@@ -120,18 +120,19 @@ def test_replay_takes_the_version_from_the_recorded_output(cli: str, tmp_path: P
 def test_codex_rules_follow_the_binarys_version_before_the_first_frame(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A newer rules class does not read an older binary's first frames: `launch` asks `<binary> --version`
-    (once per binary file) and picks the rules before the CLI draws anything."""
+    """A newer rules class does not read an older binary's first frames: `prepare` (awaited before `launch`) asks
+    `<binary> --version` (once per binary file) and picks the rules before the CLI draws anything."""
+    import asyncio
     import logging
     from types import SimpleNamespace
 
     from litbridge.drivers.codex import driver as codex
-    from litbridge.drivers.codex import v0_169
+    from litbridge.drivers.codex import v0_169, versions
 
     class Newer(v0_169.Rules):
         pass
 
-    monkeypatch.setitem(codex.RULES, "0.170", Newer)
+    monkeypatch.setitem(versions.RULES, "0.170", Newer)
     host = SimpleNamespace(log=logging.getLogger("test"), loop=None)
     for version, rules in (("0.169.0", v0_169.Rules), ("0.170.2", Newer)):
         fake = tmp_path / version / "codex"
@@ -142,5 +143,6 @@ def test_codex_rules_follow_the_binarys_version_before_the_first_frame(
             host, {"cli": str(fake), "working_dir": str(tmp_path), "env": {"HOME": str(tmp_path)}}
         )
         assert type(d.rules) is Newer  # not known yet: the newest
+        asyncio.run(d.prepare())
         d.launch()
         assert (d.cli_version, type(d.rules)) == (version, rules)

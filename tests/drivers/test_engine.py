@@ -11,35 +11,11 @@ from typing import Any
 import pytest
 
 from litbridge.drivers.base import DriverError
+from litbridge.drivers.dialog import Dialog, Option
 from litbridge.drivers.engine import EngineHooks, Timing, TurnEngine
 from litbridge.vclock import VirtualTimeLoop
 
-
-@dataclass
-class Opt:
-    digit: int
-    label: str
-    selected: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"digit": str(self.digit), "label": self.label}
-
-
-@dataclass
-class Dlg:
-    kind: str
-    text: str
-    options: list[Opt]
-    detail: Any = None
-
-    def signature(self) -> tuple[Any, ...]:
-        return (self.kind, self.text, tuple(o.label for o in self.options))
-
-    def find(self, *, digit: int | None = None, label: str | None = None) -> int | None:
-        for i, o in enumerate(self.options):
-            if (digit is not None and o.digit == digit) or (label is not None and o.label == label):
-                return i
-        return None
+Opt, Dlg = Option, Dialog  # the one dialog model every driver's rules return
 
 
 @dataclass

@@ -28,6 +28,8 @@ SUBCOMMANDS = (
     "events",
     "attach",
     "replay",
+    "explain",
+    "drivers",
     "schema",
     "service",
     "completion",

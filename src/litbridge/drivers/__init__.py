@@ -1,7 +1,10 @@
 """The driver registry: `cli` name -> Driver class; unknown CLIs get the generic driver.
 
-Built-ins ("claude", "codex", "gemini", "rift") are imported lazily on first use so a broken or missing
-driver package never breaks the daemon for other CLIs. The contract lives in `drivers/base.py`.
+One style: built-ins are a lazy table of "module:Class" strings (`BUILTIN`), imported on first use so a broken
+or missing driver package never breaks the daemon for other CLIs. `register(name, cls)` is the public extension
+point for drivers that live outside this package (an embedding application, a test): call it before the first
+`create` of that CLI; a registered class wins over a built-in of the same name. The contract lives in
+`drivers/base.py`; adding a CLI is described in docs/adding-a-cli.md.
 """
 
 from __future__ import annotations
@@ -12,44 +15,42 @@ import os
 
 from litbridge.drivers.base import Driver, DriverError, DriverHost, LaunchSpec
 
-__all__ = ["Driver", "DriverError", "DriverHost", "LaunchSpec", "clis", "get_driver", "register"]
+__all__ = ["BUILTIN", "Driver", "DriverError", "DriverHost", "LaunchSpec", "clis", "get_driver", "register"]
 
 log = logging.getLogger(__name__)
 
-_REGISTRY: dict[str, type[Driver]] = {}
-# name -> "module:attribute" (attribute optional: the module's `Driver` / `DRIVER` / first Driver subclass)
-_LAZY: dict[str, str] = {
-    "claude": "litbridge.drivers.claude",
-    "codex": "litbridge.drivers.codex",
-    "gemini": "litbridge.drivers.gemini",
-    "rift": "litbridge.drivers.rift",
+BUILTIN: dict[str, str] = {
+    "claude": "litbridge.drivers.claude.driver:ClaudeDriver",
+    "codex": "litbridge.drivers.codex.driver:CodexDriver",
+    "gemini": "litbridge.drivers.gemini.driver:GeminiDriver",
+    "rift": "litbridge.drivers.rift.driver:RiftDriver",
 }
+"""Built-in drivers: `cli` name -> "module:Class"."""
+
+_REGISTRY: dict[str, type[Driver]] = {}
 
 
 def register(name: str, cls: type[Driver]) -> None:
-    """Register a driver class for a `cli` name (later registrations win)."""
+    """Make `cls` the driver of `cli` name `name` (later registrations win; a built-in of that name is shadowed)."""
+    if not (isinstance(cls, type) and issubclass(cls, Driver)):
+        raise TypeError(f"register({name!r}, ...) needs a Driver subclass, got {cls!r}")
     _REGISTRY[name] = cls
 
 
-def _load_lazy(name: str) -> type[Driver] | None:
-    target = _LAZY.get(name)
+def _load(name: str) -> type[Driver] | None:
+    """The built-in driver class for `name`, imported now (None, logged, when it cannot be)."""
+    target = BUILTIN.get(name)
     if target is None:
         return None
     modname, _, attr = target.partition(":")
     try:
-        mod = importlib.import_module(modname)
-    except ImportError as exc:
+        cls = getattr(importlib.import_module(modname), attr)
+    except (ImportError, AttributeError) as exc:
         log.warning("driver %r unavailable (%s); using the generic driver", name, exc)
         return None
-    if name in _REGISTRY:  # the module registered itself on import
-        return _REGISTRY[name]
-    for candidate in (attr, "DRIVER", "Driver", f"{name.capitalize()}Driver"):
-        cls = getattr(mod, candidate, None) if candidate else None
-        if isinstance(cls, type) and issubclass(cls, Driver) and cls is not Driver:
-            _REGISTRY[name] = cls
-            return cls
-    log.warning("driver module %s exposes no Driver subclass; using the generic driver", modname)
-    return None
+    _REGISTRY[name] = cls
+    result: type[Driver] = cls
+    return result
 
 
 def get_driver(cli: str) -> type[Driver]:
@@ -58,9 +59,7 @@ def get_driver(cli: str) -> type[Driver]:
     if base.endswith(".exe") or base.endswith(".cmd"):
         base = base[:-4]
     for name in (cli, base):
-        if name in _REGISTRY:
-            return _REGISTRY[name]
-        cls = _load_lazy(name)
+        cls = _REGISTRY.get(name) or _load(name)
         if cls is not None:
             return cls
     from litbridge.drivers.generic import GenericDriver
@@ -70,4 +69,4 @@ def get_driver(cli: str) -> type[Driver]:
 
 def clis() -> list[str]:
     """CLI names with a dedicated driver (for `monitor_ready.clis`); any other program uses generic."""
-    return sorted(set(_REGISTRY) | set(_LAZY))
+    return sorted(set(_REGISTRY) | set(BUILTIN))

@@ -9,7 +9,9 @@ Lifecycle, as the session drives it:
   1. `Driver(host, options)`; `options` = the validated `create` command (session, channel_id, cli, args,
      working_dir (always set; default $HOME), env, model, plus any extra fields the client sent, e.g.
      `preapprove`) and `resume`: the token an earlier `stop(store_resume=True)` returned for this key, or None.
-  2. `launch()` -> LaunchSpec. The session resolves argv[0] on PATH (missing -> `cli_not_found`), drops the
+  2. `await prepare()` (the daemon's create; optional, default none): slow look-ups the launch needs, off the
+     loop's critical path (e.g. `<binary> --version` to pick the rules: `drivers/versions.detect_version`).
+     Then `launch()` -> LaunchSpec (synchronous, quick). The session resolves argv[0] on PATH (missing -> `cli_not_found`), drops the
      inherited vars `spec.env_remove` names, applies TERM/COLORTERM then `spec.env`, spawns.
   3. `await startup()` -> {"model": str|None, "resumed": bool, ...}: handle startup dialogs until input is
      live; raise DriverError on failure/timeout. The session then emits `ready` and starts dispatching.
@@ -202,6 +204,10 @@ class Driver(ABC):
         self.options = options
 
     # -- launch / lifecycle --------------------------------------------------------------------------
+    async def prepare(self) -> None:
+        """Before `launch()`, awaited on the event loop: anything slow the launch needs (never blocking)."""
+        return None
+
     @abstractmethod
     def launch(self) -> LaunchSpec:
         """argv/env/cwd/transport for the CLI."""

@@ -77,7 +77,9 @@ class DialogLike(Protocol):
     def text(self) -> str: ...
 
     @property
-    def detail(self) -> Any: ...
+    def detail(self) -> str: ...
+
+    def wire_detail(self) -> Any: ...
 
     @property
     def options(self) -> Sequence[OptionLike]: ...
@@ -437,7 +439,7 @@ class _EngineState:
                     self.hooks.question_kind(dialog),
                     dialog.text,
                     [o.as_dict() for o in dialog.options],
-                    dialog.detail or None,
+                    dialog.wire_detail(),
                     "cli-dialog",
                 )
                 self.question = Question(qid, dialog, sig, self._dialog_paint.get(sig, self.now()))

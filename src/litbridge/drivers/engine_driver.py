@@ -4,16 +4,22 @@ Every such driver (Claude, Codex, Gemini) read the same `create` options, forwar
 `TurnEngine` and reported stop/info the same way; that wiring lives here once, so a driver class holds only what
 is its CLI's own (launch line, rules, the record that ends turns). Override a method to add to it (call `super()`)
 or to replace it; the engine's interface is unchanged.
+
+A driver names its plug-in tables in `CLI` (a `kit.CliSpec`); `use_version` picks the `Rules`, `Record` and
+`Launch` of a CLI version (the newest until the version is known), `prepare` learns it from `<binary> --version`
+without blocking the loop, and `launch` / `startup_answer` / `question_kind` are the picked plug-ins'.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from litbridge.drivers.base import Driver, DriverHost, meaningful_lines
+from litbridge.drivers import versions
+from litbridge.drivers.base import Driver, DriverHost, LaunchSpec, meaningful_lines
 from litbridge.drivers.engine import EngineHooks, Timing, TurnEngine
+from litbridge.drivers.kit import CliSpec, Launch, Record
 from litbridge.drivers.paste import PASTE_END, PASTE_START
 
 
@@ -34,8 +40,52 @@ class EngineDriver(Driver, EngineHooks):
         self.model: str | None = options.get("model")
         self.resume_token: str | None = options.get("resume")
         self.resumed = False
-        self.cli_version: str | None = None
         self.engine = engine(host, self, timing)
+        self.cli_version: str | None = None
+        self.use_version(options.get("cli_version"))  # replay: what the recording printed
+
+    CLI: ClassVar[CliSpec]
+    rules: Any
+    record: Record
+    launcher: Launch[Any]
+
+    # ------------------------------------------------------------------------------------------ versions
+    def use_version(self, version: str | None) -> None:
+        """Read the CLI as `version` from now on (None: not known yet, the newest plug-ins)."""
+        picked = self.CLI.pick(version)
+        self.cli_version = version
+        self.rules, self.record, self.launcher = picked.rules(), picked.record(), picked.launch(self)
+
+    def binary(self) -> str:
+        return str(self.options.get("cli") or self.name)
+
+    async def prepare(self) -> None:
+        """The binary's version before the first frame (`<binary> --version`, in a worker thread, once per file)."""
+        if self.cli_version is None and self.CLI.version_from_binary:
+            self._version_found(await versions.detect_version(self.binary(), {**os.environ, **self.env}))
+
+    def _version_found(self, version: str | None) -> None:
+        if version is None:
+            return
+        self.use_version(version)
+        if not self.CLI.knows(version):
+            self.host.log.warning(
+                "%s %s: no rules for this version; using %s", self.name, version, self.rules
+            )
+
+    def launch(self) -> LaunchSpec:
+        if (
+            self.cli_version is None and self.CLI.version_from_binary
+        ):  # no `prepare` (tools): a known answer only
+            self._version_found(versions.cached_version(self.binary(), {**os.environ, **self.env}))
+        return self.launcher.spec()
+
+    def startup_answer(self, dialog: Any) -> str | None:
+        return self.launcher.startup_answer(dialog)
+
+    def question_kind(self, dialog: Any) -> str:
+        result: str = self.rules.question_kind(dialog)
+        return result
 
     # ------------------------------------------------------------------------------------------ helpers
     def reported_model(self) -> str | None:

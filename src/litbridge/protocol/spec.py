@@ -246,7 +246,12 @@ COMMANDS: dict[str, Command] = {
     )
 }
 
-_Q_OPTIONS = Field("array", items="object", doc="[{digit,label,selected}]")
+_Q_OPTIONS = Field(
+    "array",
+    items="object",
+    doc='[{digit,label,selected}]: `digit` always a string (`"1"`, what `answer{digit}` takes back), `selected` a '
+    "boolean (where the CLI's cursor is; at most one)",
+)
 _TURN = Field("string", doc="turn id of the send", new=True)
 # Additive handshake fields (no protocol_version bump). Named last_seq, not seq: a direct reply carries no
 # `seq`, and clients de-duplicate events by `seq`.
@@ -387,7 +392,12 @@ EVENTS: dict[str, Event] = {
                 "kind": Field("string", enum=("permission", "trust", "choice", "text"), new=True),
                 "text": _S,
                 "options": _Q_OPTIONS,
-                "detail": Field("any", new=True),
+                "detail": Field(
+                    "any",
+                    doc="what the CLI shows with the question: a string, or an object of named strings when the "
+                    "driver reads named facts (Codex approvals `{command,reason,environment}`; rift its own shapes)",
+                    new=True,
+                ),
                 "source": _S,
             },
         ),

@@ -37,8 +37,8 @@ def test_picker_is_one_option_per_conversation() -> None:
     d = cls.dialog
     assert d is not None and d.kind == "resume" and d.text == "Resume session"
     assert [(o.digit, o.label, o.selected) for o in d.options] == [
-        (1, "Remember the word BRAVO.", True),
-        (2, "Remember the word ALPHA.", False),
+        ("1", "Remember the word BRAVO.", True),
+        ("2", "Remember the word ALPHA.", False),
     ]
     assert d.detail.splitlines() == [
         "1. Remember the word BRAVO. — 1 second ago · HEAD · 156.1KB",

@@ -154,8 +154,8 @@ def test_trust_dialog() -> None:
     d = _dialog("s01a", "01_trust_dialog_initial.txt")
     assert d.kind == "trust"
     assert [(o.digit, o.label, o.selected) for o in d.options] == [
-        (1, "No, exit", True),
-        (2, "Yes, I trust this folder", False),
+        ("1", "No, exit", True),
+        ("2", "Yes, I trust this folder", False),
     ]
     assert "Is this a project you created or one you trust?" in d.text
     assert "/home/dev/work/s01a_startup_dialogs" in d.detail
@@ -188,7 +188,7 @@ def test_tool_permission_dialogs() -> None:
     d = _dialog("s04a", "02_t1_bash_permission_dialog.txt")
     assert d.kind == "permission"
     assert d.text == "Do you want to proceed?"
-    assert [o.digit for o in d.options] == [1, 2, 3, 4]
+    assert [o.digit for o in d.options] == ["1", "2", "3", "4"]
     assert d.options[0].label == "Yes" and d.options[0].selected
     assert d.options[3].label == "No"
     assert "touch created_by_bash.txt && echo hi" in d.detail
@@ -201,7 +201,7 @@ def test_tool_permission_dialogs() -> None:
     e = _dialog("s04a", "06_t2_edit_permission_dialog.txt")
     assert e.text == "Do you want to make this edit to hello.py?"
     moved = _dialog("s04a", "03_t1_bash_dialog_cursor_down.txt")
-    assert moved.selected_index == 1 and moved.signature() == d.signature()
+    assert moved.selected_index() == 1 and moved.signature() == d.signature()
 
 
 def test_auto_mode_fallback_dialogs() -> None:
@@ -211,7 +211,7 @@ def test_auto_mode_fallback_dialogs() -> None:
     assert R.cursor_keys(d, 1) == ["BTab"]
     p = _dialog("s04b", "04_step1_permission_dialog.txt")
     assert p.kind == "permission"
-    assert [(o.digit, o.label, o.selected) for o in p.options] == [(1, "No", True), (2, "Yes", False)]
+    assert [(o.digit, o.label, o.selected) for o in p.options] == [("1", "No", True), ("2", "Yes", False)]
     assert R.cursor_keys(p, p.find(label="Yes")) == ["Down"]
 
 
@@ -226,8 +226,8 @@ def test_unknown_picker_is_a_choice_not_a_startup_dialog() -> None:
     assert d is not None and d.kind == "choice"
     assert d.text == "Which flavour?"
     assert [(o.digit, o.label, o.selected) for o in d.options] == [
-        (1, "Vanilla", True),
-        (2, "Chocolate", False),
+        ("1", "Vanilla", True),
+        ("2", "Chocolate", False),
     ]
     assert d.kind not in R.STARTUP_ACCEPT
 
@@ -410,12 +410,12 @@ def test_rewind_list_is_a_question_with_one_option_per_entry() -> None:
     d = st.dialog
     assert d.text.startswith("Rewind: Restore the code and/or conversation to the point before")
     assert [(o.digit, o.label, o.selected) for o in d.options] == [
-        (1, "stream slowly (to be interrupted by Esc)", False),
-        (2, "stream slowly (to be interrupted by Ctrl+C)", False),
-        (3, "run a slow command", False),
-        (4, "first message (slow)", False),
-        (5, "second message typed while busy", False),
-        (6, "(current)", True),
+        ("1", "stream slowly (to be interrupted by Esc)", False),
+        ("2", "stream slowly (to be interrupted by Ctrl+C)", False),
+        ("3", "run a slow command", False),
+        ("4", "first message (slow)", False),
+        ("5", "second message typed while busy", False),
+        ("6", "(current)", True),
     ]
     assert "1. stream slowly (to be interrupted by Esc) — No code changes" in d.detail  # descriptions kept
     assert R.cursor_keys(d, 4) == ["Up"] and R.cursor_keys(d, 5) == ["Enter"]
@@ -425,7 +425,7 @@ def test_rewind_list_is_a_question_with_one_option_per_entry() -> None:
     moved[y] = "  ❯ second message typed while busy"
     moved = [("    (current)" if r.strip() == "❯ (current)" else r) for r in moved]
     d2 = R.parse_dialog(moved)
-    assert d2 is not None and d2.kind == "rewind" and d2.selected_index == 4
+    assert d2 is not None and d2.kind == "rewind" and d2.selected_index() == 4
     assert d2.signature() == d.signature()  # the same dialog for the driver while the cursor moves
     # `Rewind` quoted in a conversation above a live prompt is not the list
     idle = read_screen(capture("s06_") / "screens" / "19_f_after_esc_close.txt")[1]

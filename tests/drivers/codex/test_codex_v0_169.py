@@ -58,7 +58,7 @@ def test_approval_dialog(capture: str) -> None:
     assert d.text == "Would you like to run the following command?"
     assert [o.digit for o in d.options] == ["1", "2", "3"]
     assert d.options[0].label == "Yes, proceed (y)" and d.options[0].selected
-    assert d.detail == {
+    assert d.fields == {
         "environment": "local",
         "reason": "Create a file to test approvals",
         "command": "touch created_by_codex.txt && echo hi-from-shell",
@@ -77,7 +77,7 @@ def test_rejected_approval_screen_is_idle() -> None:
 def test_trust_dialog_is_accepted_with_enter() -> None:
     d = rules.parse_dialog(screen("codex_first_start", "02_trust_dialog_quiet.txt"))
     assert d is not None and d.kind == "trust"
-    assert d.detail == {"folder": "/home/dev/work/first_start"}
+    assert d.fields == {"folder": "/home/dev/work/first_start"}
     idx = d.find(label=rules.STARTUP_ACCEPT["trust"])
     assert idx == 0 and rules.answer_keys(d, idx) == ["Enter"]
 

@@ -1,4 +1,4 @@
-"""The 0.61 title and screen rules (pure functions) on screens of the real CLI's recordings."""
+"""The 0.61 title and screen rules (`v0_61.Rules`, pure methods) on screens of the real CLI's recordings."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import pytest
 from gemini_helpers import CAPTURES, FIXTURES
 
 from litbridge.drivers.gemini import v0_61
-from litbridge.drivers.gemini.driver import rules_for
+from litbridge.drivers.gemini.versions import rules_for
 
 SCREENS = FIXTURES / "screens"
+R = v0_61.Rules()
 
 
 def rows(name: str) -> list[str]:
@@ -27,7 +28,7 @@ def rows(name: str) -> list[str]:
     ],
 )
 def test_title_state(title: str, state: str | None) -> None:
-    assert v0_61.title_state(title) == state
+    assert R.title_state(title) == state
 
 
 @pytest.mark.parametrize(
@@ -50,7 +51,7 @@ def test_title_state(title: str, state: str | None) -> None:
     ],
 )
 def test_classify_states(screen: str, state: str, draft: str) -> None:
-    cls = v0_61.classify(rows(screen))
+    cls = R.classify(rows(screen))
     assert (cls.state, cls.draft) == (state, draft)
     assert cls.dialog is None
     assert cls.live_prompt == (state in ("idle", "busy"))
@@ -58,28 +59,28 @@ def test_classify_states(screen: str, state: str, draft: str) -> None:
 
 
 def test_busy_spinner_and_seconds() -> None:
-    cls = v0_61.classify(rows("gemini_plain_qa__02_q1_busy"))
+    cls = R.classify(rows("gemini_plain_qa__02_q1_busy"))
     assert cls.spinner == "⠋ Thinking... (esc to cancel, 0s)"
     assert cls.spinner_seconds == 0
 
 
 def test_trust_dialog() -> None:
-    cls = v0_61.classify(rows("gemini_first_start__02_trust_dialog_quiet"))
+    cls = R.classify(rows("gemini_first_start__02_trust_dialog_quiet"))
     assert cls.state == "dialog"
     d = cls.dialog
     assert (d.kind, d.question_kind, d.text) == ("trust", "trust", "Do you trust the files in this folder?")
     assert [(o.digit, o.label, o.selected) for o in d.options] == [
-        (1, "Trust folder (first_start)", True),
-        (2, "Trust parent folder (work)", False),
-        (3, "Don't trust", False),
+        ("1", "Trust folder (first_start)", True),
+        ("2", "Trust parent folder (work)", False),
+        ("3", "Don't trust", False),
     ]
-    assert d.find(label=v0_61.STARTUP_ACCEPT["trust"]) == 0
-    assert v0_61.dialog_keys(d, 0) == ["Enter"]
-    assert v0_61.dialog_keys(d, 2) == ["Down", "Down", "Enter"]
+    assert d.find(label=R.STARTUP_ACCEPT["trust"]) == 0
+    assert R.dialog_keys(d, 0) == ["Enter"]
+    assert R.dialog_keys(d, 2) == ["Down", "Down", "Enter"]
 
 
 def test_approval_dialog() -> None:
-    cls = v0_61.classify(rows("gemini_tool_approval__01_approval_1"))
+    cls = R.classify(rows("gemini_tool_approval__01_approval_1"))
     d = cls.dialog
     assert cls.state == "dialog" and d.kind == "permission" and d.question_kind == "permission"
     assert d.text == "Allow execution of [Shell]?"
@@ -91,59 +92,59 @@ def test_approval_dialog() -> None:
     assert d.detail == (
         "Shell  touch created_by_gemini.txt && echo hi-from-shell\ntouch created_by_gemini.txt && echo hi-from-shell"
     )
-    assert v0_61.dialog_keys(d, 2) == ["Esc"]  # the option's own key
-    assert v0_61.dialog_keys(d, 1) == ["Down", "Enter"]
+    assert R.dialog_keys(d, 2) == ["Esc"]  # the option's own key
+    assert R.dialog_keys(d, 1) == ["Down", "Enter"]
     # the title says Action Required while it is open; the reading is the dialog
-    assert v0_61.combined_state(cls, v0_61.TITLE_ACTION) == "dialog"
+    assert R.combined_state(cls, R.TITLE_ACTION) == "dialog"
 
 
 def test_auth_dialog_is_a_choice() -> None:
-    d = v0_61.classify(rows("gemini_first_start_noconfig__10_auth_dialog")).dialog
+    d = R.classify(rows("gemini_first_start_noconfig__10_auth_dialog")).dialog
     assert d is not None and d.kind == "auth" and d.question_kind == "choice"
     assert [o.label for o in d.options] == ["Sign in with Google", "Use Gemini API Key", "Vertex AI"]
     assert d.options[1].selected
-    assert "auth" not in v0_61.STARTUP_ACCEPT  # relayed to the client, never answered by the driver
+    assert "auth" not in R.STARTUP_ACCEPT  # relayed to the client, never answered by the driver
 
 
 def test_combined_state_title_leads_an_idle_looking_screen() -> None:
-    idle = v0_61.classify(rows("gemini_plain_qa__03_q1_done"))
-    assert v0_61.combined_state(idle, v0_61.TITLE_READY) == "idle"
-    assert v0_61.combined_state(idle, None) == "idle"
-    assert v0_61.combined_state(idle, v0_61.TITLE_WORKING) == "busy"  # request sent, spinner not drawn yet
-    assert v0_61.combined_state(idle, v0_61.TITLE_ACTION) == "other"  # a dialog we could not parse
+    idle = R.classify(rows("gemini_plain_qa__03_q1_done"))
+    assert R.combined_state(idle, R.TITLE_READY) == "idle"
+    assert R.combined_state(idle, None) == "idle"
+    assert R.combined_state(idle, R.TITLE_WORKING) == "busy"  # request sent, spinner not drawn yet
+    assert R.combined_state(idle, R.TITLE_ACTION) == "other"  # a dialog we could not parse
 
 
 def test_response_extraction() -> None:
     r = rows("gemini_plain_qa__03_q1_done")
-    start = v0_61.find_prompt(r, "What is the capital of France")
+    start = R.find_prompt(r, "What is the capital of France")
     assert start is not None
-    assert v0_61.extract_response(r, start) == "The capital of France is Paris."  # as rendered (** removed)
+    assert R.extract_response(r, start) == "The capital of France is Paris."  # as rendered (** removed)
 
 
 def test_response_while_streaming_excludes_the_spinner() -> None:
     r = rows("gemini_interrupt__01_streaming_1")
-    text = v0_61.extract_response(r, v0_61.find_prompt(r, "first slow answer please"))
+    text = R.extract_response(r, R.find_prompt(r, "first slow answer please"))
     assert text.startswith("word0 word1 word2") and "esc to cancel" not in text
 
 
 def test_long_markdown_rendering() -> None:
     r = rows("gemini_long_markdown__02_done")
-    text = v0_61.extract_response(r, v0_61.find_prompt(r, None))
+    text = R.extract_response(r, R.find_prompt(r, None))
     assert "Thinking" not in text and "Type your message" not in text
     assert text.strip()
 
 
 def test_error_lines_and_status_excerpt() -> None:
     r = rows("gemini_api_error__06_streamerr_done")
-    assert v0_61.error_lines(r) == ["Model stream ended without a finish reason."]
+    assert R.error_lines(r) == ["Model stream ended without a finish reason."]
     busy = rows("gemini_plain_qa__02_q1_busy")
-    assert "Thinking... (esc to cancel, 0s)" in v0_61.status_excerpt(busy)
+    assert "Thinking... (esc to cancel, 0s)" in R.status_excerpt(busy)
 
 
 def test_rules_for_versions() -> None:
-    assert rules_for("0.61.0") is v0_61
-    assert rules_for(None) is v0_61  # before the header shows: the newest validated module
-    assert rules_for("9.9.9") is v0_61
+    assert rules_for("0.61.0") is v0_61.Rules
+    assert rules_for(None) is v0_61.Rules  # before the header shows: the newest validated rules
+    assert rules_for("9.9.9") is v0_61.Rules
 
 
 def test_every_recorded_screen_classifies_without_error() -> None:
@@ -154,7 +155,7 @@ def test_every_recorded_screen_classifies_without_error() -> None:
     assert files
     for f in files:
         lines = (f.read_text(encoding="utf-8").split("\n") + [""] * 50)[:50]
-        cls = v0_61.classify(lines)
+        cls = R.classify(lines)
         assert cls.state in ("blank", "idle", "busy", "dialog", "other"), f
 
 
@@ -175,7 +176,7 @@ LOOP_DIALOG = [
 
 def test_loop_detection_dialog_seen_live() -> None:
     """The dialog the real CLI showed on a repetitive mock answer (an early run of the long-markdown e2e test)."""
-    cls = v0_61.classify(LOOP_DIALOG + [""] * 40)
+    cls = R.classify(LOOP_DIALOG + [""] * 40)
     d = cls.dialog
     assert cls.state == "dialog" and d.kind == "loop_detection" and d.question_kind == "choice"
     assert d.text == "A potential loop was detected"
@@ -183,4 +184,4 @@ def test_loop_detection_dialog_seen_live() -> None:
         "Keep loop detection enabled (esc)",
         "Disable loop detection for this session",
     ]
-    assert v0_61.dialog_keys(d, 0) == ["Esc"] and v0_61.dialog_keys(d, 1) == ["Down", "Enter"]
+    assert R.dialog_keys(d, 0) == ["Esc"] and R.dialog_keys(d, 1) == ["Down", "Enter"]

@@ -8,7 +8,6 @@ settling, questions, submit verification, interrupts and state is the engine's.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from litbridge.drivers.claude import launch as launchmod
 from litbridge.drivers.claude.follow import TranscriptFollower
 from litbridge.drivers.claude.model import ScreenState
 from litbridge.drivers.claude.transcript import TurnEvent, last_model, project_dir, project_slug
-from litbridge.drivers.claude.versions import LOGO_VERSION_RE, RULES, cli_version, rules_for
+from litbridge.drivers.claude.versions import CLI, LOGO_VERSION_RE
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.paste import paste_payload
@@ -48,12 +47,11 @@ class ClaudeDriver(EngineDriver):
     """Claude Code (2.1.x) under a 200x50 PTY."""
 
     name = "claude"
+    CLI = CLI
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options, Timing(**{**vars(TIMING), "startup_timeout": STARTUP_TIMEOUT}))
         self._launch_session_id: str | None = None  # the launch plan's; the follower's once it exists
-        self.cli_version = options.get("cli_version")
-        self.rules = rules_for(self.cli_version)()
         self.follower: TranscriptFollower | None = None
 
     @property
@@ -64,33 +62,16 @@ class ClaudeDriver(EngineDriver):
 
     # ------------------------------------------------------------------------------------------ launch
     def launch(self) -> LaunchSpec:
-        binary = str(self.options.get("cli") or "claude")
-        if self.cli_version is None:
-            self.cli_version = cli_version(binary, {**os.environ, **self.env})
-            self.rules = rules_for(self.cli_version)()
-            if self.cli_version and self.cli_version.rsplit(".", 1)[0] not in RULES:
-                self.host.log.warning(
-                    "claude %s: no rules for this version; using %s", self.cli_version, self.rules
-                )
-        pdir = project_dir(self.cwd, self.env)
-        resume = self.resume_token
-        if resume and not (launchmod.is_uuid(str(resume)) and (pdir / f"{resume}.jsonl").exists()):
-            # `--resume` of a conversation that is not on disk makes Claude exit: start a fresh one instead
-            self.host.log.warning("claude: no transcript for resume token %s; starting fresh", resume)
-            resume = None
-        try:
-            plan = launchmod.plan_args(list(self.args), resume, self.model, pdir)
-        except ValueError as exc:
-            raise DriverError("bad_field", str(exc)) from exc
-        self._launch_session_id, self.resumed = plan.session_id, plan.resumed
-        if self.options.get("preapprove"):
-            launchmod.preapprove(self.cwd, self.env)
+        spec = super().launch()  # launch.Launch: argv, session pinning, preapproval
         self.follower = TranscriptFollower(
-            self.host, pdir, self.cwd, self.session_id, self.resumed, self._on_turn_event
+            self.host,
+            project_dir(self.cwd, self.env),
+            self.cwd,
+            self.session_id,
+            self.resumed,
+            self._on_turn_event,
         )
-        return LaunchSpec(
-            argv=[binary, *plan.args], cwd=self.cwd, transport="pty", env_remove=list(launchmod.ENV_REMOVE)
-        )
+        return spec
 
     async def startup(self) -> dict[str, Any]:
         if self.follower is not None:
@@ -202,8 +183,7 @@ class ClaudeDriver(EngineDriver):
         cls = self.rules.classify(self._rows())
         if self.cli_version is None and cls.version:
             # `claude --version` could not be read: the logo's version picks the rules from now on
-            self.cli_version = cls.version
-            self.rules = rules_for(cls.version)()
+            self.use_version(cls.version)
             cls = self.rules.classify(self._rows())
         if cls.version and not self.model:
             # the logo names the model; a resumed conversation taller than the screen scrolls it away before
@@ -213,12 +193,6 @@ class ClaudeDriver(EngineDriver):
 
     def dialog_keys(self, dialog: Any, index: int) -> list[str]:
         return self.rules.cursor_keys(dialog, index)
-
-    def startup_answer(self, dialog: Any) -> str | None:
-        return self.rules.STARTUP_ACCEPT.get(dialog.kind)
-
-    def question_kind(self, dialog: Any) -> str:
-        return self.rules.QUESTION_KIND.get(dialog.kind, "choice")
 
     def unknown_modal(self) -> str | None:
         return self.rules.modal_excerpt(self._rows())

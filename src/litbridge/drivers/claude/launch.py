@@ -1,8 +1,8 @@
 """Claude Code's command line and config files: session pinning, resume, model, preapproval.
 
-Pure helpers for `ClaudeDriver.launch` (no PTY, no screen): which argv pins the JSONL transcript
-(`--session-id`), how a resume token becomes `--resume`, and the config keys that make the trust / API-key /
-bypass dialogs never show (reference §6).
+`Launch` is the 2.1 `kit.Launch` plug-in (the driver's `launch()` is its `spec()`); the helpers under it are pure
+(no PTY, no screen): which argv pins the JSONL transcript (`--session-id`), how a resume token becomes
+`--resume`, and the config keys that make the trust / API-key / bypass dialogs never show (reference §6).
 """
 
 from __future__ import annotations
@@ -12,13 +12,47 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
-from litbridge.drivers.claude.transcript import config_dir, global_config_path
+from litbridge.drivers import kit
+from litbridge.drivers.base import DriverError, LaunchSpec
+from litbridge.drivers.claude.transcript import config_dir, global_config_path, project_dir
+
+if TYPE_CHECKING:
+    from litbridge.drivers.claude.driver import ClaudeDriver
 
 RESUME_FLAGS = ("--resume", "-r", "--continue", "-c")
 ENV_REMOVE = ("CLAUDECODE", "CLAUDE_CODE_*")
 """The daemon's own Claude Code variables (set when litbridge itself runs under Claude Code): never inherited
 by a Claude child, which would otherwise think it is nested."""
+
+
+class Launch(kit.Launch["ClaudeDriver"]):
+    """Claude Code 2.1: `--session-id` pins the transcript (or `--resume <token>` when its transcript exists),
+    `--model`, the preapproval config keys; the daemon's own Claude Code variables are not inherited."""
+
+    driver: ClaudeDriver
+    VERSION = "2.1"
+    ENV_REMOVE: ClassVar[tuple[str, ...]] = ENV_REMOVE
+
+    def spec(self) -> LaunchSpec:
+        d = self.driver
+        pdir = project_dir(d.cwd, d.env)
+        resume = d.resume_token
+        if resume and not (is_uuid(str(resume)) and (pdir / f"{resume}.jsonl").exists()):
+            # `--resume` of a conversation that is not on disk makes Claude exit: start a fresh one instead
+            d.host.log.warning("claude: no transcript for resume token %s; starting fresh", resume)
+            resume = None
+        try:
+            plan = plan_args(list(d.args), resume, d.model, pdir)
+        except ValueError as exc:
+            raise DriverError("bad_field", str(exc)) from exc
+        d._launch_session_id, d.resumed = plan.session_id, plan.resumed
+        if d.options.get("preapprove"):
+            preapprove(d.cwd, d.env)
+        return LaunchSpec(
+            argv=[d.binary(), *plan.args], cwd=d.cwd, transport="pty", env_remove=list(self.ENV_REMOVE)
+        )
 
 
 @dataclass

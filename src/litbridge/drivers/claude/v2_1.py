@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from wcwidth import wcswidth
 
 from litbridge.drivers.claude.model import Dialog, Option, ScreenState
+from litbridge.drivers.kit import Rules as BaseRules
 
 
 def _strip(rows: Sequence[str]) -> list[str]:
@@ -34,11 +35,12 @@ def _first_word(s: str) -> str:
     return s.split(" ", 1)[0] if s else ""
 
 
-class Screen:
+class Screen(BaseRules):
     """Claude Code 2.1.x markers (class attributes) and a frame's state. `Rules` below is the whole set: every
     marker, dialog text and key choice is a class attribute or a method, so a later version subclasses `Rules`
     and overrides only what changed (`versions.py`). Instances hold no state (one per session is cheap)."""
 
+    VERSION = "2.1"
     VERSIONS = ("2.1",)
     """CLI version prefixes this module was validated on."""
 
@@ -257,7 +259,7 @@ class Dialogs(Screen):
             selected = first.startswith(self.PROMPT + " ")
             label = first[2:].strip() if selected else first
             desc = " ".join(rows[y].strip() for y in block[1:])
-            options.append(Option(i + 1, label, selected, block[0]))
+            options.append(Option(str(i + 1), label, selected, block[0]))
             lines.append(f"{i + 1}. {label}" + (f" — {desc}" if desc else ""))
         return options, (blocks[0][0] if blocks else None), "\n".join(lines)
 
@@ -307,7 +309,7 @@ class Dialogs(Screen):
             digit = i + 1
             if m:
                 digit, label = int(m.group(1)), m.group(2).strip()
-            options.append(Option(digit, label, y == sel, y))
+            options.append(Option(str(digit), label, y == sel, y))
         return options, first
 
     def parse_dialog(self, rows: Sequence[str]) -> Dialog | None:
@@ -337,9 +339,9 @@ class Dialogs(Screen):
             return Dialog(kind, self.RESUME_TITLE, options, listing)
         if kind == "auto_mode_unavailable":
             options = [
-                Option(1, "Stay in auto mode", True),
-                Option(2, "Leave for accept edits mode and stop", False),
-                Option(3, "Cancel", False),
+                Option("1", "Stay in auto mode", True),
+                Option("2", "Leave for accept edits mode and stop", False),
+                Option("3", "Cancel", False),
             ]
             keys = {
                 "Stay in auto mode": ["Enter"],
@@ -373,7 +375,7 @@ class Dialogs(Screen):
         base = min((_indent(r) for r in detail_rows if r.strip()), default=0)
         detail = "\n".join(r[base:] for r in detail_rows).strip("\n")
         detail = re.sub(r"\n{3,}", "\n\n", detail)
-        return Dialog(kind, text, options, detail, keys)
+        return Dialog(kind, text, options, detail, keys=keys)
 
     def modal_excerpt(self, rows: Sequence[str]) -> str | None:
         """The bottom of the screen when a modal we cannot parse owns it (a dialog footer, no live prompt)."""
@@ -392,7 +394,7 @@ class Dialogs(Screen):
         label = dialog.options[target].label
         if label in dialog.keys:
             return list(dialog.keys[label])
-        cur = dialog.selected_index
+        cur = dialog.selected_index()
         if cur is None:
             return []
         if cur == target:

@@ -8,20 +8,19 @@ through the shared inotify watch (drivers/dirwatch.py). The engine owns settle/s
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 from litbridge.drivers import osc7501
-from litbridge.drivers.base import DriverError, DriverHost, LaunchSpec
+from litbridge.drivers.base import DriverHost, LaunchSpec
 from litbridge.drivers.codex import rollout as ro
 from litbridge.drivers.codex import v0_169
 from litbridge.drivers.codex.follow import RolloutFollower
+from litbridge.drivers.codex.versions import CLI
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.paste import paste_payload
-from litbridge.drivers.versions import binary_version, logo_version_re, pick, recorded_version
+from litbridge.drivers.versions import recorded_version
 
 TIMING = Timing(
     settle=0.1,
@@ -34,78 +33,27 @@ TIMING = Timing(
 READY_NO_OSC = 3.0  # no OSC 7501 report at all (never seen with 0.169): a live composer counts after this
 SCREEN_FALLBACK = 4.0  # OSC done/error and no rollout line this long: end the turn from the screen
 
-RULES: dict[str, type[v0_169.Rules]] = {"0.169": v0_169.Rules}
-"""Rules class by CLI version prefix (a new Codex version: `v0_170.Rules(v0_169.Rules)` and one line here)."""
-
-
-HEADER_VERSION_RE = logo_version_re(b"OpenAI", b"Codex")
-"""The version the header prints (`>_ OpenAI Codex (v0.169.0)`), in raw output: what a replay reads."""
-
-
-def rules_for(version: str | None) -> type[v0_169.Rules]:
-    """The rules class for a CLI version (`drivers/versions.pick`: newest for an unknown one)."""
-    return pick(RULES, version)
-
-
-def _toml_str(s: str) -> str:
-    """A TOML basic string (JSON escapes are valid TOML escapes)."""
-    return json.dumps(s, ensure_ascii=False)
-
 
 class CodexDriver(EngineDriver):
     """Codex CLI (0.169.x) under a 200x50 PTY."""
 
     name = "codex"
+    CLI = CLI
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options, TIMING)
         self.model_label: str | None = None
-        self.cli_version = options.get("cli_version")  # replay: what the recording printed
-        self.rules = rules_for(self.cli_version)()
+        self.resume_thread: str | None = None  # the thread `launch` resumes (its file is followed)
         self.follower = RolloutFollower(host, self.env, self.cwd, self._wanted, self._on_turn_events)
         self._rollout_end_at: float | None = None  # when the rollout last ended a turn (loop time)
         self._osc_end: tuple[str, float] | None = None  # ("done"|"error", when) reported during the open turn
 
     # ------------------------------------------------------------------------------------------ launch
     def launch(self) -> LaunchSpec:
-        argv = [str(self.options.get("cli") or "codex")]
-        if self.cli_version is None:  # before the first frame: the rules of this binary's version read it
-            self.cli_version = binary_version(argv[0], {**os.environ, **self.env})
-            self.rules = rules_for(self.cli_version)()
-        args = list(self.args)
-        if "--no-daemon" not in args:
-            # the default mode starts two detached app-server processes that outlive the TUI (reference §0.2)
-            args.insert(0, "--no-daemon")
-        if self.model and not any(a in ("-m", "--model") or a.startswith("--model=") for a in args):
-            args += ["-m", str(self.model)]
-        if self.options.get("preapprove"):
-            # trust the cwd for this run only, as a `-c` override (the user's config.toml is never rewritten).
-            # The dotted form `projects."<cwd>".trust_level=...` is ignored by 0.169 (the dialog still shows);
-            # an inline table works. It stands in for the `projects` table during this run only.
-            cwd = _toml_str(os.path.abspath(self.cwd))
-            args += ["-c", f"projects={{{cwd}={{trust_level={_toml_str('trusted')}}}}}"]
-        root = ro.sessions_dir(self.env)
-        thread_id = None
-        if "resume" in args:
-            # `codex resume <id>` given by the caller: follow that thread's file (found again if not there yet)
-            i = args.index("resume")
-            if i + 1 < len(args) and not args[i + 1].startswith("-"):
-                thread_id = args[i + 1]
-                self.resumed = True
-        elif self.resume_token:
-            if ro.find_thread(root, str(self.resume_token)) is None:
-                # `codex resume` of a thread that is not on disk opens a picker: start a fresh one instead
-                self.host.log.warning(
-                    "codex: no rollout for resume token %s; starting fresh", self.resume_token
-                )
-            else:
-                args += ["resume", str(self.resume_token)]
-                thread_id = str(self.resume_token)
-                self.resumed = True
-        if thread_id:
-            self.follower.follow_thread(thread_id)  # its history is not replayed as events
-        self.host.log.debug("codex argv: %s", argv + args)
-        return LaunchSpec(argv=argv + args, env={}, cwd=self.cwd, transport="pty")
+        spec = super().launch()  # launch.Launch: argv, trust override, resume
+        if self.resume_thread:
+            self.follower.follow_thread(self.resume_thread)  # its history is not replayed as events
+        return spec
 
     # ------------------------------------------------------------------------------------------ engine hooks
     def read_screen(self) -> v0_169.ScreenState:
@@ -119,14 +67,6 @@ class CodexDriver(EngineDriver):
 
     def dialog_keys(self, dialog: Any, index: int) -> list[str]:
         return self.rules.answer_keys(dialog, index)
-
-    def startup_answer(self, dialog: Any) -> str | None:
-        if dialog.kind == "login":  # never a hang on a screen we cannot pass by ourselves
-            raise DriverError("spawn_failed", self.rules.LOGIN_HELP)
-        return self.rules.STARTUP_ACCEPT.get(dialog.kind)
-
-    def question_kind(self, dialog: Any) -> str:
-        return self.rules.QUESTION_KIND.get(dialog.kind, "choice")
 
     def unknown_modal(self) -> str | None:
         if osc7501.state_of(self.engine.status) == "clear":
@@ -173,8 +113,8 @@ class CodexDriver(EngineDriver):
         await self.engine.startup()
         rows = list(self.host.terminal.display)
         self.cli_version = self.rules.version_of(rows) or self.cli_version
-        if self.cli_version and not isinstance(self.rules, rules_for(self.cli_version)):
-            self.rules = rules_for(self.cli_version)()
+        if self.cli_version and not isinstance(self.rules, CLI.pick(self.cli_version).rules):
+            self.use_version(self.cli_version)
             self.engine.invalidate()
         self.model_label = _footer_model(self.rules, rows)
         return self.ready_fields()
@@ -277,7 +217,7 @@ class CodexDriver(EngineDriver):
         rel = next(iter(capture.transcript_dirs.values()), "sessions")
         options = {
             "env": {"HOME": str(home)},
-            "cli_version": recorded_version(capture.chunks, HEADER_VERSION_RE),
+            "cli_version": recorded_version(capture.chunks, CLI.logo),
         }
         return options, home / ".codex" / rel
 

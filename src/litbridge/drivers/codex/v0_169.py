@@ -9,61 +9,14 @@ line in `RULES` in `driver.py`, which picks the class by the version the header 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from litbridge.drivers.dialog import Dialog, Option
+from litbridge.drivers.kit import Rules as BaseRules
 from litbridge.drivers.osc7501 import state_of
 
-
-@dataclass
-class Option:
-    digit: str
-    label: str
-    selected: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"digit": self.digit, "label": self.label, "selected": self.selected}
-
-
-@dataclass
-class Dialog:
-    """A modal: `kind` is permission / trust / model_migration / login."""
-
-    kind: str
-    text: str
-    options: list[Option] = field(default_factory=list)
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def signature(self) -> tuple:
-        return (
-            self.kind,
-            self.text,
-            tuple(o.label for o in self.options),
-            tuple(sorted(self.detail.items())),
-        )
-
-    def selected_index(self) -> int | None:
-        for i, o in enumerate(self.options):
-            if o.selected:
-                return i
-        return None
-
-    def find(self, digit: str | int | None = None, label: str | None = None) -> int | None:
-        """Index of the option with this digit, or whose label equals / starts with `label` (case-insensitive)."""
-        if digit is not None:
-            for i, o in enumerate(self.options):
-                if o.digit == str(digit).strip():
-                    return i
-            return None
-        if label:
-            want = label.strip().lower()
-            for i, o in enumerate(self.options):
-                if o.label.lower() == want:
-                    return i
-            for i, o in enumerate(self.options):
-                if o.label.lower().startswith(want):
-                    return i
-        return None
+__all__ = ["Dialog", "Option", "Rules", "ScreenState"]
 
 
 @dataclass
@@ -88,7 +41,7 @@ class ScreenState:
         return self.composer is not None and self.dialog is None
 
 
-class Rules:
+class Rules(BaseRules):
     """Codex 0.169.x rules: every marker and reading is an attribute or method, so a later version's
     `class Rules(v0_169.Rules)` overrides one thing at a time (methods call each other through `self`)."""
 
@@ -145,6 +98,14 @@ class Rules:
                 break
         return opts, last
 
+    def _dialog(
+        self, kind: str, text: str, opts: list[Option], facts: dict[str, str] | None = None
+    ) -> Dialog:
+        """A dialog whose named facts (command, reason, folder...) also tell it from another."""
+        facts = facts or {}
+        detail = "\n".join(f"{k}: {v}" for k, v in facts.items())
+        return Dialog(kind, text, opts, detail, facts, ident=tuple(sorted(facts.items())))
+
     def parse_dialog(self, rows: list[str]) -> Dialog | None:
         """The modal on screen, if any (its marker row, then numbered options under it)."""
         for i, raw in enumerate(rows):
@@ -156,32 +117,32 @@ class Rules:
                 opts, _ = self._options_below(rows, i + 1)
                 if not opts:
                     continue
-                detail: dict[str, Any] = {}
+                facts: dict[str, str] = {}
                 for r in rows[i + 1 : i + 12]:
                     s = r.strip()
                     if s.startswith("Reason: "):
-                        detail["reason"] = s[len("Reason: ") :]
+                        facts["reason"] = s[len("Reason: ") :]
                     elif s.startswith("Environment: "):
-                        detail["environment"] = s[len("Environment: ") :]
-                    elif s.startswith("$ ") and "command" not in detail:
-                        detail["command"] = s[2:]
+                        facts["environment"] = s[len("Environment: ") :]
+                    elif s.startswith("$ ") and "command" not in facts:
+                        facts["command"] = s[2:]
                     elif self.OPTION_RE.match(r.rstrip()):
                         break
-                return Dialog("permission", text, opts, detail)
+                return self._dialog("permission", text, opts, facts)
             if text.startswith(self.TRUST_MARK):
                 opts, _ = self._options_below(rows, i + 1)
                 if opts:
                     above = [r.strip() for r in rows[max(0, i - 3) : i] if r.strip()]
                     folder = above[-1] if above and above[-1][:1] in "/~" else ""
-                    return Dialog("trust", self.TRUST_MARK, opts, {"folder": folder} if folder else {})
+                    return self._dialog("trust", self.TRUST_MARK, opts, {"folder": folder} if folder else {})
             m = self.MIGRATION_RE.match(row)
             if m:
                 opts, _ = self._options_below(rows, i + 1)
                 if opts and any("existing model" in o.label for o in opts):
-                    return Dialog("model_migration", f"Meet {m.group(1)}", opts)
+                    return self._dialog("model_migration", f"Meet {m.group(1)}", opts)
             if text == self.LOGIN_MARK:
                 opts, _ = self._options_below(rows, i + 1)
-                return Dialog("login", self.LOGIN_MARK, opts)
+                return self._dialog("login", self.LOGIN_MARK, opts)
         return None
 
     def composer_row(self, rows: list[str]) -> int | None:

@@ -2,7 +2,8 @@
 from title + screen, dialog keys, paste submit), and turn ends from the chat JSONL.
 
 The shared machinery (settle debounce, state, verified submit, questions, interrupts, startup dialog loop, the
-per-turn deadline) is `drivers/engine.py`; version knowledge (titles, rows, dialogs) is `v0_61`; the chat file's
+per-turn deadline) is `drivers/engine.py`; version knowledge (titles, rows, dialogs) is `v0_61.Rules`, the launch
+line and per-session settings `launch.Launch` (both picked by `versions.CLI`); the chat file's
 meaning is `chat`. The session owns turn ids, the queue and the one-terminal-event rule.
 """
 
@@ -12,17 +13,13 @@ import asyncio
 import json
 import os
 import shutil
-import tempfile
-import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from litbridge.drivers.base import DriverError, DriverHost, LaunchSpec
+from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.drivers.dirwatch import DirWatch
 from litbridge.drivers.engine import Timing, Turn, TurnEngine
 from litbridge.drivers.engine_driver import EngineDriver
-from litbridge.drivers.gemini import v0_61
 from litbridge.drivers.gemini.chat import (
     ChatEvent,
     ChatTailer,
@@ -32,14 +29,15 @@ from litbridge.drivers.gemini.chat import (
     gemini_home,
     project_slug,
 )
+from litbridge.drivers.gemini.launch import TURN_TIMEOUT, flag_value
+from litbridge.drivers.gemini.v0_61 import Reading
+from litbridge.drivers.gemini.versions import CLI
 from litbridge.drivers.paste import paste_payload
-from litbridge.drivers.versions import logo_version_re, pick, recorded_version
+from litbridge.drivers.versions import recorded_version
 from litbridge.keys import encode_key
 
 ESC, CTRL_C = encode_key("Esc"), encode_key("C-c")
 
-TURN_TIMEOUT = 600.0
-"""Default per-turn deadline (create field `turn_timeout`): Gemini retries 5xx/429 silently for minutes."""
 POLL = 0.5  # with an inotify watch the timer only backs it up
 INPUT_QUIET = 0.4  # `input`: output quiet this long after the typed text shows before Enter
 
@@ -52,33 +50,6 @@ TIMING = Timing(
     tick=0.25,
 )
 
-RULES: dict[str, Any] = {"0.61": v0_61}
-"""Validated rule modules by CLI version prefix (a new CLI version gets a new module beside v0_61)."""
-
-SESSION_SETTINGS: dict[str, Any] = {
-    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-    "ide": {"enabled": False, "hasSeenNudge": True},
-    "ui": {"showCompatibilityWarnings": False, "dynamicWindowTitle": True},
-}
-"""Merged over the user's settings for this session only (see `_session_files`): no update prompts or IDE nudge, no
-true-colour warning, and the window title the driver reads kept on."""
-
-
-ENV_REMOVE = ("CI", "GITHUB_ACTIONS")
-"""Inherited variables the child must not see: with `CI=true` or `GITHUB_ACTIONS=true` Gemini CLI runs headless
-even on a terminal (`isHeadlessMode`) and exits 42 at once ("No input provided via stdin"), so a daemon started
-from a CI job could not run it. The bridge always wants the interactive TUI; a caller's `create.env` still wins."""
-
-HEADER_VERSION_RE = logo_version_re(b"Gemini", b"CLI")
-"""The version the header prints (`Gemini CLI v0.61.0`), in raw output: what a replay reads."""
-
-
-def rules_for(version: str | None) -> Any:
-    """The rules module for a CLI version (`drivers/versions.pick`: newest for an unknown one). A live session
-    takes the version from the header of its first frame (`read_screen`), not from `gemini --version`: that
-    costs a 2.5 s Node start, and the header is drawn before any dialog."""
-    return pick(RULES, version)
-
 
 class _Engine(TurnEngine):
     """The shared engine; a turn that times out (the per-turn deadline, an unsubmitted message) says what the
@@ -90,44 +61,15 @@ class _Engine(TurnEngine):
         return super().failed(message, kind, detail)
 
 
-@dataclass
-class Reading:
-    """One screen + window title as the engine sees it (the `engine.Reading` attributes)."""
-
-    screen: v0_61.ScreenState
-    title: str | None  # v0_61.title_state of the window title
-    state: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.state = v0_61.combined_state(self.screen, self.title)
-
-    @property
-    def dialog(self) -> v0_61.Dialog | None:
-        return self.screen.dialog
-
-    @property
-    def spinner(self) -> str | None:
-        return self.screen.spinner
-
-    @property
-    def live_prompt(self) -> bool:
-        return self.screen.live_prompt
-
-    @property
-    def draft(self) -> str:
-        return self.screen.draft
-
-
 class GeminiDriver(EngineDriver):
     """Gemini CLI (0.61.x) under a 200x50 PTY, on the shared turn engine."""
 
     name = "gemini"
+    CLI = CLI
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options, Timing(**{**TIMING.__dict__, "turn_deadline": TURN_TIMEOUT}), _Engine)
         self.session_id: str | None = None
-        self.cli_version = options.get("cli_version")  # replay: what the recording printed
-        self.rules = rules_for(self.cli_version)
         self.home = gemini_home({**os.environ, **self.env})
         self.session_home: str | None = None
         self.title = ""
@@ -140,77 +82,16 @@ class GeminiDriver(EngineDriver):
         self._poll_handle: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
 
-    # ------------------------------------------------------------------------------------------ launch
-    def launch(self) -> LaunchSpec:
-        self.engine.timing.turn_deadline = _turn_timeout(self.options.get("turn_timeout"))
-        args = list(self.args)
-        token = self.resume_token
-        explicit = _flag_value(args, ("--resume", "-r"))
-        if explicit is not None:
-            self.session_id, self.resumed = explicit or None, True
-        elif token and find_chat_file(self.home, str(token)) is not None:
-            args += ["--resume", str(token)]
-            self.session_id, self.resumed = str(token), True
-            # `--resume` appends to this file, but also starts an empty one named by the current minute (seen
-            # live when the minute had changed): the conversation's own file is the one that exists now
-            self.chat_path_hint = find_chat_file(self.home, str(token))
-        else:
-            if token:
-                self.host.log.warning("gemini: no chat file for resume token %s; starting fresh", token)
-            self.session_id = _flag_value(args, ("--session-id",)) or None
-            if self.session_id is None:
-                self.session_id = str(uuid.uuid4())
-                args += ["--session-id", self.session_id]
-        if self.model and "--model" not in args and "-m" not in args:
-            args += ["--model", str(self.model)]
-        env = self._session_files()
-        argv = [str(self.options.get("cli") or "gemini"), *args]
-        return LaunchSpec(argv=argv, env=env, cwd=self.cwd, transport="pty", env_remove=list(ENV_REMOVE))
-
-    def _session_files(self) -> dict[str, str]:
-        """A per-session `GEMINI_CLI_HOME` whose `.gemini/` holds this session's own `settings.json` (the user's,
-        merged with SESSION_SETTINGS) and `trustedFolders.json` (a copy: a trust answer lands there), and
-        symlinks to everything else of the user's `~/.gemini` (chats, projects, credentials). The user's own
-        files are read, never written. (The CLI only honours root-owned system settings files, so a settings
-        file of our own cannot be layered in any other way.)"""
-        merged_env = {**os.environ, **self.env}
-        user = self.home
-        for sub in ("tmp", "history"):  # the chats must land in the user's own folder (resume, `gemini -r`)
-            (user / sub).mkdir(parents=True, exist_ok=True)
-        self.session_home = tempfile.mkdtemp(prefix="litbridge-gemini-")
-        dot = Path(self.session_home) / ".gemini"
-        dot.mkdir()
-        settings = _deep_merge(_read_json(user / "settings.json"), SESSION_SETTINGS)
-        auth = (settings.get("security") or {}).get("auth") or {}
-        if merged_env.get("GEMINI_API_KEY") and not auth.get("selectedType"):
-            # a key in the environment and no sign-in method chosen: use the key (no auth dialog)
-            settings = _deep_merge(settings, {"security": {"auth": {"selectedType": "gemini-api-key"}}})
-        trusted = _read_json(user / "trustedFolders.json")
-        if self.options.get("preapprove"):
-            trusted[os.path.abspath(self.cwd)] = "TRUST_FOLDER"
-        (dot / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
-        (dot / "trustedFolders.json").write_text(json.dumps(trusted, indent=2), encoding="utf-8")
-        names = {p.name for p in user.iterdir()} | {"tmp", "history", "projects.json", "state.json"}
-        for name in sorted(names - {"settings.json", "trustedFolders.json"}):
-            os.symlink(user / name, dot / name)
-        return {"GEMINI_CLI_HOME": self.session_home}
-
     # ------------------------------------------------------------------------------------------ engine hooks
     def read_screen(self) -> Reading:
-        screen = self.rules.classify(list(self.host.terminal.display))
-        if screen.version and screen.version != self.cli_version:
-            self.cli_version = screen.version
-            self.rules = rules_for(screen.version)
-        return Reading(screen, self.rules.title_state(self.title))
+        reading: Reading = self.rules.read(list(self.host.terminal.display), self.title)
+        if reading.version and reading.version != self.cli_version:
+            self.use_version(reading.version)  # the header of the first frame (no `gemini --version`: slow)
+            reading = self.rules.read(list(self.host.terminal.display), self.title)
+        return reading
 
     def dialog_keys(self, dialog: Any, index: int) -> list[str]:
         return self.rules.dialog_keys(dialog, index)
-
-    def startup_answer(self, dialog: Any) -> str | None:
-        return self.rules.STARTUP_ACCEPT.get(dialog.kind)
-
-    def question_kind(self, dialog: Any) -> str:
-        return dialog.question_kind
 
     def type_message(self, text: str) -> None:
         """Always a bracketed paste: a `?` in a plain multi-character write is dropped (reference §0.5)."""
@@ -345,7 +226,7 @@ class GeminiDriver(EngineDriver):
         gdir.mkdir(parents=True, exist_ok=True)
         (gdir / "projects.json").write_text(json.dumps({"projects": {capture.cwd: slug}}), encoding="utf-8")
         args = list(capture.args)
-        if _flag_value(args, ("--resume", "-r", "--session-id")) is None:
+        if flag_value(args, ("--resume", "-r", "--session-id")) is None:
             for _t, _name, line in capture.transcript[:1]:
                 try:
                     sid = json.loads(line).get("sessionId")
@@ -356,7 +237,7 @@ class GeminiDriver(EngineDriver):
         options = {
             "env": {"HOME": str(home)},
             "args": args,
-            "cli_version": recorded_version(capture.chunks, HEADER_VERSION_RE),
+            "cli_version": recorded_version(capture.chunks, CLI.logo),
         }
         return options, gdir / "tmp" / slug / "chats"
 
@@ -452,49 +333,9 @@ class GeminiDriver(EngineDriver):
         if reading.state != "idle":
             return  # e.g. a `gemini` record written before its tool calls are added to it
         title = reading.title if isinstance(reading, Reading) else None  # always ours: read_screen made it
-        if title != v0_61.TITLE_READY and not self.engine.cli_idle():
+        if title != self.rules.TITLE_READY and not self.engine.cli_idle():
             return
         content = pending.text
         if content and content != turn.last_text:
             self.engine.set_text(content)  # the last `replace` is the exact text too
         self.engine.complete(content, pending.data.get("usage"), "transcript")
-
-
-def _turn_timeout(raw: Any) -> float:
-    """The `turn_timeout` create field (seconds, default TURN_TIMEOUT); a bad value is the client's `bad_field`."""
-    if raw is None:
-        return TURN_TIMEOUT
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise DriverError("bad_field", f"turn_timeout must be a number of seconds, got {raw!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise DriverError("bad_field", f"turn_timeout must be a positive number of seconds, got {raw!r}")
-    return value
-
-
-def _flag_value(args: list[str], names: tuple[str, ...]) -> str | None:
-    """The value of the first of `names` in args ("" when the flag has none); None when absent."""
-    for i, a in enumerate(args):
-        for n in names:
-            if a == n:
-                nxt = args[i + 1] if i + 1 < len(args) else ""
-                return "" if nxt.startswith("-") else nxt
-            if a.startswith(n + "="):
-                return a.split("=", 1)[1]
-    return None
-
-
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -1,9 +1,7 @@
 """The `rift --serve` driver package: `RiftDriver` (driver.py), the event mapping (mapping.py) and the transcript
-rendering (render.py). Registered lazily by `litbridge.drivers` for `cli: "rift"`.
+rendering (render.py). The registry's built-in "rift" (`litbridge.drivers.BUILTIN`).
 """
 
 from litbridge.drivers.rift.driver import RiftDriver
 
-Driver = RiftDriver
-
-__all__ = ["Driver", "RiftDriver"]
+__all__ = ["RiftDriver"]

@@ -598,16 +598,25 @@
     q.className = "question";
     q.dataset.question = ev.question_id;
     const text = document.createElement("div");
-    const detail = typeof ev.detail === "string" ? ev.detail : ev.detail ? JSON.stringify(ev.detail, null, 2) : "";
+    // `detail`: the text the CLI shows with the question, or its named facts ({command, reason, ...})
+    const detail =
+      typeof ev.detail === "string"
+        ? ev.detail
+        : ev.detail && typeof ev.detail === "object"
+          ? Object.entries(ev.detail).map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`).join("\n")
+          : "";
     text.textContent = (ev.text || "The CLI asks:") + (detail ? "\n" + detail : "");
     text.style.whiteSpace = "pre-wrap";
     const opts = document.createElement("div");
     opts.className = "options";
     for (const o of ev.options || []) {
+      // every driver's option: {digit: "1" (a string, what `answer` takes back), label, selected}
       const b = document.createElement("button");
       b.type = "button";
       b.textContent = o.label;
+      b.title = `${o.digit}. ${o.label}`;
       b.dataset.digit = o.digit;
+      if (o.selected) b.classList.add("selected"); // where the CLI's cursor is
       b.onclick = () => {
         q.querySelectorAll("button").forEach((x) => (x.disabled = true));
         command({ cmd: "answer", session: key, question_id: ev.question_id, digit: String(o.digit) });
