@@ -2,6 +2,9 @@
 
 Exit status: 0 after a clean shutdown, 3 when a live daemon already owns the socket, 1 when it cannot
 listen. Logs go to stderr (environment values are never logged).
+
+This is the composition root: `run` builds the daemon and, as asked, the web view, notifications and the
+NATS fleet link, and hands each the daemon's public face (`daemon/front.py`). The daemon knows none of them.
 """
 
 from __future__ import annotations
@@ -13,8 +16,13 @@ import logging
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from litbridge.cli.common import add_socket_arg
+
+if TYPE_CHECKING:
+    from litbridge.daemon.notify import NotifyConfig
+    from litbridge.fleet.config import FleetConfig
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -110,7 +118,7 @@ def main(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"litbridge serve: {exc}", file=sys.stderr)
             return 2
-    from litbridge.daemon import notify, run
+    from litbridge.daemon import notify
 
     try:
         notify_config = notify.build_config(
@@ -140,3 +148,69 @@ def main(args: argparse.Namespace) -> int:
             return asyncio.run(coro)
         return uvloop.run(coro)
     return asyncio.run(coro)
+
+
+async def run(
+    socket_path: str | None = None,
+    port: int | None = None,
+    web: tuple[str, int] | None = None,
+    notify: NotifyConfig | None = None,
+    fleet: FleetConfig | None = None,
+) -> int:
+    """Start, serve until SIGTERM/SIGINT, clean up; returns the exit status. `web` = (host, port) of the web
+    view (a client of this daemon on the same event loop); `notify` the notifications (a tap on the hub);
+    `fleet` the NATS link (publisher, command responder, registry; it connects in the background).
+    Imports are deferred: every `litbridge` subcommand imports this module to build its parser."""
+    from litbridge.daemon import memory, paths
+    from litbridge.daemon.server import EXIT_ALREADY_RUNNING, Daemon, listen_problem
+
+    memory.configure()
+    daemon = Daemon(socket_path, port)
+    daemon.install_signal_handlers()
+    web_view = None
+    try:
+        await daemon.start()
+        if web is not None:
+            from litbridge.web import WebServer
+
+            web_view = WebServer(daemon, *web)
+            await web_view.start()
+            daemon.web = web_view
+    except paths.AlreadyRunning as exc:
+        print(f"litbridge serve: {exc}", file=sys.stderr)
+        return EXIT_ALREADY_RUNNING
+    except OSError as exc:
+        where = daemon.socket_path + (f" / 127.0.0.1:{port}" if port is not None else "")
+        print(
+            f"litbridge serve: cannot listen on {where}: {listen_problem(daemon.socket_path, exc)}",
+            file=sys.stderr,
+        )
+        await daemon.shutdown()
+        return 1
+    notifier = None
+    if notify is not None and notify.enabled:
+        from litbridge.daemon.notify import Notifier
+
+        def killing(key: str) -> bool:
+            s = daemon.sessions.get(key)
+            return s is None or s.killing
+
+        notifier = Notifier(notify, daemon.hub.daemon_id, lambda: web_view.url if web_view else None, killing)
+        notifier.start()
+        daemon.hub.taps.append(notifier.observe)
+    fleet_link = None
+    if fleet is not None:
+        from litbridge.fleet.daemon import FleetLink
+
+        fleet_link = FleetLink(daemon, fleet)
+        fleet_link.start()
+    try:
+        await daemon.serve_forever()
+    finally:
+        if fleet_link is not None:
+            await fleet_link.aclose()
+        if web_view is not None:
+            await web_view.close()
+        if notifier is not None:
+            await notifier.aclose()
+    return 0

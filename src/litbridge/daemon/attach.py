@@ -25,7 +25,7 @@ from litbridge.protocol.names import shown
 from litbridge.protocol.spec import session_key
 
 if TYPE_CHECKING:
-    from litbridge.daemon.server import Daemon
+    from litbridge.daemon.front import DaemonFront
     from litbridge.session import Session
 
 log = logging.getLogger("litbridge.attach")
@@ -71,7 +71,9 @@ class Viewer:
 
 
 class AttachServer:
-    def __init__(self, daemon: Daemon) -> None:
+    """The attach connections of one daemon, which it reads through its public face only."""
+
+    def __init__(self, daemon: DaemonFront) -> None:
         self.daemon = daemon
         self.controllers: dict[str, Viewer] = {}
         self.viewers: set[Viewer] = set()
@@ -148,7 +150,7 @@ class AttachServer:
     ) -> None:
         viewer: Viewer | None = None
         try:
-            if not tcp and not self.daemon._peer_ok(writer):
+            if not tcp and not self.daemon.peer_ok(writer):
                 return
             selector = await self._next_selector(reader)
             if selector is not None and tcp:

@@ -4,7 +4,9 @@ Commands are validated against `protocol/spec.py`, run against `Session`s, and a
 `protocol/events.py`: per-session events are published through the `Hub` (seq, replay, broadcast);
 direct replies (pong, sessions, dump, capabilities, errors) go to the asking client only. A client's
 mistake is answered with `error{code,message,re}` and never takes the daemon down. CLI specifics live in
-drivers; raw attach in `attach.py`.
+drivers; raw attach in `attach.py`. Front ends (attach, the web view, the fleet link) come in through the
+public face `front.DaemonFront` (`serve_control`, `serve_attach`, `handle`, `peer_ok`); this module imports
+none of them but attach, and `cli/serve.py` wires them together.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import sys
 from typing import Any
 
 from litbridge import drivers
-from litbridge.daemon import memory, paths, worktrees
+from litbridge.daemon import front, memory, paths, worktrees
 from litbridge.daemon.attach import AttachServer
 from litbridge.daemon.hub import Client, Hub
 from litbridge.daemon.resume_store import ResumeStore
@@ -82,7 +84,7 @@ class Daemon:
         self._stop_watch: asyncio.Task[None] | None = None
         self._lock_watch: asyncio.Task[None] | None = None
         self._state_before_stop: dict[str, str] = {}
-        self.web: Any = None  # the WebServer of `serve --web`, set by run()
+        self.web: front.WebLogin | None = None  # the web view of `serve --web`, set by cli/serve.py
         self.worktrees = worktrees.Worktrees()
 
     # ------------------------------------------------------------------ listen / run / stop
@@ -104,7 +106,7 @@ class Daemon:
             self.issue_token()
             self._servers.append(
                 await asyncio.start_server(
-                    lambda r, w: self.attach.handle(r, w, tcp=True),
+                    lambda r, w: self.serve_attach(r, w, tcp=True),
                     "127.0.0.1",
                     self.port + 1,
                     backlog=backlog,
@@ -112,7 +114,7 @@ class Daemon:
             )
             self._servers.append(
                 await asyncio.start_server(
-                    lambda r, w: self._on_control(r, w, tcp=True),
+                    lambda r, w: self.serve_control(r, w, tcp=True),
                     "127.0.0.1",
                     self.port,
                     limit=MAX_LINE,
@@ -131,7 +133,7 @@ class Daemon:
                 attach = paths.attach_path(self.socket_path)
                 try:
                     self._servers.append(
-                        await asyncio.start_unix_server(self.attach.handle, path=attach, backlog=backlog)
+                        await asyncio.start_unix_server(self.serve_attach, path=attach, backlog=backlog)
                     )
                     self._owned[attach] = paths.file_id(attach)
                     os.chmod(attach, 0o600)
@@ -139,7 +141,7 @@ class Daemon:
                     log.warning("attach socket %s disabled: %s", attach, exc)
                 self._servers.append(
                     await asyncio.start_unix_server(
-                        self._on_control, path=self.socket_path, limit=MAX_LINE, backlog=backlog
+                        self.serve_control, path=self.socket_path, limit=MAX_LINE, backlog=backlog
                     )
                 )
                 self._owned[self.socket_path] = paths.file_id(self.socket_path)
@@ -217,27 +219,31 @@ class Daemon:
                 log.warning("%s", what)
             said = what
 
-    # ------------------------------------------------------------------ control connections
-    def _peer_ok(self, writer: asyncio.StreamWriter) -> bool:
-        sock = writer.get_extra_info("socket")
-        if sock is None or not hasattr(os, "getuid"):
-            return True
-        uid = paths.peer_uid(sock)
-        if uid is not None and uid != os.getuid():
-            log.warning("refused a connection from uid %d", uid)
-            return False
-        return True
+    # ------------------------------------------------------------------ connections (the public face)
+    @staticmethod
+    def peer_ok(writer: asyncio.StreamWriter) -> bool:
+        """Whether a Unix socket's peer runs as our uid (`front.peer_ok`)."""
+        return front.peer_ok(writer)
 
-    async def _on_control(
+    async def serve_attach(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tcp: bool = False
     ) -> None:
+        """Run one attach connection (selector, paint, raw bytes) until either side ends."""
+        await self.attach.handle(reader, writer, tcp)
+
+    async def serve_control(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tcp: bool = False
+    ) -> None:
+        """Run one control connection (JSON lines) until either side ends: the Unix peer's uid checked, or
+        over TCP the token handshake first; then every command through `handle`. Each listener and the web
+        view's event socket run this."""
         task = asyncio.current_task()
         if task is not None:
             self._conn_tasks.add(task)
         peer = "tcp" if tcp else "unix"
         client = Client(self.hub, writer, peer)
         try:
-            if not tcp and not self._peer_ok(writer):
+            if not tcp and not self.peer_ok(writer):
                 writer.write(encode(ev.error("peer uid differs from the daemon's", "unauthorized")))
                 return
             lines = read_lines(reader)
@@ -650,7 +656,7 @@ def _unread(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         return False
 
 
-def _listen_problem(socket_path: str, exc: OSError) -> str:
+def listen_problem(socket_path: str, exc: OSError) -> str:
     """Why the daemon cannot listen, said about the socket's directory when that is the problem: the OS only
     names the first file we failed to create there (`/proc/lb.sock.lock: No such file or directory`)."""
     sock_dir = os.path.dirname(os.path.abspath(socket_path))
@@ -716,68 +722,3 @@ async def _close_after_refusal(reader: asyncio.StreamReader, writer: asyncio.Str
 
 
 EXIT_ALREADY_RUNNING = 3  # `serve` when a live daemon owns the socket: retrying cannot help (service units)
-
-
-async def run(
-    socket_path: str | None = None,
-    port: int | None = None,
-    web: tuple[str, int] | None = None,
-    notify: Any = None,
-    fleet: Any = None,
-) -> int:
-    """Start, serve until SIGTERM/SIGINT, clean up. Returns the exit status. `web` = (host, port) of the
-    web view (`litbridge.web`), a client of this daemon on the same event loop; `notify` a
-    `notify.NotifyConfig` (notifications, a tap on the hub); `fleet` a `fleet.config.FleetConfig` (the NATS
-    link: publisher, command responder, registry; it connects in the background)."""
-    memory.configure()
-    daemon = Daemon(socket_path, port)
-    daemon.install_signal_handlers()
-    web_server = None
-    try:
-        await daemon.start()
-        if web is not None:
-            from litbridge.web import WebServer
-
-            web_server = WebServer(daemon, *web)
-            await web_server.start()
-            daemon.web = web_server
-    except paths.AlreadyRunning as exc:
-        print(f"litbridge serve: {exc}", file=sys.stderr)
-        return EXIT_ALREADY_RUNNING
-    except (OSError, FileExistsError, PermissionError) as exc:
-        where = daemon.socket_path + (f" / 127.0.0.1:{port}" if port is not None else "")
-        print(
-            f"litbridge serve: cannot listen on {where}: {_listen_problem(daemon.socket_path, exc)}",
-            file=sys.stderr,
-        )
-        await daemon.shutdown()
-        return 1
-    notifier = None
-    if notify is not None and notify.enabled:
-        from litbridge.daemon.notify import Notifier
-
-        def killing(key: str) -> bool:
-            s = daemon.sessions.get(key)
-            return s is None or s.killing
-
-        notifier = Notifier(
-            notify, daemon.hub.daemon_id, lambda: web_server.url if web_server else None, killing
-        )
-        notifier.start()
-        daemon.hub.taps.append(notifier.observe)
-    fleet_link = None
-    if fleet is not None:
-        from litbridge.fleet.daemon import FleetLink
-
-        fleet_link = FleetLink(daemon, fleet)
-        fleet_link.start()
-    try:
-        await daemon.serve_forever()
-    finally:
-        if fleet_link is not None:
-            await fleet_link.aclose()
-        if web_server is not None:
-            await web_server.close()
-        if notifier is not None:
-            await notifier.aclose()
-    return 0

@@ -8,8 +8,9 @@
   ring is skipped (the newer one carries the whole text). `Nats-Msg-Id: <daemon_id>:<seq>` makes a
   re-publish after a lost ack a no-op.
 - Responder: request/reply on `litbridge.<fleet>.cmd.<daemon>`; each request runs through the daemon's own
-  command handler (`Daemon.handle`, the socket's path) and is answered with a JSON array of the events sent
-  in reply to it (`re` = its id; one is set when it has none). `create` waits for its `ready`/`error`.
+  command handler (`handle` of its public face, `daemon/front.py`: the socket's path) and is answered with a
+  JSON array of the events sent in reply to it (`re` = its id; one is set when it has none). `create`
+  waits for its `ready`/`error`.
 - Registry: KV bucket `litbridge_<fleet>`: `daemon.<daemon>` and one `session.<daemon>.<token>` per session,
   re-put every TTL/3 (a daemon entry older than `ttl` means the daemon is gone; its session entries stay, for
   the client to list as unavailable), updated on state/question changes, deleted on kill/reap/clean stop.
@@ -44,7 +45,7 @@ from litbridge.protocol.framing import encode
 from litbridge.protocol.spec import ProtocolError
 
 if TYPE_CHECKING:
-    from litbridge.daemon.server import Daemon
+    from litbridge.daemon.front import DaemonFront
 
 log = logging.getLogger("litbridge.fleet")
 
@@ -100,7 +101,7 @@ class _Waiter:
 class FleetLink:
     """One daemon's link to the fleet; `start()` returns at once (connecting happens in the background)."""
 
-    def __init__(self, daemon: Daemon, cfg: FleetConfig) -> None:
+    def __init__(self, daemon: DaemonFront, cfg: FleetConfig) -> None:
         self.daemon = daemon
         self.hub = daemon.hub
         self.cfg = cfg

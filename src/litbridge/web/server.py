@@ -5,7 +5,8 @@ aiohttp because it is an asyncio-native HTTP + WebSocket server that runs on the
 maintained. The page's two WebSockets are bridged in-process to the daemon's own handlers
 (`bridge.py`): `/ws/events` speaks the control protocol, `/ws/attach` carries the attach stream.
 
-Security, as a local web server must have it (each refusal is tested):
+Security, as a local web server must have it (each refusal is tested; the Host, Origin and header rules
+and `/login` are `site.GuardedSite`'s, shared with the fleet page):
 - the page and its assets hold no secret and are served to anyone who passes the `Host` rule; what grants
   access is a per-browser-session credential (`auth.py`): the page buys it once, with a one-time code from
   the link `litbridge web` opens (`/#code=`, a fragment: never sent in a request), by a same-origin POST
@@ -27,7 +28,6 @@ import contextlib
 import json
 import logging
 import os
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,15 +35,14 @@ from aiohttp import WSMsgType, web
 
 from litbridge.daemon import paths
 from litbridge.protocol.spec import MAX_LINE
-from litbridge.web.auth import CODE_TTL, WebLogins
 from litbridge.web.bridge import WsWriter
+from litbridge.web.site import STATIC_DIR, GuardedSite, Handler
 
 if TYPE_CHECKING:
-    from litbridge.daemon.server import Daemon
+    from litbridge.daemon.front import DaemonFront
 
 log = logging.getLogger("litbridge.web")
 
-STATIC_DIR = Path(__file__).resolve().parent / "static"
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -51,21 +50,6 @@ CONTENT_TYPES = {
     ".png": "image/png",
     ".svg": "image/svg+xml",
 }
-# xterm.js's DOM renderer injects its theme as a <style> element, hence 'unsafe-inline' for styles only;
-# scripts are this origin's files and nothing else.
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-    "font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
-SECURITY_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Cross-Origin-Resource-Policy": "same-origin",
-}
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 AUTH_TIMEOUT = 10.0
 """Seconds a WebSocket has to present its credential."""
 INBOUND_LIMIT = 64 * 1024
@@ -104,48 +88,28 @@ def _static_files() -> dict[str, Path]:
     return files
 
 
-class WebServer:
-    """The web view of one daemon: started after the daemon's listeners, closed after its shutdown."""
+class WebServer(GuardedSite):
+    """The web view of one daemon: started after the daemon's listeners, closed after its shutdown. It uses
+    the daemon's public face only (`serve_control`, `serve_attach`, `socket_path`)."""
 
-    def __init__(self, daemon: Daemon, host: str, port: int) -> None:
+    def __init__(self, daemon: DaemonFront, host: str, port: int) -> None:
+        super().__init__(host, port)
         self.daemon = daemon
-        self.host = host
-        self.port = port
-        self.logins = WebLogins()
-        self.login_ttl = int(CODE_TTL)
-        self.allowed_hosts: set[str] = set()
         self.static = _static_files()
         self._index = (STATIC_DIR / "index.html").read_bytes()
-        self._runner: web.AppRunner | None = None
         self._sockets: set[web.WebSocketResponse] = set()
         self._info_path: str | None = None
 
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        if host in ("0.0.0.0", "[::]"):
-            host = "127.0.0.1"
-        return f"http://{host}:{self.port}/"
-
-    def login_url(self) -> str:
-        """A one-time login link: the code rides in the fragment, so no request or Referer carries it."""
-        return f"{self.url}#code={self.logins.mint()}"
+    def routes(self) -> list[tuple[str, str, Handler]]:
+        pages: list[tuple[str, str, Handler]] = [
+            ("GET", "/", self._page),
+            ("GET", "/ws/events", self._ws_events),
+            ("GET", "/ws/attach", self._ws_attach),
+        ]
+        return pages + [("GET", url, self._file) for url in self.static]
 
     async def start(self) -> None:
-        app = web.Application(middlewares=[self._guard], client_max_size=64 * 1024)
-        app.on_response_prepare.append(self._headers)
-        app.router.add_get("/", self._page)
-        app.router.add_post("/login", self._login)
-        app.router.add_get("/ws/events", self._ws_events)
-        app.router.add_get("/ws/attach", self._ws_attach)
-        for url in self.static:
-            app.router.add_get(url, self._file)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        self.port = self._runner.addresses[0][1]  # port 0: the one the OS chose
-        self.allowed_hosts = self._hosts()
+        await super().start()
         self._info_path = web_info_path(self.daemon.socket_path)
         _write_private(self._info_path, json.dumps({"url": self.url, "pid": os.getpid()}) + "\n")
         log.info("web view on %s (open it with `litbridge web`)", self.url)
@@ -155,64 +119,15 @@ class WebServer:
         for ws in list(self._sockets):
             with contextlib.suppress(Exception):
                 await ws.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await super().close()
         if self._info_path:
             paths.unlink_quietly(self._info_path)
-
-    def _hosts(self) -> set[str]:
-        names = set(LOOPBACK_NAMES)
-        if self.host not in ("0.0.0.0", "::", ""):
-            names.add(f"[{self.host}]" if ":" in self.host else self.host)
-        else:  # listening everywhere: this machine's own names too
-            names.update({socket.gethostname(), socket.getfqdn()})
-        return {f"{n.lower()}:{self.port}" for n in names}
-
-    # ------------------------------------------------------------------ guards
-    @web.middleware
-    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        host = (request.headers.get("Host") or "").lower()
-        if host not in self.allowed_hosts:
-            log.warning("web: refused Host %r", host)
-            raise web.HTTPMisdirectedRequest(text="litbridge: unknown Host header (DNS rebinding?)\n")
-        return await handler(request)
-
-    def _origin_ok(self, request: web.Request) -> bool:
-        origin = request.headers.get("Origin", "").lower()
-        return any(origin == f"http://{h}" for h in self.allowed_hosts)
-
-    async def _headers(self, request: web.Request, response: web.StreamResponse) -> None:
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
 
     # ------------------------------------------------------------------ pages
     async def _page(self, request: web.Request) -> web.Response:
         response = web.Response(body=self._index, content_type="text/html", charset="utf-8")
         response.headers["Cache-Control"] = "no-store"
         return response
-
-    async def _login(self, request: web.Request) -> web.Response:
-        """Spend a one-time code (JSON `{"code"}`, same origin only) for a credential (`{"credential"}`)."""
-        if not self._origin_ok(request):
-            log.warning("web: refused a login from Origin %r", request.headers.get("Origin"))
-            raise web.HTTPForbidden(text="litbridge: cross-origin login refused\n")
-        if request.content_type != "application/json":
-            raise web.HTTPUnsupportedMediaType(text="litbridge: the login wants application/json\n")
-        try:
-            body = await request.json()
-        except ValueError:
-            body = None
-        code = body.get("code") if isinstance(body, dict) else None
-        credential = self.logins.redeem(code) if isinstance(code, str) else None
-        headers = {"Cache-Control": "no-store"}
-        if credential is None:
-            return web.json_response(
-                {"error": "this login link was already used or has expired: run `litbridge web` again"},
-                status=401,
-                headers=headers,
-            )
-        return web.json_response({"credential": credential}, headers=headers)
 
     async def _file(self, request: web.Request) -> web.Response:
         path = self.static[request.path]
@@ -224,7 +139,7 @@ class WebServer:
     # ------------------------------------------------------------------ websockets
     async def _open_ws(self, request: web.Request) -> tuple[web.WebSocketResponse, bool]:
         """Origin checked before the upgrade, the credential right after it; False: refused and closed."""
-        if not self._origin_ok(request):
+        if not self.origin_ok(request):
             log.warning("web: refused a WebSocket from Origin %r", request.headers.get("Origin"))
             raise web.HTTPForbidden(text="litbridge: cross-origin WebSocket refused\n")
         ws = web.WebSocketResponse(max_msg_size=MAX_LINE + 1, heartbeat=30.0)
@@ -299,7 +214,7 @@ class WebServer:
         ws, ok = await self._open_ws(request)
         if not ok:
             return ws
-        await self._pipe(ws, self.daemon._on_control, None, typing=False)
+        await self._pipe(ws, self.daemon.serve_control, None, typing=False)
         return ws
 
     async def _ws_attach(self, request: web.Request) -> web.WebSocketResponse:
@@ -311,7 +226,7 @@ class WebServer:
         # "control": false = watch only, never the controller, so a terminal attacher keeps the keyboard;
         # and the browser's keystrokes are dropped here unless the page took control
         selector = json.dumps({"session": key, "control": control}).encode() + b"\n"
-        await self._pipe(ws, self.daemon.attach.handle, selector, typing=control)
+        await self._pipe(ws, self.daemon.serve_attach, selector, typing=control)
         return ws
 
 
