@@ -46,6 +46,9 @@ INSTALL_HINTS = {  # driver name -> how to install its CLI, for `cli_not_found`
     "codex": "npm install -g @openai/codex",
     "gemini": "npm install -g @google/gemini-cli",
 }
+_DIALOG_EVENTS = frozenset(
+    {"dialog_dismissed", "dialog_cleared", "dialog_blocked", "dialog_released", "unknown_dialog"}
+)
 PATH_SHOWN = 240  # characters of a PATH an error message shows
 
 
@@ -93,6 +96,7 @@ class Turn:
     held: bool = (
         False  # `startup_hold` or `dialog_blocked` was said for it: its dispatch says `dialog_released`
     )
+    blocked: bool = False  # `dialog_blocked` was said for it (a send held at start-up is told again why)
 
 
 @dataclass
@@ -184,6 +188,7 @@ class Session:
         self._output_listeners: list[Callable[[bytes | None], None]] = []
         self._startup_task: asyncio.Task[Any] | None = None
         self._create_re: Any = None
+        self._create_answered = False  # the create got its one reply (`ready` or `error`)
         self.child: ptymod.ChildProcess | None = None
         self._spawning: asyncio.Future[ptymod.ChildProcess] | None = None  # spawn_async's fork in a worker
         self._early_writes: list[bytes] = []  # written while _spawning, flushed to the child when attached
@@ -310,13 +315,14 @@ class Session:
         self.model = result.get("model", self.model)
         self.resumed = bool(result.get("resumed", False))
         self.started = self.ready = True
-        self._emit(
+        self._answer_create(
             ev.ready(
                 self.key,
                 self.channel_id,
                 model=self.model,
                 resumed=self.resumed,
                 re=re,
+                state=self.state,
                 **self.worktree_field(),
             )
         )
@@ -326,10 +332,19 @@ class Session:
         """The create is answered with `error`; the CLI (never ready) is killed and reaped, so the key is dead
         and a later create re-creates it instead of "reusing" a CLI that never became ready."""
         self.started = True
-        self._emit(error)
+        self._answer_create(error)
+        if self.dead:
+            return
         task = self.loop.create_task(self.kill())  # not in self._tasks: _on_exit must not cancel it
         _background.add(task)
         task.add_done_callback(_background.discard)
+
+    def _answer_create(self, reply: dict[str, Any]) -> None:
+        """The create's one reply: a CLI exiting during start-up is answered by the exit, and the driver's own
+        start-up failure that may still follow (its task resumed before it saw the cancel) is not a second."""
+        if not self._create_answered:
+            self._create_answered = True
+            self._emit(reply)
 
     async def kill(self, store_resume: bool = False) -> tuple[int | None, str | None]:
         """Stop the driver (resume token when asked), kill + reap the process group. -> (exit_code, token)."""
@@ -460,7 +475,7 @@ class Session:
             self.log.exception("driver.on_exit")
         why = "session was killed" if self.killing else f"CLI exited (code {code})"
         if startup_pending:  # the create never got its `ready`: answer it with an error
-            self._emit(
+            self._answer_create(
                 ev.error(
                     self.startup_exit_message(),
                     "spawn_failed",
@@ -539,7 +554,7 @@ class Session:
             turn.held = True
             self._emit(ev.startup_hold(self.key, self.channel_id))
         elif self.state == "dialog" and self.turn is None:
-            turn.held = True  # a send hit a modal: held until it is answered (reference D.8a)
+            turn.held = turn.blocked = True  # a send hit a modal: held until it is answered (reference D.8a)
             self._emit(ev.generic("dialog_blocked", self.key, self.channel_id, dialog=self._hold_reason()))
         self.queue.append(turn)
         if immediate:
@@ -631,8 +646,8 @@ class Session:
         now = self.loop.time()
         if self._held is None or self._held[0] is not head:
             self._held = (head, now)
-            if not head.held:
-                head.held = True
+            if not head.blocked:
+                head.held = head.blocked = True
                 self._emit(
                     ev.generic("dialog_blocked", self.key, self.channel_id, dialog=self._hold_reason())
                 )
@@ -926,4 +941,6 @@ class Session:
         self._schedule_pump()
 
     def emit(self, event: str, **fields: Any) -> None:
+        if self.dead and event in _DIALOG_EVENTS:
+            return  # `exited` was the last word on the screen: a start-up task cut short has nothing to add
         self._emit(ev.generic(event, self.key, self.channel_id, **fields))

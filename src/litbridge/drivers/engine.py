@@ -948,7 +948,7 @@ class TurnEngine(_EngineTurns):
                     if d is None or d.signature() != dialog.signature():
                         break
                     await self.wait_change(0.3)
-                if sent:
+                if sent and not self.exited:  # a CLI that died under the keys dismissed nothing
                     self.host.emit("dialog_dismissed", dialog=dialog.kind, keys=sent)
                 continue
             if cls.state == "idle" and cls.live_prompt and self.hooks.input_live():
