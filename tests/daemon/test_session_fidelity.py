@@ -20,7 +20,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="function")
 FAKE_SCREEN = ROOT / "tests" / "fakes" / "fake_screen_cli.py"
 CLAUDE_SCREENS = ROOT / "tests" / "fixtures" / "captures" / "claude"
 TRUST = CLAUDE_SCREENS / "s01a_startup_dialogs" / "screens" / "01_trust_dialog_initial.txt"
-AUTO_MODE = CLAUDE_SCREENS / "s04b_tools_chain_auto_mode" / "screens" / "02_step0_auto_mode_cannot_check_dialog.txt"
+AUTO_MODE = (
+    CLAUDE_SCREENS / "s04b_tools_chain_auto_mode" / "screens" / "02_step0_auto_mode_cannot_check_dialog.txt"
+)
 
 
 def fake_cli(tmp_path: Path, name: str, body: str | None = None) -> str:
@@ -46,7 +48,9 @@ def replies(c: Conn, rid: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("cli", ["claude", "codex", "gemini"])
-async def test_a_cli_exiting_during_startup_gets_one_error_reply(daemon: Any, tmp_path: Path, cli: str) -> None:
+async def test_a_cli_exiting_during_startup_gets_one_error_reply(
+    daemon: Any, tmp_path: Path, cli: str
+) -> None:
     """The exit answers the create, and the driver's own startup failure that follows is not a second reply."""
     program = fake_cli(
         tmp_path,
@@ -54,7 +58,9 @@ async def test_a_cli_exiting_during_startup_gets_one_error_reply(daemon: Any, tm
         '#!/bin/sh\n[ "$1" = --version ] && { echo 2.1.0; exit 0; }\necho "not signed in"\nsleep 0.8\nexit 3\n',
     )
     c = await connect(daemon)
-    await c.send({"cmd": "create", "session": f"dies-{cli}", "cli": program, "env": isolated(tmp_path), "id": "c1"})
+    await c.send(
+        {"cmd": "create", "session": f"dies-{cli}", "cli": program, "env": isolated(tmp_path), "id": "c1"}
+    )
     err = await c.wait(lambda e: e.get("re") == "c1")
     assert err["event"] == "error" and err["code"] == "spawn_failed", err
     await c.wait("exited", session=f"dies-{cli}")
@@ -82,7 +88,9 @@ async def test_ready_carries_the_real_state(daemon: Any, bash_create: Any, tmp_p
     c = await connect(daemon)
     program = fake_cli(tmp_path, "claude")
     env = isolated(tmp_path, FAKE_SCREEN=str(AUTO_MODE))
-    ready = await c.request({"cmd": "create", "session": "ready-dialog", "cli": program, "env": env}, "ready", 30)
+    ready = await c.request(
+        {"cmd": "create", "session": "ready-dialog", "cli": program, "env": env}, "ready", 30
+    )
     assert ready["event"] == "ready" and ready["state"] == "dialog", ready
     dump = await c.request({"cmd": "dump", "session": "ready-dialog"}, "dump")
     assert dump["state"] == "dialog"
