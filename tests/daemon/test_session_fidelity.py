@@ -126,3 +126,42 @@ async def test_a_send_queued_behind_a_startup_dialog_is_said_blocked(daemon: Any
     assert not [e for e in c.events if e.get("turn_id") == acc["turn_id"] and e["event"] != "accepted"]
     await c.request({"cmd": "kill", "session": "held"}, "killed")
     await c.close()
+
+
+async def test_litbridge_send_held_behind_a_startup_dialog_says_what_is_asked(
+    daemon: Any, tmp_path: Path
+) -> None:
+    """`litbridge send` to a session whose start-up ended on a dialog: it prints the question, its options and
+    how to answer, instead of only "queued"; and it exits (status 3) when the held send ends, never hangs."""
+    c = await connect(daemon)
+    program = fake_cli(tmp_path, "claude")
+    env = isolated(tmp_path, FAKE_SCREEN=str(AUTO_MODE))
+    ready = await c.request({"cmd": "create", "session": "held-cli", "cli": program, "env": env}, "ready", 30)
+    assert ready["state"] == "dialog", ready
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "litbridge",
+        "send",
+        "held-cli",
+        "hello",
+        "--socket",
+        daemon.socket,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    err = b""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 30
+    while b"litbridge answer held-cli --digit N" not in err:
+        assert loop.time() < end, err.decode()
+        err += await asyncio.wait_for(proc.stderr.read(1024), 30)
+    text = err.decode()
+    assert "queued" in text and "dialog blocked" in text
+    assert "Auto mode can't check actions" in text and "Enter to stay in auto mode" in text, text
+    await c.request({"cmd": "kill", "session": "held-cli"}, "killed")
+    rest = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 3, (text, rest)
+    await c.close()

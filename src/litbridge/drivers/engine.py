@@ -45,12 +45,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from litbridge.drivers import osc7501
 from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.keys import encode_keys
-from litbridge.turns import Turn
+from litbridge.turns import Turn, TurnDesk
 
 __all__ = ["DialogLike", "EngineHooks", "OptionLike", "Reading", "Timing", "Turn", "TurnEngine"]
 
@@ -255,7 +255,8 @@ class _EngineState:
         self.status: osc7501.ProgramStatus | None = None
         """The last OSC 7501 report (None before any)."""
         self.status_at = 0.0
-        self.turns = host.turns
+        # a stub host without turns (a launch-only test) gets a desk of the engine's own
+        self.turns: TurnDesk = getattr(host, "turns", None) or TurnDesk(cast(Any, host), lambda event: None)
         self.turns.watch_ends(self._turn_gone)
         self.question: Question | None = None
         self.prev_final = ""
