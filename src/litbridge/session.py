@@ -1,22 +1,19 @@
-"""One session: the CLI process -> Terminal -> driver wiring, and the turn bookkeeping around it.
+"""One session: the CLI process -> Terminal -> driver wiring, and its lifecycle (spawn, start-up, death).
 
-Owns turn ids, the FIFO send queue, client message-id de-duplication, the exactly-one-terminal-event-per-
-turn invariant, question ids and their orphaning, and death handling (`exited` + `turn_error{cli_exited}`).
-It is the `DriverHost` of `drivers/base.py`. It emits event dicts (built by `protocol.events`) through a
-callback and knows nothing of sockets or the wire format.
+Its turns (ids, the FIFO send queue, message-id de-duplication, one terminal event per turn, questions) are
+its `TurnDesk` (`litbridge.turns`), the one owner of turn state, which the engine reads too. It is the
+`DriverHost` of `drivers/base.py`: the turn calls are handed to the desk. It emits event dicts (built by
+`protocol.events`) through a callback and knows nothing of sockets or the wire format.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import os
 import time
-from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from litbridge import pty as ptymod
@@ -24,28 +21,25 @@ from litbridge.drivers import get_driver, osc7501
 from litbridge.drivers.base import Driver, DriverError, meaningful_lines
 from litbridge.keys import encode_keys
 from litbridge.protocol import events as ev
-from litbridge.protocol.spec import DEFAULT_CLI, TURN_ERROR_KINDS
+from litbridge.protocol.spec import DEFAULT_CLI
 from litbridge.term import Terminal
+from litbridge.turns import HOLD_LIMIT, INTERRUPT_FALLBACK, TurnDesk
 
 log = logging.getLogger(__name__)
 
+__all__ = ["HOLD_LIMIT", "INTERRUPT_FALLBACK", "Session", "SessionCommandError", "log_safe"]
+
 Emit = Callable[[dict[str, Any]], None]
 
-_turn_ids = itertools.count(1)
-_question_ids = itertools.count(1)
-_TURN_KINDS = TURN_ERROR_KINDS
-INTERRUPT_FALLBACK = 10.0  # seconds: end an interrupted turn ourselves if the driver never does (any source)
-HOLD_NOTICE = (
-    2.0  # a send held this long with no turn running is reported (`dialog_blocked`, with the reason)
-)
-HOLD_LIMIT = 120.0  # ... and ended with `turn_error{timeout}` if it is still held this long
 SYNC_FRAME_FALLBACK = 0.25  # seconds: evaluate anyway if a synchronized frame never ends
-SEEN_IDS_MAX = 4096
 INSTALL_HINTS = {  # driver name -> how to install its CLI, for `cli_not_found`
     "claude": "npm install -g @anthropic-ai/claude-code",
     "codex": "npm install -g @openai/codex",
     "gemini": "npm install -g @google/gemini-cli",
 }
+_DIALOG_EVENTS = frozenset(
+    {"dialog_dismissed", "dialog_cleared", "dialog_blocked", "dialog_released", "unknown_dialog"}
+)
 PATH_SHOWN = 240  # characters of a PATH an error message shows
 
 
@@ -76,33 +70,6 @@ def log_safe(text: Any) -> str:
 
 
 _background: set[asyncio.Task[Any]] = set()
-
-
-def _new_turn_id() -> str:
-    return f"t{next(_turn_ids)}"
-
-
-@dataclass
-class Turn:
-    id: str
-    text: str
-    re: Any = None
-    last_text: str = ""
-    interrupt_re: Any = None
-    interrupt_noted: bool = False  # the interrupt fallback is armed for this turn
-    held: bool = (
-        False  # `startup_hold` or `dialog_blocked` was said for it: its dispatch says `dialog_released`
-    )
-
-
-@dataclass
-class Question:
-    id: str
-    turn_id: str | None
-    kind: str
-    text: str
-    options: list[dict[str, Any]] = field(default_factory=list)
-    answered: bool = False  # an answer was delivered to the driver; if its turn ends first, it still counts
 
 
 class SessionCommandError(Exception):
@@ -156,10 +123,6 @@ class Session:
         self.kill_grace = kill_grace
         self._child_factory = child_factory
         self.state = "starting"
-        self.turn: Turn | None = None
-        self.queue: deque[Turn] = deque()
-        self._seen_ids: OrderedDict[Any, Turn] = OrderedDict()
-        self.questions: dict[str, Question] = {}
         self.model: str | None = options.get("model")
         self.resumed = False
         self.started = False  # startup() finished (successfully or not)
@@ -175,15 +138,11 @@ class Session:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._eval_pending = False
         self._sync_timer: asyncio.TimerHandle | None = None
-        self._pump_pending = False
-        self._hold_timer: asyncio.TimerHandle | None = None
-        self._held: tuple[Turn, float] | None = None  # the queue head reported held, and since when
-        self._dispatching = False
-        self._last_thinking: str | None = None
         self._stderr_tail = bytearray()
         self._output_listeners: list[Callable[[bytes | None], None]] = []
         self._startup_task: asyncio.Task[Any] | None = None
         self._create_re: Any = None
+        self._create_answered = False  # the create got its one reply (`ready` or `error`)
         self.child: ptymod.ChildProcess | None = None
         self._spawning: asyncio.Future[ptymod.ChildProcess] | None = None  # spawn_async's fork in a worker
         self._early_writes: list[bytes] = []  # written while _spawning, flushed to the child when attached
@@ -197,6 +156,7 @@ class Session:
             on_frame_end=self._schedule_eval,
         )
         self.terminal: Any = self._real_terminal
+        self.turns = TurnDesk(self, lambda event: self._emit(event))
         self.driver: Driver = get_driver(self.cli)(self, options)
         self.transport = "pty"
 
@@ -291,6 +251,12 @@ class Session:
         self._create_re = re
         self._startup_task = self._spawn_task(self._run_startup(re))
 
+    def _spawn_task(self, coro: Any) -> asyncio.Task[Any]:
+        task = self.loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
     async def _run_startup(self, re: Any) -> None:
         try:
             result = await self.driver.startup()
@@ -311,26 +277,36 @@ class Session:
         self.model = result.get("model", self.model)
         self.resumed = bool(result.get("resumed", False))
         self.started = self.ready = True
-        self._emit(
+        self._answer_create(
             ev.ready(
                 self.key,
                 self.channel_id,
                 model=self.model,
                 resumed=self.resumed,
                 re=re,
+                state=self.state,
                 **self.worktree_field(),
             )
         )
-        self._schedule_pump()
+        self.turns.schedule_pump()
 
     def _startup_failed(self, error: dict[str, Any]) -> None:
         """The create is answered with `error`; the CLI (never ready) is killed and reaped, so the key is dead
         and a later create re-creates it instead of "reusing" a CLI that never became ready."""
         self.started = True
-        self._emit(error)
+        self._answer_create(error)
+        if self.dead:
+            return
         task = self.loop.create_task(self.kill())  # not in self._tasks: _on_exit must not cancel it
         _background.add(task)
         task.add_done_callback(_background.discard)
+
+    def _answer_create(self, reply: dict[str, Any]) -> None:
+        """The create's one reply: a CLI exiting during start-up is answered by the exit, and the driver's own
+        start-up failure that may still follow (its task resumed before it saw the cancel) is not a second."""
+        if not self._create_answered:
+            self._create_answered = True
+            self._emit(reply)
 
     async def kill(self, store_resume: bool = False) -> tuple[int | None, str | None]:
         """Stop the driver (resume token when asked), kill + reap the process group. -> (exit_code, token)."""
@@ -432,7 +408,7 @@ class Session:
                 self.driver.on_screen(rows)
             except Exception:
                 self.log.exception("driver.on_screen")
-        self._schedule_pump()
+        self.turns.schedule_pump()
 
     def _on_exit(self, code: int | None) -> None:
         if self.dead:
@@ -461,7 +437,7 @@ class Session:
             self.log.exception("driver.on_exit")
         why = "session was killed" if self.killing else f"CLI exited (code {code})"
         if startup_pending:  # the create never got its `ready`: answer it with an error
-            self._emit(
+            self._answer_create(
                 ev.error(
                     self.startup_exit_message(),
                     "spawn_failed",
@@ -471,17 +447,7 @@ class Session:
                 )
             )
         self.set_state("dead")  # state first, then the turns it ends (as for every terminal event)
-        if self.turn is not None:
-            self._end_turn(ev.turn_error(self.key, self.channel_id, self.turn.id, why, "cli_exited"))
-        while self.queue:
-            t = self.queue.popleft()
-            self._emit(
-                ev.turn_error(
-                    self.key, self.channel_id, t.id, f"{why} before the message was sent", "cli_exited"
-                )
-            )
-        for q in list(self.questions.values()):
-            self.close_question(q.id, "orphaned")
+        self.turns.close(why)
         if not self.killing:
             self._emit(ev.exited(self.key, self.channel_id, code, self.stderr_tail()))
         for cb in list(self._output_listeners):
@@ -516,49 +482,15 @@ class Session:
 
     def send(self, content: str, msg_id: Any = None, re: Any = None) -> None:
         self._check_alive()
-        if msg_id is not None:
-            seen = self._seen_ids.get(msg_id)
-            if seen is not None:
-                self._emit(
-                    ev.accepted(self.key, self.channel_id, seen.id, seen in self.queue, re, duplicate=True)
-                )
-                return
+        if self.turns.repeat(msg_id, re):
+            return
         validate = getattr(self.driver, "validate_send", None)
         if validate is not None:
             try:
                 validate(content)
             except DriverError as exc:
                 raise SessionCommandError(exc.code, exc.message) from exc
-        turn = Turn(_new_turn_id(), content, re)
-        if msg_id is not None:
-            self._seen_ids[msg_id] = turn
-            while len(self._seen_ids) > SEEN_IDS_MAX:
-                self._seen_ids.popitem(last=False)
-        immediate = self.ready and self.turn is None and not self.queue and self._can_accept()
-        self._emit(ev.accepted(self.key, self.channel_id, turn.id, not immediate, re))
-        if not self.started:
-            turn.held = True
-            self._emit(ev.startup_hold(self.key, self.channel_id))
-        elif self.state == "dialog" and self.turn is None:
-            turn.held = True  # a send hit a modal: held until it is answered (reference D.8a)
-            self._emit(ev.generic("dialog_blocked", self.key, self.channel_id, dialog=self._hold_reason()))
-        self.queue.append(turn)
-        if immediate:
-            self._pump()
-        else:
-            self._schedule_pump()
-
-    def begin_organic_turn(self, text: str) -> str | None:
-        """DriverHost: the driver saw a prompt typed into the CLI itself (attach), not sent by us. It becomes a
-        turn like any other (`accepted{organic}`, then exactly one terminal event); queued sends wait for it.
-        Returns the new turn id, or None when a turn is already open (the driver keeps reporting into that)."""
-        if self.dead or self.turn is not None:
-            return None
-        turn = Turn(_new_turn_id(), text)
-        self.turn = turn
-        self._last_thinking = None
-        self._emit(ev.accepted(self.key, self.channel_id, turn.id, False, organic=True))
-        return turn.id
+        self.turns.enqueue(content, msg_id, re)
 
     def input(self, content: str, re: Any = None) -> None:
         self._check_alive()
@@ -581,7 +513,7 @@ class Session:
         re: Any = None,
     ) -> None:
         self._check_alive()
-        if question_id is not None and question_id not in self.questions:
+        if question_id is not None and question_id not in self.turns.questions:
             raise SessionCommandError("no_question", f"no open question {question_id!r} on this session")
         if isinstance(digit, int) and not isinstance(digit, bool):
             digit = str(digit)  # `options[].digit` is a string; an integer one is the same answer
@@ -590,7 +522,8 @@ class Session:
         if question_id is None and digit is None and option is None and text is None:
             raise SessionCommandError("bad_field", "answer needs question_id, digit, option or text")
         # Without an id the driver picks; we only know which one when a single question is open.
-        target = question_id or (next(iter(self.questions)) if len(self.questions) == 1 else None)
+        questions = self.turns.questions
+        target = question_id or (next(iter(questions)) if len(questions) == 1 else None)
         try:
             picked = await self.driver.answer(question_id, digit=digit, option=option, text=text)
         except DriverError as exc:
@@ -598,75 +531,15 @@ class Session:
         if isinstance(picked, dict):  # the driver says which question and option it answered
             target = picked.get("question_id") or target
             digit = picked.get("digit") if picked.get("digit") is not None else digit
-        if target is not None and target in self.questions:
-            # The CLI may finish the turn before the driver sees the dialog go: the turn's end then closes the
-            # question as answered, not orphaned.
-            self.questions[target].answered = True
+        self.turns.mark_answered(target)
         self._emit(ev.answer_sent(self.key, self.channel_id, digit, target, re))
 
     def interrupt(self, re: Any = None) -> None:
         self._check_alive()
-        turn = self.turn
-        if turn is None:
+        if self.turns.interrupt(re) is None:
             raise SessionCommandError("no_turn", "no turn is running on this session")
-        turn.interrupt_re = re
         self.driver.interrupt()
-        self.interrupt_noted()
-
-    def interrupt_noted(self) -> None:
-        """DriverHost: an interrupt from any source is under way; arm the fallback once per turn."""
-        turn = self.turn
-        if turn is not None and not turn.interrupt_noted:
-            turn.interrupt_noted = True
-            self.call_later(INTERRUPT_FALLBACK, lambda: self._interrupt_fallback(turn))
-
-    def _hold_check(self, head: Turn) -> None:
-        """The queue's head is still held with no turn running: say why (`dialog_blocked`), and after
-        HOLD_LIMIT end it with `turn_error{timeout}` (the next queued send gets its own chance)."""
-        self._hold_timer = None
-        if self.dead or self.turn is not None or not self.queue or self.queue[0] is not head:
-            return
-        if self._can_accept():
-            self._schedule_pump()
-            return
-        now = self.loop.time()
-        if self._held is None or self._held[0] is not head:
-            self._held = (head, now)
-            if not head.held:
-                head.held = True
-                self._emit(
-                    ev.generic("dialog_blocked", self.key, self.channel_id, dialog=self._hold_reason())
-                )
-        held_for = now - self._held[1] + HOLD_NOTICE
-        if held_for < HOLD_LIMIT:
-            self._hold_timer = self.call_later(
-                min(5.0, HOLD_LIMIT - held_for), lambda: self._hold_check(head)
-            )
-            return
-        self.queue.popleft()
-        self._held = None
-        self._emit(
-            ev.turn_error(
-                self.key,
-                self.channel_id,
-                head.id,
-                f"not sent: the CLI's input did not become live within {HOLD_LIMIT:.0f}s ({self._hold_reason()})",
-                "timeout",
-            )
-        )
-        self._schedule_pump()
-
-    def _hold_reason(self) -> str:
-        try:
-            return str(self.driver.hold_reason() or "the CLI's input is not live")
-        except Exception:
-            self.log.exception("driver.hold_reason")
-            return "the CLI's input is not live"
-
-    def _interrupt_fallback(self, turn: Turn) -> None:
-        if self.turn is turn:
-            self.log.warning("interrupt not honoured within %.0fs: ending the turn", INTERRUPT_FALLBACK)
-            self.turn_interrupted(turn.last_text)
+        self.turns.interrupt_noted()
 
     def write_raw(self, data: bytes) -> None:
         """Attach controller bytes: straight into the PTY; for pipes drivers through `driver.keys`
@@ -709,8 +582,8 @@ class Session:
             "cli": self.cli,
             "model": info.get("model", self.model),
             "pid": self.pid,
-            "turn_id": self.turn.id if self.turn else None,
-            "queued": len(self.queue),
+            "turn_id": self.turns.turn_id,
+            "queued": len(self.turns.queue),
             "alive": not self.dead,
             "working_dir": self.options.get("working_dir"),
             **self.worktree_field(),
@@ -731,15 +604,15 @@ class Session:
             "state": self.state,
             "capture": "\n".join(r.rstrip() for r in term.display),
             "count": info.pop("count", 0),
-            "observing": self.turn is not None,
+            "observing": self.turns.current is not None,
             "cursor": {"x": x, "y": y, "hidden": hidden},
             "modes": term.modes,
             "osc_state": self.program_status,
             "driver": self.driver.name,
             "cli_version": info.pop("cli_version", None),
             "transcript_path": info.pop("transcript_path", None),
-            "turn_id": self.turn.id if self.turn else None,
-            "queued": len(self.queue),
+            "turn_id": self.turns.turn_id,
+            "queued": len(self.turns.queue),
             "pid": self.pid,
             "cli": self.cli,
             "model": info.pop("model", self.model),
@@ -747,78 +620,6 @@ class Session:
         for k, v in info.items():
             fields.setdefault(k, v)
         return ev.dump(self.key, self.channel_id, re, **fields)
-
-    # ------------------------------------------------------------------ queue
-    def _can_accept(self) -> bool:
-        try:
-            return bool(self.driver.can_accept_input())
-        except Exception:
-            self.log.exception("driver.can_accept_input")
-            return False
-
-    def _schedule_pump(self) -> None:
-        if not self._pump_pending and not self.dead:
-            self._pump_pending = True
-            self.loop.call_soon(self._pump)
-
-    def _pump(self) -> None:
-        """Dispatch the next queued send if no turn runs and the driver says input is live; a send held with
-        no turn running is watched (`_hold_check`): never held silently, never held forever."""
-        self._pump_pending = False
-        if self.dead or self.turn is not None or not self.queue or not self.started or self._dispatching:
-            return
-        if not self._can_accept():
-            if self._hold_timer is None:
-                head = self.queue[0]
-                self._hold_timer = self.call_later(HOLD_NOTICE, lambda: self._hold_check(head))
-            return
-        if self._hold_timer is not None:
-            self._hold_timer.cancel()
-            self._hold_timer = None
-        self._held = None
-        turn = self.queue.popleft()
-        if turn.held:
-            self._emit(ev.generic("dialog_released", self.key, self.channel_id))
-        self.turn = turn
-        self._last_thinking = None
-        self.set_state("thinking")
-        self._dispatching = True
-        self._spawn_task(self._submit(turn))
-
-    async def _submit(self, turn: Turn) -> None:
-        try:
-            await self.driver.submit(turn.text)
-        except asyncio.CancelledError:
-            raise
-        except DriverError as exc:
-            if self.turn is turn:
-                kind = exc.code if exc.code in _TURN_KINDS else "api_error"
-                self.turn_error(exc.message, kind)
-        except Exception as exc:
-            self.log.exception("driver.submit")
-            if self.turn is turn:
-                self.turn_error(f"submit failed: {exc}", "api_error")
-        finally:
-            self._dispatching = False
-            self._schedule_pump()
-
-    def _spawn_task(self, coro: Any) -> asyncio.Task[Any]:
-        task = self.loop.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    def _end_turn(self, event: dict[str, Any]) -> bool:
-        turn = self.turn
-        if turn is None or event.get("turn_id") != turn.id:
-            return False
-        self.turn = None
-        for q in list(self.questions.values()):
-            if q.turn_id == turn.id:
-                self.close_question(q.id, "answered" if q.answered else "orphaned")
-        self._emit(event)
-        self._schedule_pump()
-        return True
 
     # ------------------------------------------------------------------ DriverHost
     def _emit(self, event: dict[str, Any]) -> None:
@@ -861,19 +662,13 @@ class Session:
 
     @property
     def turn_id(self) -> str | None:
-        return self.turn.id if self.turn else None
+        return self.turns.turn_id
 
     def turn_text(self, text: str) -> None:
-        turn = self.turn
-        if turn is None or text == turn.last_text:
-            return
-        turn.last_text = text
-        self._emit(ev.replace(self.key, self.channel_id, text, turn.id))
+        self.turns.text(text)
 
     def turn_thinking(self, text: str) -> None:
-        if text != self._last_thinking:
-            self._last_thinking = text
-            self._emit(ev.thinking(self.key, self.channel_id, text))
+        self.turns.thinking(text)
 
     def tool_use(self, tool_use_id: str, name: str, input: Any) -> None:
         self._emit(ev.tool_use(self.key, self.channel_id, tool_use_id, name, input, self.turn_id))
@@ -888,20 +683,19 @@ class Session:
         source: str = "screen",
         exit_code: int | None = None,
     ) -> None:
-        if self.turn is not None:
-            self._end_turn(
-                ev.complete(self.key, self.channel_id, content, self.turn.id, usage, source, exit_code)
-            )
+        self.turns.complete(content, usage, source, exit_code)
 
     def turn_interrupted(self, content: str = "") -> None:
-        if self.turn is not None:
-            self._end_turn(
-                ev.interrupted(self.key, self.channel_id, self.turn.id, content, self.turn.interrupt_re)
-            )
+        self.turns.interrupted(content)
 
     def turn_error(self, message: str, kind: str = "api_error", detail: str | None = None) -> None:
-        if self.turn is not None:
-            self._end_turn(ev.turn_error(self.key, self.channel_id, self.turn.id, message, kind, detail))
+        self.turns.error(message, kind, detail)
+
+    def interrupt_noted(self) -> None:
+        self.turns.interrupt_noted()
+
+    def begin_organic_turn(self, text: str) -> str | None:
+        return self.turns.begin_organic(text)
 
     def open_question(
         self,
@@ -911,20 +705,18 @@ class Session:
         detail: Any = None,
         source: str | None = None,
     ) -> str:
-        qid = f"q{next(_question_ids)}"
-        self.questions[qid] = Question(qid, self.turn_id, kind, text, list(options))
-        self._emit(ev.question(self.key, self.channel_id, qid, kind, text, options, detail, source))
-        return qid
+        return self.turns.open_question(kind, text, options, detail, source)
 
     def close_question(self, question_id: str, reason: str = "answered") -> None:
-        if self.questions.pop(question_id, None) is not None:
-            self._emit(ev.question_closed(self.key, self.channel_id, question_id, reason))
+        self.turns.close_question(question_id, reason)
 
     def open_questions(self) -> list[str]:
-        return list(self.questions)
+        return list(self.turns.questions)
 
     def input_ready(self) -> None:
-        self._schedule_pump()
+        self.turns.schedule_pump()
 
     def emit(self, event: str, **fields: Any) -> None:
+        if self.dead and event in _DIALOG_EVENTS:
+            return  # `exited` was the last word on the screen: a start-up task cut short has nothing to add
         self._emit(ev.generic(event, self.key, self.channel_id, **fields))

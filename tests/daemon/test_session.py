@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from litbridge import drivers
-from litbridge import session as session_mod
+from litbridge import turns as turns_mod
 from litbridge.drivers.base import Driver, DriverError, LaunchSpec
 from litbridge.session import Session, SessionCommandError
 
@@ -433,7 +433,7 @@ async def test_an_interrupt_the_cli_never_honours_ends_at_the_fallback(
     """The `interrupt` command, or an interrupt a driver reports (`interrupt_noted`: keys typed through attach,
     the CLI's own cancel), ends the turn `interrupted` after INTERRUPT_FALLBACK even though the driver never
     does, and the queue moves on."""
-    monkeypatch.setattr(session_mod, "INTERRUPT_FALLBACK", 0.3)
+    monkeypatch.setattr(turns_mod, "INTERRUPT_FALLBACK", 0.3)
     s, d, rec = await started(f"intr-{via}")
     try:
         s.send("first")

@@ -12,7 +12,8 @@ import pytest
 
 from litbridge.drivers.base import DriverError
 from litbridge.drivers.dialog import Dialog, Option
-from litbridge.drivers.engine import EngineHooks, Timing, TurnEngine
+from litbridge.drivers.engine import EngineHooks, Timing, Turn, TurnEngine
+from litbridge.turns import TurnDesk
 from litbridge.vclock import VirtualTimeLoop
 
 Opt, Dlg = Option, Dialog  # the one dialog model every driver's rules return
@@ -48,12 +49,15 @@ class Host:
         self.last_output_at = 0.0
         self.spawned_at = 0.0
         self.state = "starting"
-        self.turn_id: str | None = None
+        self.channel_id = None
+        self.dead = False
+        self.started = self.ready = True
+        self.driver = None
+        self.turns = TurnDesk(self, lambda event: None)  # the turns' own events are recorded below
         self.pid = None
         self.calls: list[tuple[Any, ...]] = []
         self.writes: list[bytes] = []
         self._q = 0
-        self._t = 0
 
     def write(self, data: bytes) -> None:
         self.writes.append(data)
@@ -79,10 +83,18 @@ class Host:
 
     def tool_result(self, *a: Any) -> None: ...
 
+    @property
+    def turn_id(self) -> str | None:
+        return self.turns.turn_id
+
+    def dispatch(self, text: str) -> None:
+        """What the session's pump does: the next send becomes the desk's turn, for the driver to take."""
+        self.turns.current = Turn(text, phase="dispatched")
+
     def _end(self, *call: Any) -> None:
-        if self.turn_id is not None:
+        if self.turns.current is not None:
             self.calls.append(call)
-            self.turn_id = None
+            self.turns.error("ended")
 
     def turn_complete(self, content: str, usage: Any = None, source: str = "screen") -> None:
         self._end("complete", content, source)
@@ -113,9 +125,7 @@ class Host:
         self.calls.append(("input_ready",))
 
     def begin_organic_turn(self, text: str) -> str | None:
-        self._t += 1
-        self.turn_id = f"o{self._t}"
-        return self.turn_id
+        return self.turns.begin_organic(text)
 
     def emit(self, event: str, **fields: Any) -> None:
         self.calls.append((event, fields))
@@ -192,7 +202,7 @@ def started(eng: TurnEngine, show: Callable[..., None]) -> None:
 
 
 def send(loop: asyncio.AbstractEventLoop, host: Host, eng: TurnEngine, text: str = "hi") -> asyncio.Task:
-    host.turn_id = "t1"
+    host.dispatch(text)
     return loop.create_task(eng.submit(text))
 
 
@@ -391,9 +401,9 @@ def test_organic_turn_and_stale_turn_sync(rig):
     _loop, host, _hooks, eng, show, _run = rig
     started(eng, show)
     turn = eng.begin_organic("typed in attach")
-    assert turn is not None and turn.organic and host.turn_id == "o1"
+    assert turn is not None and turn.organic and host.turn_id == turn.id
     assert eng.begin_organic("again") is None
-    host.turn_id = None  # the session ended it by itself
+    host.turns.error("ended by the session")  # the session ended it by itself (a fallback, a kill...)
     assert eng.can_accept_input() and eng.turn is None
 
 

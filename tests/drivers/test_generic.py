@@ -183,7 +183,7 @@ async def test_ready_when_program_prints_nothing() -> None:
     s = make("cat", [], rec)
     try:
         ready = await rec.wait("ready")
-        assert ready["state"] == "starting"
+        assert ready["state"] == "idle"  # the state when `ready` is sent
         s.send("hello")
         done = await rec.wait("complete")
         assert done["content"] == "hello", "cat echoes the line once it is entered"

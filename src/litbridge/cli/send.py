@@ -292,6 +292,7 @@ async def stream_turn(
     name, _, channel = turn.session.partition(":")
     channel_id = channel or None
     interrupted = False
+    asked = False
     iterator = turn.__aiter__()
     while True:
         next_ev = asyncio.ensure_future(iterator.__anext__())
@@ -312,8 +313,38 @@ async def stream_turn(
         except StopAsyncIteration:
             return turn.terminal
         printer.show(ev)
+        if ev.get("event") == "question":
+            asked = True
+        if ev.get("event") == "dialog_blocked" and not printer.json_mode:
+            if not asked:  # the question came before this client connected: show the CLI's screen instead
+                for line in await _screen_tail(client, name, channel_id):
+                    printer.live.note(f"  │ {line}")
+            printer.live.note(held_hint(turn, stdin is not None and asked))
         if ev.get("event") == "question" and stdin is not None and not printer.json_mode:
             await _ask(client, turn, ev, stdin, printer)
+
+
+async def _screen_tail(client: Client, name: str, channel_id: str | None, rows: int = 14) -> list[str]:
+    """The last non-blank rows of the session's screen (where a CLI draws its dialog), or [] if unavailable."""
+    try:
+        dump = await client.dump(name, channel_id=channel_id)
+    except LitbridgeError:
+        return []
+    lines = [r.rstrip() for r in str(dump.get("capture") or "").split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return [r for r in lines[-rows:] if r.strip()]
+
+
+def held_hint(turn: Turn, inline: bool) -> str:
+    """How to let a held send through: answer what the CLI asks (the daemon gives up on it after a while)."""
+    name, _, channel = turn.session.partition(":")
+    how = f"litbridge answer {name} --digit N" + (f" --channel {channel}" if channel else "")
+    where = "answer below, or run" if inline else "answer it with"
+    return (
+        f"· the message waits until the CLI's question is answered: {where} `{how}`; "
+        "a send still held after 120 s fails (exit status 3)"
+    )
 
 
 async def _ask(client: Client, turn: Turn, ev: Event, stdin: StdinLines, printer: TurnPrinter) -> None:

@@ -86,6 +86,9 @@ TURN_SESSION_EVENTS = frozenset(
     }
 )
 
+# Session events a queued turn's handle yields too: why its send is held (and the question holding it).
+HOLD_EVENTS = frozenset({"startup_hold", "dialog_blocked", "dialog_released"})
+
 # Commands that only read, so they are re-sent after a reconnect if their reply had not arrived. `send` is
 # re-sent too: the daemon de-duplicates by message id and answers `accepted{duplicate:true}`. Everything
 # else keeps waiting: its reply, if the daemon ran it, comes back through the since_seq replay.
@@ -246,8 +249,9 @@ class Turn:
     """The handle `Client.send` returns: one message's turn, from `accepted` to its terminal event.
 
     `async for ev in turn` yields the turn's events in order (the `accepted` reply first; events carrying
-    this `turn_id`; and, while the turn is the session's running one, session events such as `state`,
-    `thinking` and `question`) and stops after the terminal event (`complete`, `interrupted` or
+    this `turn_id`; while the turn is the session's running one, session events such as `state`,
+    `thinking` and `question`; while it is queued, why it is held: `startup_hold`, `dialog_blocked` (after
+    the open `question` holding it, when the client saw one) and `dialog_released`) and stops after the terminal event (`complete`, `interrupted` or
     `turn_error`). It can be iterated more than once; `result()` can be awaited at the same time.
 
     >>> async def ask(c: Client) -> str:  # doctest: +SKIP
@@ -272,6 +276,7 @@ class Turn:
         self._waiter: asyncio.Future[None] | None = None
         self._error: BaseException | None = None
         self._seen: set[int] = {id(accepted)}
+        self._held_by: Any = None  # the question a queued send is held behind (yielded with `dialog_blocked`)
         client._turns.add(self)
         # Events of this turn that arrived before its `accepted` (ordering is the daemon's business).
         for ev in client._recent:
@@ -298,6 +303,14 @@ class Turn:
             if tid != self.turn_id:
                 return
             self._active = True
+        elif not self._active and kind in HOLD_EVENTS:
+            question = self.client._questions.get(self.session)
+            if kind == "dialog_blocked" and question is not None and id(question) not in self._seen:
+                self._held_by = question.get("question_id")
+                self._seen.add(id(question))
+                self._events.append(question)  # what the CLI asks, before the news that it holds this send
+        elif not self._active and kind == "question_closed" and ev.get("question_id") == self._held_by:
+            pass
         elif not (self._active and kind in TURN_SESSION_EVENTS):
             return
         self._seen.add(id(ev))
@@ -440,6 +453,7 @@ class Client:
         self._subscribers: set[EventStream] = set()
         self._turns: set[Turn] = set()
         self._recent: deque[Event] = deque(maxlen=256)
+        self._questions: dict[str, Event] = {}  # session key -> its last open `question` (a held send's why)
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:10]
         self._connected = asyncio.Event()
@@ -777,6 +791,14 @@ class Client:
                         pending.future.set_result(result)
         if ev.get("turn_id") is not None:
             self._recent.append(ev)
+        qkey = str(ev.get("session"))
+        if kind == "question":
+            self._questions[qkey] = ev
+        elif kind in ("question_closed", "exited", "killed") and (
+            kind != "question_closed"
+            or self._questions.get(qkey, {}).get("question_id") == ev.get("question_id")
+        ):
+            self._questions.pop(qkey, None)
         for turn in list(self._turns):
             turn._offer(ev)
         for sub in list(self._subscribers):

@@ -398,7 +398,12 @@ class Daemon:
         if existing is not None and not existing.dead:
             self.hub.publish(
                 ev.ready_reused(
-                    key, f.get("channel_id"), model=existing.model, re=re, **existing.worktree_field()
+                    key,
+                    f.get("channel_id"),
+                    model=existing.model,
+                    re=re,
+                    state=existing.state,
+                    **existing.worktree_field(),
                 )
             )
             return

@@ -38,9 +38,12 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from litbridge.protocol.spec import ERROR_CODES, TURN_ERROR_KINDS
+
+if TYPE_CHECKING:
+    from litbridge.turns import TurnDesk
 
 Transport = Literal["pty", "pipes"]
 
@@ -120,6 +123,9 @@ class DriverHost(Protocol):
     def turn_id(self) -> str | None:
         """The open turn's id, or None between turns (read-only: the session owns turn ids)."""
         ...
+
+    turns: TurnDesk
+    """The session's turn desk (`litbridge.turns`), the one owner of turn state; the engine reads its turn there."""
 
     pid: int | None
 

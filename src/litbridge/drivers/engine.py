@@ -33,19 +33,26 @@ never reads rows itself and never decides what text a turn produced: `EngineHook
 
 Wiring: the driver creates `TurnEngine(host, hooks, timing)` in `__init__` and forwards the `Driver` calls
 (`on_screen`, `on_status`, `on_exit`, `can_accept_input`, `submit`, `interrupt`, `keys`, `answer`, `startup`)
-to it; `drivers/engine_driver.EngineDriver` does both for a driver that subclasses it. The session (`DriverHost`) still owns turn ids, the FIFO queue and message-id de-duplication.
+to it; `drivers/engine_driver.EngineDriver` does both for a driver that subclasses it.
+
+Turn state has one owner, the session's `TurnDesk` (`host.turns`, `litbridge.turns`): `turn` is the desk's
+running turn, `begin()` takes the turn the desk dispatched, and a turn the desk ends by itself (its interrupt
+fallback, the CLI's death) is gone from here at once; nothing is kept in step.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
 
 from litbridge.drivers import osc7501
 from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.keys import encode_keys
+from litbridge.turns import Turn, TurnDesk
+
+__all__ = ["DialogLike", "EngineHooks", "OptionLike", "Reading", "Timing", "Turn", "TurnEngine"]
 
 ESC = b"\x1b"
 
@@ -145,26 +152,6 @@ class Timing:
     """The bookkeeping timer (interrupt grace, deadlines, `EngineHooks.on_tick`) while a turn is open."""
     turn_deadline: float | None = None
     """A turn still open this long after it started ends with `turn_error{timeout}` (None: no deadline)."""
-
-
-@dataclass
-class Turn:
-    """The engine's record of the open turn (the session holds the authoritative id)."""
-
-    text: str
-    started: float
-    host_id: str | None = None
-    organic: bool = False
-    witnessed: bool = False
-    """The CLI's own record (transcript) holds this turn's prompt."""
-    went_busy: bool = False
-    last_text: str = ""
-    interrupt_at: float | None = None
-    interrupt_source: str | None = None
-    enters: int = 0
-    retypes: int = 0
-    data: dict[str, Any] = field(default_factory=dict)
-    """Driver-private per-turn values."""
 
 
 @dataclass
@@ -270,7 +257,9 @@ class _EngineState:
         self.status: osc7501.ProgramStatus | None = None
         """The last OSC 7501 report (None before any)."""
         self.status_at = 0.0
-        self.turn: Turn | None = None
+        # a stub host without turns (a launch-only test) gets a desk of the engine's own
+        self.turns: TurnDesk = getattr(host, "turns", None) or TurnDesk(cast(Any, host), lambda event: None)
+        self.turns.watch_ends(self._turn_gone)
         self.question: Question | None = None
         self.prev_final = ""
         self.last_change = 0.0
@@ -294,6 +283,18 @@ class _EngineState:
         withdrawn) do not make the session `thinking` again until the CLI reads not busy or a turn starts."""
         self._ended_dialog: tuple[Any, ...] | None = None
         """The dialog of a question closed with its turn while still drawn: not asked again until it goes."""
+
+    @property
+    def turn(self) -> Turn | None:
+        """The turn the driver is running (the desk's, once `begin()` took it), or None."""
+        t = self.turns.current
+        return t if t is not None and t.phase == "running" else None
+
+    def _turn_gone(self, turn: Turn) -> None:
+        """The desk ended a turn; one we were still running was ended by the session itself."""
+        if turn.phase == "running":
+            self.prev_final = turn.last_text
+            self._input_was_ready = False
 
     # ------------------------------------------------------------------------------------------ clocks
     def now(self) -> float:
@@ -523,7 +524,6 @@ class _EngineState:
         )
 
     def can_accept_input(self) -> bool:
-        self.sync_turn()
         screen = self.screen
         return (
             self.started
@@ -568,9 +568,6 @@ class _EngineState:
 
     # ------------------------------------------------------------------------------------------ turn side
     # Called from here, implemented by `_EngineTurns` (the engine is only ever used as `TurnEngine`).
-    def sync_turn(self) -> None:
-        raise NotImplementedError
-
     def note_interrupt(self, source: str) -> None:
         raise NotImplementedError
 
@@ -582,18 +579,13 @@ class _EngineTurns(_EngineState):
     """The engine's turn side: one terminal event per turn, interrupts, verified submit, streaming."""
 
     # ------------------------------------------------------------------------------------------ turns
-    def sync_turn(self) -> None:
-        """Drop our turn if the session already ended it (its own fallback, a kill...)."""
-        turn = self.turn
-        if turn is not None and turn.host_id is not None and self.host.turn_id != turn.host_id:
-            self.turn = None
-            self.prev_final = turn.last_text
-            self._input_was_ready = False
-
     def begin(self, text: str) -> Turn:
-        """Open the engine's record of a dispatched send (the session has set `host.turn_id`)."""
-        turn = Turn(text, self.now(), host_id=self.host.turn_id)
-        self.turn = turn
+        """Take the turn the desk dispatched for this send (a detached one if there is none: never `turn`)."""
+        turn = self.turns.current
+        if turn is None or turn.phase != "dispatched":
+            turn = Turn(text)
+        turn.phase = "running"
+        turn.started = self.now()
         self._after_turn = False
         self._input_was_ready = False
         self._arm_tick()
@@ -603,11 +595,10 @@ class _EngineTurns(_EngineState):
         """A prompt typed into the CLI itself (attach): a turn like any other, if none is open."""
         if self.turn is not None or not self.started:
             return None
-        tid = self.host.begin_organic_turn(text)
-        if tid is None:
+        if self.host.begin_organic_turn(text) is None or self.turns.current is None:
             return None
-        turn = Turn(text, self.now(), host_id=tid, organic=True, witnessed=True)
-        self.turn = turn
+        turn = self.turns.current
+        turn.phase, turn.started, turn.organic, turn.witnessed = "running", self.now(), True, True
         self._after_turn = False
         self._input_was_ready = False
         self._arm_tick()
@@ -629,10 +620,10 @@ class _EngineTurns(_EngineState):
 
     def _finish(self, how: str) -> Turn | None:
         """End the engine's turn and settle the state first, so `state` precedes the terminal event."""
-        self.sync_turn()
-        turn, self.turn = self.turn, None
+        turn = self.turn
         if turn is None:
             return None
+        turn.phase = "ending"  # no longer `turn`; the desk holds it until the host emits its terminal event
         self.prev_final = turn.last_text
         self._input_was_ready = False
         if self._tick_handle is not None:
@@ -718,7 +709,6 @@ class _EngineTurns(_EngineState):
 
     def _on_tick(self) -> None:
         self._tick_handle = None
-        self.sync_turn()
         turn = self.turn
         if turn is None or self.exited:
             return
@@ -950,7 +940,7 @@ class TurnEngine(_EngineTurns):
                     if d is None or d.signature() != dialog.signature():
                         break
                     await self.wait_change(0.3)
-                if sent:
+                if sent and not self.exited:  # a CLI that died under the keys dismissed nothing
                     self.host.emit("dialog_dismissed", dialog=dialog.kind, keys=sent)
                 continue
             if cls.state == "idle" and cls.live_prompt and self.hooks.input_live():

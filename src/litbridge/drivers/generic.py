@@ -104,7 +104,6 @@ class GenericDriver(Driver, EngineHooks):
         if self._settled is None or not self._settled.done():
             return
         eng = self.engine
-        eng.sync_turn()
         if eng.turn is not None:
             self.host.set_state("responding")
             text = self.response_text(eng.turn, None)
@@ -192,7 +191,6 @@ class GenericDriver(Driver, EngineHooks):
     def can_accept_input(self) -> bool:
         if self._settled is None or not self._settled.done():
             return False
-        self.engine.sync_turn()
         if self.marks is not None and self.marks.active:
             return self.engine.turn is None and not self.marks.running and self.marks.prompt_drawn
         return self.engine.turn is None
@@ -261,7 +259,6 @@ class GenericDriver(Driver, EngineHooks):
         group is each `sleep` in turn, and one typed just after a `sleep` exited, before the shell took the
         terminal back (long on a busy machine), signals an empty group and is lost. The turn ends as usual when
         the prompt comes back; nothing is pressed once it has (or once the session's fallback ended the turn)."""
-        self.engine.sync_turn()
         if left <= 0 or self.engine.turn is not turn or self.marks is None or not self.marks.running:
             return
         self.host.write(INTERRUPT)

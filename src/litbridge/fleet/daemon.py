@@ -473,7 +473,7 @@ class FleetLink:
                 self._session_keys.discard(kv_key)
             return
         question = None
-        for q in s.questions.values():
+        for q in s.turns.questions.values():
             question = {"id": q.id, "kind": q.kind, "text": q.text, "options": q.options}
             break
         info = {

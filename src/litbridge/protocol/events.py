@@ -119,14 +119,24 @@ def ready(
     model: str | None,
     resumed: bool = False,
     re: Any = None,
+    state: str = "starting",
     **extra: Any,
 ) -> Ev:
-    return _ev("ready", session, channel_id, re, state="starting", model=model, resumed=resumed, **extra)
+    """`state`: the session's state when `ready` is sent (`idle`, or `dialog` behind a start-up question)."""
+    return _ev("ready", session, channel_id, re, state=state, model=model, resumed=resumed, **extra)
 
 
 def ready_reused(
-    session: str, channel_id: str | None, *, model: str | None, re: Any = None, **extra: Any
+    session: str,
+    channel_id: str | None,
+    *,
+    model: str | None,
+    re: Any = None,
+    state: str | None = None,
+    **extra: Any,
 ) -> Ev:
+    if state is not None:
+        extra["state"] = state
     return _ev("ready", session, channel_id, re, reused=True, model=model, **extra)
 
 

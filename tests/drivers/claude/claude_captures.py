@@ -167,7 +167,8 @@ def send(loop: asyncio.AbstractEventLoop, session: Any, text: str, timeout: floa
     async def wait() -> None:
         await asyncio.sleep(0)
         for _ in range(100_000):
-            if not (session._dispatching or (session.queue and session.turn is None and not session.dead)):
+            turns = session.turns
+            if not (turns.dispatching or (turns.queue and turns.current is None and not session.dead)):
                 break
             await asyncio.sleep(0.01)
 

@@ -724,7 +724,7 @@ def test_a_held_send_is_reported_then_ended_never_held_silently(tmp_path: Path, 
     run(loop, asyncio.sleep(HOLD_LIMIT), timeout=HOLD_LIMIT + 30)
     err = [e for e in events if e["event"] == "turn_error"]
     assert len(err) == 1 and err[0]["kind"] == "timeout" and "did not become live" in err[0]["message"]
-    assert host.queue == type(host.queue)() and host.turn is None
+    assert not host.turns.queue and host.turns.current is None
 
 
 def test_a_send_into_a_dialog_is_blocked_then_released_after_the_answer(tmp_path: Path, loop) -> None:

@@ -101,7 +101,6 @@ class ClaudeDriver(EngineDriver):
 
     def _on_turn_event(self, ev: TurnEvent) -> None:
         eng = self.engine
-        eng.sync_turn()
         if ev.kind == "prompt":
             if eng.turn is not None and not eng.turn.witnessed:
                 eng.witness()

@@ -156,7 +156,6 @@ class CodexDriver(EngineDriver):
         return prompted, want
 
     def _on_turn_events(self, events: list[ro.TurnEvent]) -> None:
-        self.engine.sync_turn()
         for ev in events:
             self._on_turn_event(ev)
 

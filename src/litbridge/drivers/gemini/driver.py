@@ -293,7 +293,6 @@ class GeminiDriver(EngineDriver):
             self._schedule_poll()
 
     def _read_chat(self) -> None:
-        self.engine.sync_turn()
         if self.chat_path is None and not self._pin():
             return
         for ev in self.turns.feed(self.tailer.poll()):
