@@ -47,8 +47,8 @@ class TranscriptFollower(RecordFollower):
 
     def start(self, engine: TurnEngine) -> None:  # type: ignore[override]
         self._engine = engine
-        self.busy = lambda: engine.turn is not None or (
-            engine.screen is not None and engine.screen.state != "idle"
+        self.busy = lambda: (
+            engine.turn is not None or (engine.screen is not None and engine.screen.state != "idle")
         )
         self.watch_folder(self.tailer.directory)
         super().start()

@@ -146,7 +146,7 @@ def user_message_text(entry: Mapping[str, Any]) -> str | None:
 class RolloutReader(JsonlFile):
     """Incremental reader of one rollout file (`records.JsonlFile`: whole lines, truncation and replacement)."""
 
-    def __init__(self, path: Path, *, from_end: bool = False) -> None:
+    def __init__(self, path: Path | None = None, *, from_end: bool = False) -> None:
         super().__init__(path, from_start=not from_end)
 
 
@@ -175,7 +175,10 @@ def usage_of(u: Mapping[str, Any] | None) -> dict[str, int] | None:
     if not isinstance(u, Mapping):
         return None
     return tokens(
-        u.get("input_tokens"), u.get("output_tokens"), u.get("cached_input_tokens"), u.get("cache_write_input_tokens")
+        u.get("input_tokens"),
+        u.get("output_tokens"),
+        u.get("cached_input_tokens"),
+        u.get("cache_write_input_tokens"),
     )
 
 

@@ -86,7 +86,9 @@ class _Hub:
             mask, name = int(ev.mask), str(ev.name) if ev.name is not None else ""
             watch = ev.watch
             if mask & IN_Q_OVERFLOW or watch is None:
-                overflow.append((mask, name))  # the kernel queue overflowed: events were lost, everyone re-reads
+                overflow.append(
+                    (mask, name)
+                )  # the kernel queue overflowed: events were lost, everyone re-reads
                 continue
             fired.setdefault(watch.wd, []).append((mask, name))
         if overflow:
