@@ -83,7 +83,7 @@ def test_follow_a_late_partial_replaced_record(
             fw.close()
 
     async def run(loop: asyncio.AbstractEventLoop, fw: RecordFollower, parser: Parser, batches: list) -> None:
-        assert (fw.watch is not None) == inotify and watch.open_fds() == int(inotify)
+        assert (fw.watch is not None) == inotify and (watch._hubs.get(loop) is not None) == inotify
         assert fw.interval() == (3600.0 if inotify else follow.POLL_BUSY)
         await asyncio.sleep(0.3)
         folder.mkdir(parents=True)  # the folder, then the file, appear after the follower started
@@ -100,7 +100,7 @@ def test_follow_a_late_partial_replaced_record(
         _append(path, _line(6))
         await asyncio.sleep(0.3)
         assert parser.fed == [1, 2, 3, 4, 5]  # closed: nothing more
-        assert watch.open_fds() == 0
+        assert watch._hubs.get(loop) is None  # the loop's inotify instance went with its last watch
 
     asyncio.run(main())
 
@@ -117,9 +117,10 @@ def test_sessions_in_one_loop_share_one_inotify_instance(tmp_path: Path) -> None
             fw.watch_folder(tmp_path / f"d{i}")
             followers.append(fw)
         hubs = {id(fw.watch.hub) for fw in followers if fw.watch is not None}
-        assert len(hubs) == 1 and watch.open_fds() == 1
+        assert len(hubs) == 1 and watch._hubs.get(loop) is not None
+        hub = watch._hubs[loop]
         for fw in followers:
             fw.close()
-        assert watch.open_fds() == 0
+        assert watch._hubs.get(loop) is None and hub.fd == -1
 
     asyncio.run(main())
