@@ -2,7 +2,7 @@
 
 What is Claude's here: the launch line (`launch.py`), the versioned screen rules (`versions.py` picks a
 `v2_1.Rules`-like class from `claude --version` before the first frame), the JSONL transcript that ends turns
-(`transcript.py`, followed by `follow.py`), bracketed paste, and a slower screen fallback. Everything about
+(`transcript.py`, followed by `follow.py` on the shared `drivers/records` pipeline), bracketed paste, and a slower screen fallback. Everything about
 settling, questions, submit verification, interrupts and state is the engine's.
 """
 
@@ -15,11 +15,12 @@ from litbridge.drivers.base import DriverError, DriverHost, LaunchSpec
 from litbridge.drivers.claude import launch as launchmod
 from litbridge.drivers.claude.follow import TranscriptFollower
 from litbridge.drivers.claude.model import ScreenState
-from litbridge.drivers.claude.transcript import TurnEvent, last_model, project_dir, project_slug
+from litbridge.drivers.claude.transcript import last_model, project_dir, project_slug
 from litbridge.drivers.claude.versions import CLI, LOGO_VERSION_RE
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.paste import paste_payload
+from litbridge.drivers.records import Dispatch
 from litbridge.drivers.versions import recorded_version
 from litbridge.keys import encode_key
 
@@ -41,6 +42,14 @@ STARTUP_TIMEOUT = 60.0  # module-level: read at each driver's creation (the faul
 FALLBACK_QUIET = 8.0  # screen fallback: idle + completion line + silent transcript for this long
 FALLBACK_MIN_TURN = 2.0
 INTERRUPT_TRANSCRIPT_QUIET = 0.3  # an interrupt ends from the screen only once the transcript had its say
+
+
+class _Dispatch(Dispatch):
+    """Claude's answer streams off the screen (the transcript's text blocks come whole, late); the screen is read
+    at once when the prompt lands."""
+
+    exact_final = False
+    stream_on_prompt = True
 
 
 class ClaudeDriver(EngineDriver):
@@ -69,7 +78,7 @@ class ClaudeDriver(EngineDriver):
             self.cwd,
             self.session_id,
             self.resumed,
-            self._on_turn_event,
+            _Dispatch(self.engine, self.host),
         )
         return spec
 
@@ -98,31 +107,6 @@ class ClaudeDriver(EngineDriver):
         super().on_exit(exit_code)
         if self.follower is not None:
             self.follower.close()
-
-    def _on_turn_event(self, ev: TurnEvent) -> None:
-        eng = self.engine
-        if ev.kind == "prompt":
-            if eng.turn is not None and not eng.turn.witnessed:
-                eng.witness()
-            elif eng.turn is None and eng.started:
-                eng.begin_organic(ev.text)  # typed into Claude itself (attach)
-            if eng.turn is not None:
-                eng.stream()
-            return
-        if eng.turn is None or not eng.turn.witnessed:
-            # events of an older prompt (e.g. the `abandoned` close of an Esc-before-first-token turn that
-            # arrives with the next prompt) never touch a turn whose own prompt is not in the transcript yet
-            return
-        if ev.kind == "tool_use":
-            self.host.tool_use(ev.data["tool_use_id"], ev.text, ev.data.get("input"))
-        elif ev.kind == "tool_result":
-            self.host.tool_result(ev.data["tool_use_id"], ev.text, bool(ev.data.get("is_error")))
-        elif ev.kind == "complete":
-            eng.complete(ev.text, ev.data.get("usage"), "transcript")
-        elif ev.kind in ("interrupted", "abandoned"):
-            eng.interrupted(ev.text)
-        elif ev.kind == "error":
-            eng.failed(ev.text, "api_error")
 
     # ------------------------------------------------------------------------------------------ input
     def input(self, text: str) -> None:
@@ -207,7 +191,7 @@ class ClaudeDriver(EngineDriver):
 
     def interrupt_settled(self, turn: Turn) -> bool:
         """The transcript's own interrupt record (it carries the partial text) gets a moment to land first."""
-        return self.follower is None or self.follower.quiet_for(turn) >= INTERRUPT_TRANSCRIPT_QUIET
+        return self.follower is None or self.follower.quiet_for(turn.started) >= INTERRUPT_TRANSCRIPT_QUIET
 
     def on_interrupt_ended(self, turn: Turn, reading: Any) -> None:
         if _prompt_put_back(turn, reading):
@@ -242,7 +226,7 @@ class ClaudeDriver(EngineDriver):
         if self.follower is None or not eng.cli_idle() or not (turn.witnessed or turn.went_busy):
             return
         now = eng.now()
-        quiet = self.follower.quiet_for(turn)
+        quiet = self.follower.quiet_for(turn.started)
         if (
             now - turn.started >= FALLBACK_MIN_TURN
             and now - eng.last_change >= FALLBACK_QUIET

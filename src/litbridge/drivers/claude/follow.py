@@ -1,8 +1,8 @@
-"""Following Claude Code's JSONL transcript live: an inotify watch on its folder plus a timer poll.
+"""Following Claude Code's JSONL transcript live, on the shared record pipeline (`drivers/records`).
 
-Finds the file (pinned by `--session-id`, found by time for `--continue`, followed across a `/clear` roll),
-reads whole new lines with `TranscriptTailer` and turns them into `TurnEvent`s with `TurnTracker`, handed to
-the driver's callback. Knows no screen.
+What is Claude's here is finding the file: pinned by `--session-id`, found by time for `--continue`, followed
+across a `/clear` roll (a new file in the same folder). Reading, watching and polling are `RecordFollower`'s;
+`TurnTracker` (transcript.py) makes the events. Knows no screen.
 """
 
 from __future__ import annotations
@@ -13,16 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.claude.transcript import TranscriptTailer, TurnEvent, TurnTracker
-from litbridge.drivers.dirwatch import IN_CREATE, IN_MOVED_TO, DirWatch
+from litbridge.drivers.records import RecordFollower
+from litbridge.drivers.records.watch import IN_CREATE, IN_MOVED_TO
 
 if TYPE_CHECKING:
-    from litbridge.drivers.engine import Turn, TurnEngine
-
-POLL_BUSY, POLL_IDLE = 0.05, 0.25
-POLL_WATCHED = 0.5  # with an inotify watch the timer poll is only a fallback
+    from litbridge.drivers.engine import TurnEngine
 
 
-class TranscriptFollower:
+class TranscriptFollower(RecordFollower):
     def __init__(
         self,
         host: Any,
@@ -30,48 +28,32 @@ class TranscriptFollower:
         cwd: str,
         session_id: str | None,
         resumed: bool,
-        on_event: Callable[[TurnEvent], None],
+        on_events: Callable[[list[TurnEvent]], None],
     ) -> None:
-        self.host = host
-        self.resumed = resumed
-        self.cwd = cwd
         # A resumed file's history is skipped: reading starts at its end.
         self.tailer = TranscriptTailer(directory, session_id, from_start=False)
         self.tracker = TurnTracker()
-        self.on_event = on_event
-        self.last_entry_at = 0.0
+        super().__init__(host, self.tailer, self.tracker, on_events, label="claude: transcript")
+        self.resumed = resumed
+        self.cwd = cwd
         self._spawn_wall = time.time()
         self._engine: TurnEngine | None = None
-        self._watch: DirWatch | None = None
-        self._poll_handle: Any = None
         self._last_clear_check = 0.0
         self._new_file_until = 0.0  # a file appeared recently: look for a `/clear` roll
-        self.closed = False
 
     @property
     def session_id(self) -> str | None:
         return self.tailer.session_id
 
-    def start(self, engine: TurnEngine) -> None:
+    def start(self, engine: TurnEngine) -> None:  # type: ignore[override]
         self._engine = engine
-        if self._watch is None and not self.closed:
-            self._watch = DirWatch.start(self.host.loop, self.tailer.directory, self._changed, self._wants)
-        self._schedule(0.0)
+        self.busy = lambda: (
+            engine.turn is not None or (engine.screen is not None and engine.screen.state != "idle")
+        )
+        self.watch_folder(self.tailer.directory)
+        super().start()
 
-    def close(self) -> None:
-        self.closed = True
-        if self._poll_handle is not None:
-            self._poll_handle.cancel()
-            self._poll_handle = None
-        if self._watch is not None:
-            self._watch.close()
-            self._watch = None
-
-    def quiet_for(self, turn: Turn) -> float:
-        """Seconds since the transcript last grew (or since the turn started, if later)."""
-        return self.host.loop.time() - max(self.last_entry_at, turn.started)
-
-    def _wants(self, mask: int, name: str) -> bool:
+    def accept(self, mask: int, name: str) -> bool:
         """Our own file, or a new file (a `/clear` roll); other sessions' writes in a shared folder are not."""
         if self.tailer.session_id is None:
             return True
@@ -80,47 +62,16 @@ class TranscriptFollower:
             return True
         return name == f"{self.tailer.session_id}.jsonl"
 
-    def _changed(self) -> None:
-        if self.closed:
-            return
-        try:
-            self.poll_once()
-        except Exception:
-            self.host.log.exception("claude: transcript poll")
-
-    def _schedule(self, delay: float | None = None) -> None:
-        if self.closed:
-            return
-        if delay is None:
-            eng = self._engine
-            if self._watch is not None:
-                delay = POLL_WATCHED
-            elif eng is not None and (
-                eng.turn is not None or (eng.screen is not None and eng.screen.state != "idle")
-            ):
-                delay = POLL_BUSY
-            else:
-                delay = POLL_IDLE
-        self._poll_handle = self.host.call_later(delay, self._poll)
-
-    def _poll(self) -> None:
-        self._poll_handle = None
-        if self._watch is not None:
-            self._watch.refresh()  # safety net: the folder appeared without the watch seeing it
-        try:
-            self.poll_once()
-        finally:
-            self._schedule()
-
-    def poll_once(self) -> None:
+    def locate(self) -> bool:
         tailer = self.tailer
         now = self.host.loop.time()
+        watch = self.watch
         if tailer.session_id is None:
             found = tailer.newest_since(self._spawn_wall - 1.0)
             if found:
                 tailer.pin(found, from_start=not self.resumed)
         elif now - self._last_clear_check >= 0.5 and (
-            self._watch is None or not self._watch.ready or now < self._new_file_until
+            watch is None or not watch.ready or now < self._new_file_until
         ):
             # with a live folder watch a roll is only looked for when a new file appeared (no globbing)
             self._last_clear_check = now
@@ -128,8 +79,4 @@ class TranscriptFollower:
             if rolled and rolled != tailer.session_id:
                 self.host.log.info("claude: /clear rolled the transcript to %s", rolled)
                 tailer.pin(rolled, from_start=True)
-        entries = tailer.poll()
-        if entries:
-            self.last_entry_at = now
-            for ev in self.tracker.feed(entries):
-                self.on_event(ev)
+        return True

@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from litbridge.drivers.records import JsonlFile, UsageTally, tokens
+
 TOOL_RESULT_LIMIT = 5000
 INTERRUPT_PREFIX = "[Request interrupted by user"
 _B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -81,27 +83,20 @@ def project_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
 # ---------------------------------------------------------------------------------------------- tailer
 
 
-class TranscriptTailer:
-    """Reads the pinned `<session-id>.jsonl` in whole lines; follows `/clear` rolls to a new file.
+class TranscriptTailer(JsonlFile):
+    """Reads the pinned `<session-id>.jsonl` in whole lines (`records.JsonlFile`); follows `/clear` rolls.
 
     Never switches to a sibling because it is newer: the only switch is to a file created after the pin
     whose first prompt entry is `/clear` (Claude's own roll), or an explicit `pin()`.
     """
 
     def __init__(self, directory: Path, session_id: str | None, *, from_start: bool = False) -> None:
+        super().__init__()
         self.directory = Path(directory)
-        self.session_id = session_id
-        self._pos = 0
-        self._buf = b""
-        self._ino: int | None = None
+        self.session_id: str | None = None
         self._snapshot = self._list()
-        self.corrupt_lines = 0
-        if session_id and not from_start and self.path is not None and self.path.exists():
-            self._pos = self.path.stat().st_size
-
-    @property
-    def path(self) -> Path | None:
-        return self.directory / f"{self.session_id}.jsonl" if self.session_id else None
+        if session_id:
+            self.pin(session_id, from_start=from_start)
 
     def _list(self) -> set[str]:
         try:
@@ -109,55 +104,11 @@ class TranscriptTailer:
         except OSError:
             return set()
 
-    def pin(self, session_id: str, *, from_start: bool = True) -> None:
+    def pin(self, session_id: str, *, from_start: bool = True) -> None:  # type: ignore[override]
         """Follow another file of this session (resume discovery, `/clear`)."""
         self.session_id = session_id
-        self._pos, self._buf, self._ino = 0, b"", None
         self._snapshot = self._list()
-        if not from_start and self.path is not None and self.path.exists():
-            self._pos = self.path.stat().st_size
-
-    def poll(self) -> list[dict[str, Any]]:
-        """New complete entries since the last poll (a partial last line waits; corrupt lines are skipped)."""
-        if self.path is None:
-            return []
-        try:
-            st = self.path.stat()
-        except OSError:
-            return []
-        if self._ino is not None and (st.st_ino != self._ino or st.st_size < self._pos):
-            self._pos, self._buf = 0, b""  # replaced or truncated: read it again from the start
-        self._ino = st.st_ino
-        if st.st_size <= self._pos:
-            return []
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self._pos)
-                data = fh.read(st.st_size - self._pos)
-        except OSError:
-            return []
-        self._pos += len(data)
-        data = self._buf + data
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            self._buf = data
-            return []
-        self._buf = data[cut + 1 :]
-        out = []
-        for line in data[:cut].split(b"\n"):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                self.corrupt_lines += 1
-                continue
-            if isinstance(obj, dict):
-                out.append(obj)
-            else:
-                self.corrupt_lines += 1
-        return out
+        super().pin(self.directory / f"{session_id}.jsonl", from_start=from_start)
 
     def find_clear_roll(self, cwd: str | None = None) -> str | None:
         """Session id of a file created since the pin that starts with a `/clear` command (Claude's roll)."""
@@ -262,7 +213,7 @@ class TurnTracker:
         self.open = False
         self.parts: list[str] = []
         self.tool_ids: set[str] = set()
-        self.usage_by_msg: dict[str, dict[str, int]] = {}
+        self.tally = UsageTally()  # per message id: a message written again as it grows replaces its own
         self.pending_complete = False
         self.prompt: str | None = None
 
@@ -272,13 +223,7 @@ class TurnTracker:
 
     @property
     def usage(self) -> dict[str, int] | None:
-        if not self.usage_by_msg:
-            return None
-        total = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_creation_tokens": 0}
-        for u in self.usage_by_msg.values():
-            for k in total:
-                total[k] += u.get(k, 0)
-        return total
+        return self.tally.total
 
     def _finish(self, kind: str, text: str = "", **data: Any) -> TurnEvent:
         ev = TurnEvent(kind, text, data)
@@ -343,12 +288,15 @@ class TurnTracker:
             mid = msg.get("id")
             usage = msg.get("usage") or {}
             if mid and usage:
-                self.usage_by_msg[mid] = {
-                    "input_tokens": int(usage.get("input_tokens") or 0),
-                    "output_tokens": int(usage.get("output_tokens") or 0),
-                    "cache_read_tokens": int(usage.get("cache_read_input_tokens") or 0),
-                    "cache_creation_tokens": int(usage.get("cache_creation_input_tokens") or 0),
-                }
+                self.tally.put(
+                    mid,
+                    tokens(
+                        usage.get("input_tokens"),
+                        usage.get("output_tokens"),
+                        usage.get("cache_read_input_tokens"),
+                        usage.get("cache_creation_input_tokens"),
+                    ),
+                )
             for b in msg.get("content") or []:
                 if not isinstance(b, dict):
                     continue

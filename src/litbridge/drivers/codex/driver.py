@@ -2,8 +2,8 @@
 
 What is Codex's own lives here and in the versioned rules (`v0_169`): the launch line (`-c` overrides, never the
 user's config.toml), OSC 7501 meanings (Codex emits them unprompted), reading the screen, the startup dialogs it
-answers, and the rollout JSONL (`rollout.py`) that ends each turn (`task_complete` / `turn_aborted`), tailed
-through the shared inotify watch (drivers/dirwatch.py). The engine owns settle/state/submit/interrupt/questions.
+answers, and the rollout JSONL (`rollout.py`) that ends each turn (`task_complete` / `turn_aborted`), followed
+on the shared record pipeline (`drivers/records`). The engine owns settle/state/submit/interrupt/questions.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from litbridge.drivers.codex.versions import CLI
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.paste import paste_payload
+from litbridge.drivers.records import Dispatch
 from litbridge.drivers.versions import recorded_version
 
 TIMING = Timing(
@@ -34,6 +35,21 @@ READY_NO_OSC = 3.0  # no OSC 7501 report at all (never seen with 0.169): a live 
 SCREEN_FALLBACK = 4.0  # OSC done/error and no rollout line this long: end the turn from the screen
 
 
+class _Dispatch(Dispatch):
+    """The rollout's agent messages are the exact text (`replace`); its turn ends are noted even for a turn whose
+    prompt it has not shown (the OSC `working` report before them is stale from then on)."""
+
+    stream_text = True
+
+    def __init__(self, driver: CodexDriver) -> None:
+        super().__init__(driver.engine, driver.host)
+        self.driver = driver
+
+    def seen(self, ev: ro.TurnEvent) -> None:
+        if ev.kind in ("complete", "error", "interrupted"):
+            self.driver._rollout_end_at = self.engine.now()
+
+
 class CodexDriver(EngineDriver):
     """Codex CLI (0.169.x) under a 200x50 PTY."""
 
@@ -44,7 +60,7 @@ class CodexDriver(EngineDriver):
         super().__init__(host, options, TIMING)
         self.model_label: str | None = None
         self.resume_thread: str | None = None  # the thread `launch` resumes (its file is followed)
-        self.follower = RolloutFollower(host, self.env, self.cwd, self._wanted, self._on_turn_events)
+        self.follower = RolloutFollower(host, self.env, self.cwd, self._wanted, _Dispatch(self))
         self._rollout_end_at: float | None = None  # when the rollout last ended a turn (loop time)
         self._osc_end: tuple[str, float] | None = None  # ("done"|"error", when) reported during the open turn
 
@@ -154,40 +170,6 @@ class CodexDriver(EngineDriver):
         prompted = turn is not None or self.status_busy(self.engine.status or {})
         want = paste_payload(turn.text).decode("utf-8") if turn is not None and not turn.organic else None
         return prompted, want
-
-    def _on_turn_events(self, events: list[ro.TurnEvent]) -> None:
-        for ev in events:
-            self._on_turn_event(ev)
-
-    def _on_turn_event(self, ev: ro.TurnEvent) -> None:
-        engine = self.engine
-        turn = engine.turn
-        if ev.kind == "prompt":
-            if turn is not None and not turn.witnessed:
-                engine.witness()
-            elif turn is None:
-                engine.begin_organic(ev.text)  # typed into Codex itself (attach)
-            return
-        if ev.kind in ("complete", "error", "interrupted"):
-            self._rollout_end_at = engine.now()
-        if turn is None or not turn.witnessed:
-            return  # lines of an older turn never touch one whose prompt is not in the rollout yet
-        if ev.kind == "text":
-            engine.set_text(ev.text)
-        elif ev.kind == "tool_use":
-            self.host.tool_use(str(ev.data.get("tool_use_id") or ""), ev.text, ev.data.get("input"))
-        elif ev.kind == "tool_result":
-            self.host.tool_result(
-                str(ev.data.get("tool_use_id") or ""), ev.text, bool(ev.data.get("is_error"))
-            )
-        elif ev.kind == "complete":
-            if ev.text and ev.text != turn.last_text:
-                engine.set_text(ev.text)
-            engine.complete(ev.text, ev.data.get("usage"), "transcript")
-        elif ev.kind == "error":
-            engine.failed(ev.text, "api_error")
-        elif ev.kind == "interrupted":
-            engine.interrupted(ev.text or turn.last_text)
 
     def _check_fallback(self) -> None:
         """Codex reported the end on OSC but its rollout said nothing for a while (e.g. it could not be found):

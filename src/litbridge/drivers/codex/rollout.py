@@ -2,7 +2,7 @@
 session's file, reading it incrementally, and turning its lines into turn events (reference §8).
 
 The file appears at the first prompt, not at startup; `codex resume <id>` appends to the same file. Every line is
-`{"timestamp", "ordinal", "type", "payload"}`. Pure parsing here; the driver owns timers and the inotify watch.
+`{"timestamp", "ordinal", "type", "payload"}`. Pure parsing here; `follow.py` finds and follows the file.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from litbridge.drivers.records import JsonlFile, UsageTally, tokens
 
 ROLLOUT_RE = re.compile(
     r"^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$"
@@ -143,43 +145,11 @@ def user_message_text(entry: Mapping[str, Any]) -> str | None:
     return "".join(c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict))
 
 
-class RolloutReader:
-    """Incremental reader of one rollout file: complete lines only (a half-written line waits for its end)."""
+class RolloutReader(JsonlFile):
+    """Incremental reader of one rollout file (`records.JsonlFile`: whole lines, truncation and replacement)."""
 
-    def __init__(self, path: Path, *, from_end: bool = False) -> None:
-        self.path = path
-        self.offset = 0
-        self._partial = b""
-        if from_end:
-            try:
-                self.offset = path.stat().st_size
-            except OSError:
-                self.offset = 0
-
-    def poll(self) -> list[dict[str, Any]]:
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self.offset)
-                data = fh.read()
-        except OSError:
-            return []
-        if not data:
-            return []
-        self.offset += len(data)
-        data = self._partial + data
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
-        out = []
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict):
-                out.append(entry)
-        return out
+    def __init__(self, path: Path | None = None, *, from_end: bool = False) -> None:
+        super().__init__(path, from_start=not from_end)
 
 
 @dataclass
@@ -206,12 +176,12 @@ def usage_of(u: Mapping[str, Any] | None) -> dict[str, int] | None:
     """Codex token usage -> the protocol's `{input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens}`."""
     if not isinstance(u, Mapping):
         return None
-    return {
-        "input_tokens": int(u.get("input_tokens") or 0),
-        "output_tokens": int(u.get("output_tokens") or 0),
-        "cache_read_tokens": int(u.get("cached_input_tokens") or 0),
-        "cache_creation_tokens": int(u.get("cache_write_input_tokens") or 0),
-    }
+    return tokens(
+        u.get("input_tokens"),
+        u.get("output_tokens"),
+        u.get("cached_input_tokens"),
+        u.get("cache_write_input_tokens"),
+    )
 
 
 class TurnTracker:
@@ -222,7 +192,11 @@ class TurnTracker:
         self.turn_id: str | None = None
         self.thread_id: str | None = None
         self.parts: list[str] = []
-        self.usage: dict[str, int] | None = None
+        self.tally = UsageTally()  # one key: the turn's running total (a later report replaces it)
+
+    @property
+    def usage(self) -> dict[str, int] | None:
+        return self.tally.total
 
     @property
     def content(self) -> str:
@@ -248,7 +222,7 @@ class TurnTracker:
         if kind == "token_usage_record":
             u = usage_of(p.get("turn_token_usage"))
             if u is not None:
-                self.usage = u
+                self.tally.put("turn", u)
             return []
         if kind != "event_msg":
             return []
@@ -257,7 +231,7 @@ class TurnTracker:
             self.open = True
             self.turn_id = p.get("turn_id")
             self.parts = []
-            self.usage = None
+            self.tally.reset()
             return []
         if t == "item_completed":
             item = p.get("item") or {}
@@ -270,11 +244,11 @@ class TurnTracker:
                     self.parts.append(text)
                     return [TurnEvent("text", self.content)]
             return []
-        if t == "token_count" and self.usage is None:
+        if t == "token_count" and not self.tally:
             info = p.get("info") or {}
             u = usage_of(info.get("last_token_usage"))
             if u is not None:
-                self.usage = u
+                self.tally.put("turn", u)
             return []
         if t == "task_complete":
             self.open = False

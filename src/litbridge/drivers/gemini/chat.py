@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from litbridge.drivers.records import JsonlFile, UsageTally
+from litbridge.drivers.records.usage import tokens as usage_tokens
+
 log = logging.getLogger(__name__)
 
 CANCELLED = "Request cancelled."
@@ -78,60 +81,11 @@ def find_chat_file(home: Path, session_id: str, slug: str | None = None) -> Path
     return max(hits, key=lambda p: p.stat().st_mtime if p.exists() else 0.0)
 
 
-class ChatTailer:
-    """Reads new complete lines of one chat file as parsed JSON (a partial last line waits; bad lines are skipped).
+class ChatTailer(JsonlFile):
+    """Reads new complete lines of one chat file as parsed JSON (`records.JsonlFile`).
 
-    `from_start=False` skips what the file already holds when it is first seen (a resumed session's history).
+    `from_start=False` skips what the file already holds when it is pinned (a resumed session's history).
     """
-
-    def __init__(self, path: Path | None = None, *, from_start: bool = True) -> None:
-        self.path = path
-        self.offset = 0
-        self.from_start = from_start
-        self._buf = b""
-        self._opened = False
-        if path is not None:
-            self.pin(path, from_start=from_start)
-
-    def pin(self, path: Path, *, from_start: bool = True) -> None:
-        self.path, self.offset, self._buf, self._opened, self.from_start = path, 0, b"", False, from_start
-
-    def poll(self) -> list[dict[str, Any]]:
-        if self.path is None:
-            return []
-        try:
-            with open(self.path, "rb") as fh:
-                if not self._opened:
-                    self._opened = True
-                    if not self.from_start:
-                        fh.seek(0, os.SEEK_END)
-                        self.offset = fh.tell()
-                        return []
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                if size < self.offset:  # truncated/rewritten: read it again from the start
-                    self.offset, self._buf = 0, b""
-                fh.seek(self.offset)
-                data = fh.read()
-        except OSError:
-            return []
-        self.offset += len(data)
-        self._buf += data
-        *lines, self._buf = self._buf.split(b"\n")
-        out: list[dict[str, Any]] = []
-        for raw in lines:
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                log.warning(
-                    "gemini chat %s: skipping a line that is not JSON (%d bytes)", self.path, len(raw)
-                )
-                continue
-            if isinstance(obj, dict):
-                out.append(obj)
-        return out
 
 
 def content_text(content: Any) -> str:
@@ -201,12 +155,7 @@ class ChatEvent:
 def _usage(tokens: Any) -> dict[str, int] | None:
     if not isinstance(tokens, dict):
         return None
-    return {
-        "input_tokens": int(tokens.get("input") or 0),
-        "output_tokens": int(tokens.get("output") or 0),
-        "cache_read_tokens": int(tokens.get("cached") or 0),
-        "cache_creation_tokens": 0,
-    }
+    return usage_tokens(tokens.get("input"), tokens.get("output"), tokens.get("cached"))
 
 
 def _tool_output(call: Mapping[str, Any]) -> str:
@@ -230,7 +179,7 @@ class ChatTurns:
         self.open = False
         self.prompt: str | None = None
         self.answers: dict[str, str] = {}  # gemini record id -> text, this turn, in first-append order
-        self.usage_by_id: dict[str, dict[str, int]] = {}
+        self.tally = UsageTally()  # per `gemini` record id (re-appended whole as it changes)
         self.tools_seen: set[str] = set()
         self.results_seen: set[str] = set()
         self.pending: ChatEvent | None = None  # the `answer` candidate, while it is the turn's last record
@@ -244,13 +193,7 @@ class ChatTurns:
 
     @property
     def usage(self) -> dict[str, int] | None:
-        if not self.usage_by_id:
-            return None
-        total = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_creation_tokens": 0}
-        for u in self.usage_by_id.values():
-            for k in total:
-                total[k] += u[k]
-        return total
+        return self.tally.total
 
     def finish(self) -> None:
         """The driver ended the turn (complete on an idle CLI, or its own deadline/interrupt)."""
@@ -283,7 +226,7 @@ class ChatTurns:
             self.rewriting = False
             self.prompts.add(prompt)
             self.open, self.prompt = True, prompt
-            self.answers, self.usage_by_id = {}, {}
+            self.answers, self.tally = {}, UsageTally()
             self.tools_seen, self.results_seen = set(), set()
             self.pending, self.last_error = None, None
             return [ChatEvent("prompt", prompt, {"id": rec.get("id")})]
@@ -297,7 +240,7 @@ class ChatTurns:
             self.answers[rid] = text
             usage = _usage(rec.get("tokens"))
             if usage is not None:
-                self.usage_by_id[rid] = usage
+                self.tally.put(rid, usage)
             if text:
                 out.append(ChatEvent("text", self.content, {"id": rid}))
             calls = [c for c in rec.get("toolCalls") or [] if isinstance(c, dict)]

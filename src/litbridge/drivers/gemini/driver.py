@@ -17,28 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from litbridge.drivers.base import DriverError, DriverHost
-from litbridge.drivers.dirwatch import DirWatch
 from litbridge.drivers.engine import Timing, Turn, TurnEngine
 from litbridge.drivers.engine_driver import EngineDriver
-from litbridge.drivers.gemini.chat import (
-    ChatEvent,
-    ChatTailer,
-    ChatTurns,
-    chat_file_matches,
-    find_chat_file,
-    gemini_home,
-    project_slug,
-)
+from litbridge.drivers.gemini.chat import ChatEvent, find_chat_file, gemini_home, project_slug
+from litbridge.drivers.gemini.follow import ChatFollower
 from litbridge.drivers.gemini.launch import TURN_TIMEOUT, flag_value
 from litbridge.drivers.gemini.v0_61 import Reading
 from litbridge.drivers.gemini.versions import CLI
 from litbridge.drivers.paste import paste_payload
+from litbridge.drivers.records import Dispatch
 from litbridge.drivers.versions import recorded_version
 from litbridge.keys import encode_key
 
 ESC, CTRL_C = encode_key("Esc"), encode_key("C-c")
 
-POLL = 0.5  # with an inotify watch the timer only backs it up
 INPUT_QUIET = 0.4  # `input`: output quiet this long after the typed text shows before Enter
 
 TIMING = Timing(
@@ -61,6 +53,23 @@ class _Engine(TurnEngine):
         return super().failed(message, kind, detail)
 
 
+class _Dispatch(Dispatch):
+    """No turn-end record: a turn completes on its last `answer` once the CLI is idle (`_maybe_complete`, after each
+    read); an interrupt keeps the text the screen showed; an error says what the CLI showed too."""
+
+    def __init__(self, driver: GeminiDriver) -> None:
+        super().__init__(driver.engine, driver.host)
+        self.driver = driver
+
+    def interrupted(self, ev: ChatEvent, turn: Turn) -> None:
+        self.engine.interrupted(turn.last_text or ev.text)
+
+    def error(self, ev: ChatEvent, turn: Turn) -> None:
+        shown = self.driver.rules.error_lines(list(self.host.terminal.display))
+        extra = f" (the CLI showed: {shown[-1]})" if shown and shown[-1] != ev.text else ""
+        self.engine.failed(ev.text + extra, "api_error")
+
+
 class GeminiDriver(EngineDriver):
     """Gemini CLI (0.61.x) under a 200x50 PTY, on the shared turn engine."""
 
@@ -74,12 +83,17 @@ class GeminiDriver(EngineDriver):
         self.session_home: str | None = None
         self.title = ""
         self.footer_model: str | None = None  # what the footer names below `/model` (`Auto` by default)
-        self.turns = ChatTurns()
-        self.tailer = ChatTailer()
-        self.chat_path: Path | None = None
         self.chat_path_hint: Path | None = None
-        self._watch: DirWatch | None = None
-        self._poll_handle: Any = None
+        self.chat = ChatFollower(
+            host,
+            self.home,
+            self.cwd,
+            lambda: (self.session_id, self.chat_path_hint),
+            _Dispatch(self),
+            self._after_read,
+            busy=lambda: self.engine.turn is not None,
+        )
+        self.turns = self.chat.turns
         self._tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------------------------------ engine hooks
@@ -113,7 +127,7 @@ class GeminiDriver(EngineDriver):
         self._maybe_complete()
 
     def on_tick(self, turn: Turn) -> None:
-        self._read_chat()
+        self.chat.read()
 
     def on_turn_end(self, turn: Turn, how: str) -> None:
         self.turns.finish()
@@ -134,8 +148,8 @@ class GeminiDriver(EngineDriver):
             if self.engine.exited:
                 raise DriverError(exc.code, f"{exc.message}: {self.screen_excerpt()}") from None
             raise
-        self._open_chat()
-        self._schedule_poll()
+        if not self.engine.exited:
+            self.chat.start()
         self._read_footer_model()
         return self.ready_fields()
 
@@ -156,12 +170,7 @@ class GeminiDriver(EngineDriver):
         super().on_exit(exit_code)
         for task in list(self._tasks):
             task.cancel()
-        if self._poll_handle is not None:
-            self._poll_handle.cancel()
-            self._poll_handle = None
-        if self._watch is not None:
-            self._watch.close()
-            self._watch = None
+        self.chat.close()
         if self.session_home:
             shutil.rmtree(self.session_home, ignore_errors=True)
             self.session_home = None
@@ -242,84 +251,15 @@ class GeminiDriver(EngineDriver):
         return options, gdir / "tmp" / slug / "chats"
 
     # ------------------------------------------------------------------------------------------ chat file
-    def _chat_dir(self) -> Path:
-        return self.home / "tmp" / project_slug(self.cwd, self.home) / "chats"
-
-    def _open_chat(self) -> None:
-        """Watch the project's chat folder (inotify, the shared DirWatch) and pin our file."""
-        if self._watch is None and not self.engine.exited:
-            self._watch = DirWatch.start(self.host.loop, self._chat_dir(), self._on_chat_change, self._wants)
-        self._pin()
-
-    def _wants(self, mask: int, name: str) -> bool:
-        return self.session_id is None or chat_file_matches(name, self.session_id)
+    @property
+    def chat_path(self) -> Path | None:
+        return self.chat.path
 
     def _pin(self) -> bool:
-        if self.chat_path is not None or self.session_id is None:
-            return self.chat_path is not None
-        hint = self.chat_path_hint
-        if hint is not None and hint.exists():
-            path: Path | None = hint
-        else:
-            path = find_chat_file(self.home, self.session_id, project_slug(self.cwd, self.home))
-        if path is None:
-            return False
-        self.chat_path = path
-        self.tailer.pin(path, from_start=True)
-        # what the file already holds (a resumed session's history, the startup preamble) is replayed silently
-        self.turns.feed(self.tailer.poll())
-        self.turns.finish()
-        self.host.log.info("gemini: chat file %s", path)
-        return True
+        return self.chat.locate()
 
-    def _on_chat_change(self) -> None:
-        if not self.engine.exited:
-            try:
-                self._read_chat()
-            except Exception:
-                self.host.log.exception("gemini: chat read")
-
-    def _schedule_poll(self) -> None:
-        if not self.engine.exited:
-            self._poll_handle = self.host.call_later(POLL, self._poll)
-
-    def _poll(self) -> None:
-        self._poll_handle = None
-        try:
-            if self._watch is not None:
-                self._watch.refresh()
-            self._read_chat()
-        finally:
-            self._schedule_poll()
-
-    def _read_chat(self) -> None:
-        if self.chat_path is None and not self._pin():
-            return
-        for ev in self.turns.feed(self.tailer.poll()):
-            self._on_chat_event(ev)
+    def _after_read(self) -> None:
         self._maybe_complete()
-
-    def _on_chat_event(self, ev: ChatEvent) -> None:
-        engine, host = self.engine, self.host
-        if ev.kind == "prompt":
-            if engine.turn is not None and not engine.turn.witnessed:
-                engine.witness()
-            elif engine.turn is None:
-                engine.begin_organic(ev.text)  # typed into the CLI itself (attach)
-            return
-        turn = engine.turn
-        if turn is None or not turn.witnessed:
-            return
-        if ev.kind == "tool_use":
-            host.tool_use(ev.data["id"], ev.text, ev.data.get("input"))
-        elif ev.kind == "tool_result":
-            host.tool_result(ev.data["id"], ev.text, bool(ev.data.get("is_error")))
-        elif ev.kind == "interrupted":
-            engine.interrupted(turn.last_text or ev.text)
-        elif ev.kind == "error":
-            shown = self.rules.error_lines(list(host.terminal.display))
-            extra = f" (the CLI showed: {shown[-1]})" if shown and shown[-1] != ev.text else ""
-            engine.failed(ev.text + extra, "api_error")
 
     def _maybe_complete(self) -> None:
         """The chat's last record of the turn is an answer with no pending tool call, and the CLI is idle: the

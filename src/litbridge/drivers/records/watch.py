@@ -1,118 +1,125 @@
-"""Event-driven directory watch for the drivers that follow a CLI's files on disk (Claude's transcript, Codex's
-rollout, Gemini's chat): Linux inotify through ctypes, one fd per event loop. Knows no CLI.
+"""Folder watches for the record followers: Linux inotify through `asyncinotify`, one instance per event loop.
 
-Sessions share one inotify instance (the per-user limit is 128 instances) which is closed when the last watch
-goes; a folder that does not exist yet is awaited through its nearest existing ancestor. Other platforms (or an
-inotify failure) get `None` from `DirWatch.start` and the driver keeps its timer poll. No polling here.
+Sessions share one inotify instance (the per-user limit is 128 instances), closed when the last watch goes; a
+folder that does not exist yet is awaited through its nearest existing ancestor. Where inotify is missing (other
+platforms, or an inotify failure) `DirWatch.start` returns None and the follower polls on its timer instead.
+
+The instance's fd is read from the loop (`add_reader`) with asyncinotify's non-blocking `sync_get`, so closing
+the last watch removes the reader and closes the fd at once, with no reader task left to unwind.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import errno
 import logging
-import os
-import struct
-import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
-IN_MODIFY, IN_CREATE, IN_MOVED_TO, IN_IGNORED, IN_Q_OVERFLOW = 0x2, 0x100, 0x80, 0x8000, 0x4000
+try:
+    from asyncinotify import Inotify, Mask
+except (ImportError, OSError, AttributeError):  # not Linux (no inotify in the C library)
+    Inotify = None  # type: ignore[assignment,misc]
+    IN_MODIFY = IN_CREATE = IN_MOVED_TO = IN_IGNORED = IN_Q_OVERFLOW = 0
+else:
+    IN_MODIFY, IN_CREATE, IN_MOVED_TO = int(Mask.MODIFY), int(Mask.CREATE), int(Mask.MOVED_TO)
+    IN_IGNORED, IN_Q_OVERFLOW = int(Mask.IGNORED), int(Mask.Q_OVERFLOW)
+
 MASK = IN_MODIFY | IN_CREATE | IN_MOVED_TO
-_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then `len` bytes of NUL-padded name)
-
-_libc: ctypes.CDLL | None = None
-
-
-def _lib() -> ctypes.CDLL | None:
-    global _libc
-    if _libc is None and sys.platform.startswith("linux"):
-        try:
-            lib = ctypes.CDLL(None, use_errno=True)
-            lib.inotify_init1, lib.inotify_add_watch, lib.inotify_rm_watch  # noqa: B018 - present?
-            _libc = lib
-        except (OSError, AttributeError):
-            return None
-    return _libc
+Callback = Callable[[list[tuple[int, str]]], None]
 
 
 class _Hub:
-    """One inotify fd registered with `loop.add_reader`; callbacks per watch descriptor, run once per read."""
+    """One inotify instance read on `loop`; callbacks per watch descriptor, each called once per batch read."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, lib: ctypes.CDLL) -> None:
-        fd = lib.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if fd < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"inotify_init1: {os.strerror(err)}")
-        self.loop, self.lib, self.fd = loop, lib, fd
-        self.callbacks: dict[int, list[Callable[[list[tuple[int, str]]], None]]] = {}
-        loop.add_reader(fd, self._readable)
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        assert Inotify is not None
+        self.ino: Any = Inotify(sync_timeout=0)  # sync_get: None once nothing is pending (never blocks)
+        self.loop, self.fd = loop, self.ino.fd
+        self.watches: dict[int, Any] = {}
+        self.callbacks: dict[int, list[Callback]] = {}
+        try:
+            loop.add_reader(self.fd, self._readable)
+        except Exception:
+            self.ino.close()
+            raise
 
-    def add(self, path: str, cb: Callable[[list[tuple[int, str]]], None]) -> int | None:
-        wd = self.lib.inotify_add_watch(self.fd, os.fsencode(path), MASK)
-        if wd < 0:
+    def add(self, path: str, cb: Callback) -> int | None:
+        try:
+            watch = self.ino.add_watch(path, Mask(MASK))
+        except OSError:
             return None
-        self.callbacks.setdefault(wd, []).append(cb)
-        return wd
+        self.watches[watch.wd] = watch
+        self.callbacks.setdefault(watch.wd, []).append(cb)
+        return int(watch.wd)
 
-    def remove(self, wd: int, cb: Callable[[list[tuple[int, str]]], None]) -> None:
+    def remove(self, wd: int, cb: Callback) -> None:
         cbs = self.callbacks.get(wd)
         if cbs is None:
             return
-        try:
+        if cb in cbs:
             cbs.remove(cb)
-        except ValueError:
-            pass
         if not cbs:
             del self.callbacks[wd]
-            self.lib.inotify_rm_watch(self.fd, wd)  # EINVAL when the folder is gone: harmless
+            watch = self.watches.pop(wd, None)
+            if watch is not None:
+                try:
+                    self.ino.rm_watch(watch)
+                except OSError:  # EINVAL when the folder is gone: its watch went with it
+                    pass
 
     def _readable(self) -> None:
         fired: dict[int, list[tuple[int, str]]] = {}
+        overflow: list[tuple[int, str]] = []
         while True:
             try:
-                data = os.read(self.fd, 65536)
-            except BlockingIOError:
+                ev = self.ino.sync_get()
+            except (BlockingIOError, InterruptedError):
                 break
-            except OSError as exc:
-                if exc.errno == errno.EINTR:
-                    continue
+            except (OSError, ValueError) as exc:
                 log.warning("inotify read failed: %s", exc)
                 break
-            if not data:
+            if ev is None:
                 break
-            pos = 0
-            while pos + _EVENT.size <= len(data):
-                wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
-                name = data[pos + _EVENT.size : pos + _EVENT.size + length].rstrip(b"\0")
-                pos += _EVENT.size + length
-                fired.setdefault(wd, []).append((mask, os.fsdecode(name)))
-        if -1 in fired:  # the kernel queue overflowed: events were lost, everyone re-reads
-            overflow = fired.pop(-1)
+            mask, name = int(ev.mask), str(ev.name) if ev.name is not None else ""
+            watch = ev.watch
+            if mask & IN_Q_OVERFLOW or watch is None:
+                overflow.append(
+                    (mask, name)
+                )  # the kernel queue overflowed: events were lost, everyone re-reads
+                continue
+            fired.setdefault(watch.wd, []).append((mask, name))
+        if overflow:
             for wd in self.callbacks:
                 fired.setdefault(wd, []).extend(overflow)
         for wd, events in fired.items():
             gone = any(m & IN_IGNORED for m, _ in events)  # the folder was removed: its watch is gone
+            if gone:
+                self.watches.pop(wd, None)
             cbs = self.callbacks.pop(wd, []) if gone else list(self.callbacks.get(wd, ()))
             for cb in cbs:
                 try:
                     cb(events)
                 except Exception:
-                    log.exception("directory watch callback")
+                    log.exception("folder watch callback")
 
     def close(self) -> None:
         try:
             self.loop.remove_reader(self.fd)
         except Exception:  # the loop is closed already
             pass
-        os.close(self.fd)
+        self.ino.close()
         self.fd = -1
 
 
 _hubs: dict[asyncio.AbstractEventLoop, _Hub] = {}
+
+
+def available() -> bool:
+    """inotify can be used here (Linux, asyncinotify installed)."""
+    return Inotify is not None
 
 
 def open_fds() -> int:
@@ -122,7 +129,7 @@ def open_fds() -> int:
 
 class DirWatch:
     """Calls `on_change()` when a file in `directory` is created, moved in or written (and `accept(mask, name)`,
-    when given, is true for one of the batch's events: sessions sharing a project folder skip each other's writes).
+    when given, is true for one of the batch's events: sessions sharing a folder skip each other's writes).
 
     While `directory` does not exist, its nearest existing ancestor is watched and the watch moves down as the
     folders appear (a change callback is also made then: the file may already be there).
@@ -149,15 +156,14 @@ class DirWatch:
         accept: Callable[[int, str], bool] | None = None,
     ) -> DirWatch | None:
         """A live watch, or None where inotify is unavailable (the caller keeps polling)."""
-        lib = _lib()
-        if lib is None:
+        if not available():
             return None
         hub = _hubs.get(loop)
         if hub is None or hub.fd < 0:
             try:
-                hub = _hubs[loop] = _Hub(loop, lib)
-            except (OSError, NotImplementedError, RuntimeError) as exc:
-                log.info("inotify unavailable (%s): the driver polls instead", exc)
+                hub = _hubs[loop] = _Hub(loop)
+            except (OSError, NotImplementedError, RuntimeError, ValueError) as exc:
+                log.info("inotify unavailable (%s): the follower polls instead", exc)
                 return None
         w = cls(hub, directory, on_change, accept)
         if not w._arm():
@@ -211,7 +217,7 @@ class DirWatch:
         self.on_change()
 
     def close(self) -> None:
-        """Drop the watch; the shared fd is closed with the last one."""
+        """Drop the watch; the shared instance is closed with the last one."""
         if self.closed:
             return
         self.closed = True

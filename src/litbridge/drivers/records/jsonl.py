@@ -1,0 +1,83 @@
+"""An append-only JSONL record (Claude's transcript, Codex's rollout, Gemini's chat log), read as it grows.
+
+Whole lines only (a partial last line waits for its newline), corrupt lines skipped and counted, a file that
+appears late read from its start, and a file truncated or replaced under the same name (a new inode) read again
+from its start: the CLI started that record over, and the old copy is never read again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+log = logging.getLogger(__name__)
+
+
+class JsonlFile:
+    """New complete entries of one JSONL file per `poll()` (a list of dicts; other JSON values count as corrupt).
+
+    `from_start=False` skips what the file holds when it is pinned (a resumed conversation's history); a file that
+    does not exist yet is read from its start once it appears.
+    """
+
+    def __init__(self, path: Path | None = None, *, from_start: bool = True) -> None:
+        self.path: Path | None = None
+        self.offset = 0
+        self.corrupt_lines = 0
+        self._buf = b""
+        self._ino: int | None = None
+        if path is not None:
+            self.pin(path, from_start=from_start)
+
+    def pin(self, path: Path, *, from_start: bool = True) -> None:
+        """Follow `path` from now on (its start, or its current end)."""
+        self.path, self.offset, self._buf, self._ino = Path(path), 0, b"", None
+        if not from_start:
+            try:
+                st = self.path.stat()
+            except OSError:
+                return
+            self.offset, self._ino = st.st_size, st.st_ino
+
+    def poll(self) -> list[dict[str, Any]]:
+        """New complete entries since the last poll."""
+        if self.path is None:
+            return []
+        try:
+            with open(self.path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if self._ino is not None and (st.st_ino != self._ino or st.st_size < self.offset):
+                    self.offset, self._buf = 0, b""  # replaced or truncated: read it again from the start
+                self._ino = st.st_ino
+                if st.st_size <= self.offset:
+                    return []
+                fh.seek(self.offset)
+                data = fh.read(st.st_size - self.offset)
+        except OSError:  # not there (yet, or for a moment), a folder, unreadable: nothing now
+            return []
+        self.offset += len(data)
+        data = self._buf + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self._buf = data
+            return []
+        self._buf = data[cut + 1 :]
+        out: list[dict[str, Any]] = []
+        for line in data[:cut].split(b"\n"):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                obj = None
+            if isinstance(obj, dict):
+                out.append(obj)
+            else:
+                self.corrupt_lines += 1
+                log.warning("%s: skipping a line that is not a JSON object (%d bytes)", self.path, len(line))
+        return out
