@@ -92,29 +92,10 @@ def test_truth_from_record_marks() -> None:
     assert sc.false_idle == 0
 
 
-# Recordings on which litbridge goes idle while the CLI's record says the turn runs (the benchmark's table counts
-# them). Each is a driver defect to fix; strict, so a fix must take its entry out of this list.
-KNOWN_FALSE_IDLE = {
-    "codex/codex_tool_approval": "OSC 7501 `blocked` (approval pending, not drawn yet) is reported idle",
-    "codex/codex_tool_approval_fn": "OSC 7501 `blocked` (approval pending, not drawn yet) is reported idle",
-    "codex/codex_api_error": "idle for 24 ms while Codex retries the failed request",
-    "codex/codex_plain_qa": "an idle/working flicker in the same ms mid-turn",
-    "claude/s06_interrupts": "the previous turn's end is reported after the queued turn has begun",
-}
-
-
 def _recordings() -> list[object]:
-    out: list[object] = []
-    for cli in acc.CLIS:
-        for path in acc.recordings(cli):
-            key = f"{cli}/{path.name}"
-            marks = (
-                [pytest.mark.xfail(strict=True, reason=KNOWN_FALSE_IDLE[key])]
-                if key in KNOWN_FALSE_IDLE
-                else []
-            )
-            out.append(pytest.param(cli, path, id=key, marks=marks))
-    return out
+    return [
+        pytest.param(cli, path, id=f"{cli}/{path.name}") for cli in acc.CLIS for path in acc.recordings(cli)
+    ]
 
 
 @pytest.mark.parametrize(("cli", "path"), _recordings())

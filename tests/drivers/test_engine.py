@@ -407,6 +407,21 @@ def test_organic_turn_and_stale_turn_sync(rig):
     assert eng.can_accept_input() and eng.turn is None
 
 
+def test_an_organic_turn_reads_working_at_once(rig):
+    """A record that ends one turn and holds the next prompt in the same read (a queued message, a record read
+    late): the next turn is working as soon as it is opened, not at the next frame, so the session is never idle
+    inside it."""
+    loop, host, _hooks, eng, show, _run = rig
+    started(eng, show)
+    send(loop, host, eng)
+    show(BUSY, 0.3)
+    eng.on_status({"state": "working"})
+    eng.complete("first")
+    assert host.state == "idle"
+    assert eng.begin_organic("queued next") is not None
+    assert host.state == "thinking"
+
+
 def test_status_working_goes_stale_on_an_idle_screen(rig):
     _loop, _host, _hooks, eng, show, _run = rig
     started(eng, show)

@@ -602,6 +602,7 @@ class _EngineTurns(_EngineState):
         self._after_turn = False
         self._input_was_ready = False
         self._arm_tick()
+        self.update_state()  # working now, as for a dispatched send (not at the next frame)
         return turn
 
     def witness(self) -> None:

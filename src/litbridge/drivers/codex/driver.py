@@ -8,6 +8,8 @@ on the shared record pipeline (`drivers/records`). The engine owns settle/state/
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -101,9 +103,11 @@ class CodexDriver(EngineDriver):
         return self.host.loop.time() - self.host.spawned_at >= READY_NO_OSC
 
     def status_busy(self, status: osc7501.ProgramStatus) -> bool:
-        """`working`, unless the rollout ended the turn after that report (the `done` report is a few ms
-        behind the rollout line: the turn's end must not read busy in between)."""
-        if self.rules.osc_state(status)[0] != "working":
+        """`working` or `blocked`, unless the rollout ended the turn after that report (the `done` report is a few
+        ms behind the rollout line: the turn's end must not read busy in between). `blocked` is an approval pending
+        inside the turn, reported ~0.7 s before Codex draws its dialog: the session stays working until the dialog
+        (a question) is on screen, never idle in between."""
+        if self.rules.osc_state(status)[0] not in self.rules.BUSY_STATES:
             return False
         return self._rollout_end_at is None or self._rollout_end_at < self.engine.status_at
 
@@ -194,8 +198,13 @@ class CodexDriver(EngineDriver):
     @staticmethod
     def replay_setup(capture: Any, home: Path) -> tuple[dict[str, Any], Path]:
         """`litbridge replay` of a Codex capture: a private HOME, the version the recording printed, and the rollout
-        folder as recorded."""
+        folder as a live run would have it. Codex files a new rollout under the day it starts (`sessions/YYYY/MM/DD`)
+        and the follower looks in the spawn's day first: a replay starts today, so its rollout goes under today's
+        folder (kept under the recording's day, it is found only by the follower's slow full scan, up to 2 s late,
+        and the replay's turns start late)."""
         rel = next(iter(capture.transcript_dirs.values()), "sessions")
+        if re.fullmatch(r"sessions/\d{4}/\d{2}/\d{2}", rel):
+            rel = time.strftime("sessions/%Y/%m/%d")
         options = {
             "env": {"HOME": str(home)},
             "cli_version": recorded_version(capture.chunks, CLI.logo),

@@ -49,6 +49,8 @@ class Rules(BaseRules):
 
     SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
     """Braille frames that prefix the window title while Codex works (reference §3.2)."""
+    BUSY_STATES = ("working", "blocked")
+    """OSC 7501 states inside a turn: `blocked` is an approval Codex asks ~0.7 s before it draws the dialog."""
     ACTION_REQUIRED_RE = re.compile(r"^\[ [!.] \] Action Required\b")
     HEADER_RE = re.compile(r">_ OpenAI Codex \(v(\d+\.\d+\.\d+)\)")
     WORKING_RE = re.compile(
