@@ -9,13 +9,14 @@ on the shared record pipeline (`drivers/records`). The engine owns settle/state/
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers import osc7501
 from litbridge.drivers.base import DriverHost, LaunchSpec
 from litbridge.drivers.codex import rollout as ro
 from litbridge.drivers.codex import v0_169
 from litbridge.drivers.codex.follow import RolloutFollower
+from litbridge.drivers.codex.launch import LaunchHost
 from litbridge.drivers.codex.versions import CLI
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
@@ -233,3 +234,7 @@ def _footer_model(rules: v0_169.Rules, rows: list[str]) -> str | None:
         if " · " in row and not row.lstrip().startswith("←"):
             return row.strip().split(" · ", 1)[0] or None
     return None
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[LaunchHost] = CodexDriver  # what the launch plug-ins read and set is here

@@ -14,14 +14,14 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.drivers.engine import Timing, Turn, TurnEngine
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.gemini.chat import ChatEvent, find_chat_file, gemini_home, project_slug
 from litbridge.drivers.gemini.follow import ChatFollower
-from litbridge.drivers.gemini.launch import TURN_TIMEOUT, flag_value
+from litbridge.drivers.gemini.launch import TURN_TIMEOUT, LaunchHost, flag_value
 from litbridge.drivers.gemini.v0_61 import Reading
 from litbridge.drivers.gemini.versions import CLI
 from litbridge.drivers.paste import paste_payload
@@ -278,3 +278,7 @@ class GeminiDriver(EngineDriver):
         if content and content != turn.last_text:
             self.engine.set_text(content)  # the last `replace` is the exact text too
         self.engine.complete(content, pending.data.get("usage"), "transcript")
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[LaunchHost] = GeminiDriver  # what the launch plug-ins read and set is here
