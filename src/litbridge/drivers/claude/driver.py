@@ -78,6 +78,7 @@ class ClaudeDriver(EngineDriver):
             self.cwd,
             self.session_id,
             self.resumed,
+            self.record.tracker(),
             _Dispatch(self.engine, self.host),
         )
         return spec

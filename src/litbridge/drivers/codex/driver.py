@@ -61,7 +61,9 @@ class CodexDriver(EngineDriver):
         super().__init__(host, options, TIMING)
         self.model_label: str | None = None
         self.resume_thread: str | None = None  # the thread `launch` resumes (its file is followed)
-        self.follower = RolloutFollower(host, self.env, self.cwd, self._wanted, _Dispatch(self))
+        self.follower: RolloutFollower = RolloutFollower(
+            host, self.env, self.cwd, self._wanted, self.record.tracker(), _Dispatch(self)
+        )
         self._rollout_end_at: float | None = None  # when the rollout last ended a turn (loop time)
         self._osc_end: tuple[str, float] | None = None  # ("done"|"error", when) reported during the open turn
 
