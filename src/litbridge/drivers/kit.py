@@ -72,7 +72,8 @@ class Record:
     """Where the CLI keeps it, in words (for `litbridge drivers`)."""
 
     def tracker(self) -> Any:
-        """A fresh mapper of record entries to turn events (`feed(entries) -> events`)."""
+        """A fresh mapper of record entries to turn events (`feed(entries) -> events`): what the driver's
+        follower (`records.RecordFollower`) reads the record with."""
         raise NotImplementedError
 
 
