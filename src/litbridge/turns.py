@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from litbridge.drivers.base import DriverError
+from litbridge.errors import DriverError
 from litbridge.protocol import events as ev
 from litbridge.protocol.spec import TURN_ERROR_KINDS
 

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from litbridge.protocol.spec import ERROR_CODES, TURN_ERROR_KINDS
+from litbridge.errors import DriverError  # the contract's; defined below the turn desk (it catches it)
 
 if TYPE_CHECKING:
     from litbridge.turns import TurnDesk
@@ -63,19 +63,6 @@ def meaningful_lines(rows: Iterable[str], keep: int = 4) -> str:
         if _WORD.search(line) and letters * 3 >= len(line.replace(" ", "")):
             out.append(line)
     return "\n".join(out[-keep:])
-
-
-class DriverError(Exception):
-    """A failure reported to the client as `error{code,message}` (e.g. startup timeout, `no_question`), or,
-    raised by `submit`, as `turn_error{kind}` when `code` is a turn-error kind. `code` must be one of the
-    spec's codes (`protocol.spec.ERROR_CODES` / `TURN_ERROR_KINDS`): an invented code is a ValueError."""
-
-    def __init__(self, code: str, message: str) -> None:
-        if code not in ERROR_CODES and code not in TURN_ERROR_KINDS:
-            raise ValueError(f"DriverError code {code!r} is not a protocol error code or turn-error kind")
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass

@@ -7,7 +7,9 @@ or to replace it; the engine's interface is unchanged.
 
 A driver names its plug-in tables in `CLI` (a `kit.CliSpec`); `use_version` picks the `Rules`, `Record` and
 `Launch` of a CLI version (the newest until the version is known), `prepare` learns it from `<binary> --version`
-without blocking the loop, and `launch` / `startup_answer` / `question_kind` are the picked plug-ins'.
+without blocking the loop, and `launch` / `startup_answer` / `question_kind` are the picked plug-ins'. The
+driver's `follower` (a `records.RecordFollower`) maps the record with the picked `Record`'s `tracker()`; a
+version learnt after the follower was made hands it the new version's tracker while nothing was read yet.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from litbridge.drivers.base import Driver, DriverHost, LaunchSpec, meaningful_li
 from litbridge.drivers.engine import EngineHooks, Timing, TurnEngine
 from litbridge.drivers.kit import CliSpec, Launch, Record
 from litbridge.drivers.paste import PASTE_END, PASTE_START
+from litbridge.drivers.records import RecordFollower
 
 
 class EngineDriver(Driver, EngineHooks):
@@ -48,13 +51,24 @@ class EngineDriver(Driver, EngineHooks):
     rules: Any
     record: Record
     launcher: Launch[Any]
+    follower: RecordFollower[Any] | None = None
+    """What follows the CLI's record, once the driver made it, with `record.tracker()` as its tracker."""
 
     # ------------------------------------------------------------------------------------------ versions
     def use_version(self, version: str | None) -> None:
         """Read the CLI as `version` from now on (None: not known yet, the newest plug-ins)."""
         picked = self.CLI.pick(version)
         self.cli_version = version
-        self.rules, self.record, self.launcher = picked.rules(), picked.record(), picked.launch(self)
+        self.rules, self.launcher = picked.rules(), picked.launch(self)
+        if type(getattr(self, "record", None)) is not picked.record:
+            self.record = picked.record()
+            if self.follower is not None and not self.follower.use_tracker(self.record.tracker()):
+                self.host.log.warning(
+                    "%s %s: the record is half read by %s, which follows it to the end",
+                    self.name,
+                    version,
+                    self.follower.tracker,
+                )
 
     def binary(self) -> str:
         return str(self.options.get("cli") or self.name)

@@ -4,7 +4,9 @@
   reading: state, the dialog (`drivers/dialog.Dialog`), spinner, draft; and where a turn's text is.
 - `Record` names the CLI's own record of a conversation (where it is, its shape) and maps its entries to
   turn/tool/usage events (`tracker().feed(entries)`).
-- `Launch` builds the argv/env/config of a session and picks the answers to the start-up dialogs.
+- `Launch` builds the argv/env/config of a session and picks the answers to the start-up dialogs. It is typed
+  against `LaunchHost` (what it reads from the driver and the launch state it sets there), never against the
+  driver class: the driver module imports its plug-in tables, so a plug-in must not import the driver.
 
 A CLI's `CliSpec` holds one table per plug-in, keyed by version prefix ("2.1", "0.169"). `CliSpec.pick` chooses
 each plug-in independently (`drivers/versions.pick`: the longest matching prefix, else the newest), so a new CLI
@@ -17,18 +19,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from litbridge.drivers.versions import pick
 
 if TYPE_CHECKING:
-    from litbridge.drivers.base import LaunchSpec
+    from litbridge.drivers.base import DriverHost, LaunchSpec
     from litbridge.drivers.dialog import Dialog
     from litbridge.drivers.engine import Reading
 
-__all__ = ["CliSpec", "Launch", "Plugins", "Record", "Rules"]
-
-D = TypeVar("D")
+__all__ = ["CliSpec", "Launch", "LaunchHost", "Plugins", "Record", "Rules"]
 
 
 class Rules:
@@ -72,14 +72,36 @@ class Record:
     """Where the CLI keeps it, in words (for `litbridge drivers`)."""
 
     def tracker(self) -> Any:
-        """A fresh mapper of record entries to turn events (`feed(entries) -> events`)."""
+        """A fresh mapper of record entries to turn events (`feed(entries) -> events`): what the driver's
+        follower (`records.RecordFollower`) reads the record with."""
         raise NotImplementedError
+
+
+class LaunchHost(Protocol):
+    """What every `Launch` reads from its driver: the `create` options as `EngineDriver` keeps them, the picked
+    rules, and `resumed`, which it sets. A CLI's launch module extends it with the launch state of its own (a
+    pinned session id, a resumed thread) as a Protocol of its own."""
+
+    host: DriverHost
+    options: dict[str, Any]
+    cwd: str
+    env: dict[str, str]
+    args: list[str]
+    model: str | None
+    resume_token: str | None
+    resumed: bool
+    rules: Any
+
+    def binary(self) -> str: ...
+
+
+D = TypeVar("D", bound=LaunchHost)
 
 
 class Launch(Generic[D]):
     """How one CLI version is started for a session: argv, env, config files; and which start-up dialogs the
-    driver answers. Holds the driver (`D`) whose options it reads and whose launch state it sets (session id,
-    resumed)."""
+    driver answers. Holds the driver (a `D`, some `LaunchHost`) whose options it reads and whose launch state it
+    sets (session id, resumed)."""
 
     VERSION: ClassVar[str] = ""
     ENV_REMOVE: ClassVar[tuple[str, ...]] = ()

@@ -9,7 +9,7 @@ settling, questions, submit verification, interrupts and state is the engine's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.base import DriverError, DriverHost, LaunchSpec
 from litbridge.drivers.claude import launch as launchmod
@@ -60,14 +60,14 @@ class ClaudeDriver(EngineDriver):
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options, Timing(**{**vars(TIMING), "startup_timeout": STARTUP_TIMEOUT}))
-        self._launch_session_id: str | None = None  # the launch plan's; the follower's once it exists
+        self.launch_session_id: str | None = None  # the launch plan's; the follower's once it exists
         self.follower: TranscriptFollower | None = None
 
     @property
     def session_id(self) -> str | None:
         """The conversation this session is in now: the transcript follower's (a `/clear` rolls it to a new file,
         `--continue` finds it after the spawn), else the one the launch pinned."""
-        return self.follower.session_id if self.follower is not None else self._launch_session_id
+        return self.follower.session_id if self.follower is not None else self.launch_session_id
 
     # ------------------------------------------------------------------------------------------ launch
     def launch(self) -> LaunchSpec:
@@ -78,6 +78,7 @@ class ClaudeDriver(EngineDriver):
             self.cwd,
             self.session_id,
             self.resumed,
+            self.record.tracker(),
             _Dispatch(self.engine, self.host),
         )
         return spec
@@ -280,3 +281,7 @@ def stitch(old: str, window: str) -> str:
             nxt = old.rfind("\n" + line, 0, max(pos - 1, 0))
             pos = nxt + 1 if nxt >= 0 else -1
     return window
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[launchmod.LaunchHost] = ClaudeDriver  # what the launch plug-ins read and set is here

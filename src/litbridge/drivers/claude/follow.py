@@ -2,7 +2,8 @@
 
 What is Claude's here is finding the file: pinned by `--session-id`, found by time for `--continue`, followed
 across a `/clear` roll (a new file in the same folder). Reading, watching and polling are `RecordFollower`'s;
-`TurnTracker` (transcript.py) makes the events. Knows no screen.
+the events come from the tracker the driver's picked `Record` plug-in makes (2.1: `transcript.TurnTracker`).
+Knows no screen.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
     from litbridge.drivers.engine import TurnEngine
 
 
-class TranscriptFollower(RecordFollower):
+class TranscriptFollower(RecordFollower[TurnTracker]):
+    """`tracker`: the picked `Record` plug-in's (`driver.record.tracker()`)."""
+
     def __init__(
         self,
         host: Any,
@@ -28,12 +31,12 @@ class TranscriptFollower(RecordFollower):
         cwd: str,
         session_id: str | None,
         resumed: bool,
+        tracker: TurnTracker,
         on_events: Callable[[list[TurnEvent]], None],
     ) -> None:
         # A resumed file's history is skipped: reading starts at its end.
         self.tailer = TranscriptTailer(directory, session_id, from_start=False)
-        self.tracker = TurnTracker()
-        super().__init__(host, self.tailer, self.tracker, on_events, label="claude: transcript")
+        super().__init__(host, self.tailer, tracker, on_events, label="claude: transcript")
         self.resumed = resumed
         self.cwd = cwd
         self._spawn_wall = time.time()

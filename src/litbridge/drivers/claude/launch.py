@@ -12,14 +12,11 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from litbridge.drivers import kit
 from litbridge.drivers.base import DriverError, LaunchSpec
 from litbridge.drivers.claude.transcript import config_dir, global_config_path, project_dir
-
-if TYPE_CHECKING:
-    from litbridge.drivers.claude.driver import ClaudeDriver
 
 RESUME_FLAGS = ("--resume", "-r", "--continue", "-c")
 ENV_REMOVE = ("CLAUDECODE", "CLAUDE_CODE_*")
@@ -27,11 +24,16 @@ ENV_REMOVE = ("CLAUDECODE", "CLAUDE_CODE_*")
 by a Claude child, which would otherwise think it is nested."""
 
 
-class Launch(kit.Launch["ClaudeDriver"]):
+class LaunchHost(kit.LaunchHost, Protocol):
+    """What Claude's launch reads from the driver, and sets there: the session id the launch pinned."""
+
+    launch_session_id: str | None
+
+
+class Launch(kit.Launch[LaunchHost]):
     """Claude Code 2.1: `--session-id` pins the transcript (or `--resume <token>` when its transcript exists),
     `--model`, the preapproval config keys; the daemon's own Claude Code variables are not inherited."""
 
-    driver: ClaudeDriver
     VERSION = "2.1"
     ENV_REMOVE: ClassVar[tuple[str, ...]] = ENV_REMOVE
 
@@ -47,7 +49,7 @@ class Launch(kit.Launch["ClaudeDriver"]):
             plan = plan_args(list(d.args), resume, d.model, pdir)
         except ValueError as exc:
             raise DriverError("bad_field", str(exc)) from exc
-        d._launch_session_id, d.resumed = plan.session_id, plan.resumed
+        d.launch_session_id, d.resumed = plan.session_id, plan.resumed
         if d.options.get("preapprove"):
             preapprove(d.cwd, d.env)
         return LaunchSpec(

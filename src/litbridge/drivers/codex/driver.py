@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers import osc7501
 from litbridge.drivers.base import DriverHost, LaunchSpec
 from litbridge.drivers.codex import rollout as ro
 from litbridge.drivers.codex import v0_169
 from litbridge.drivers.codex.follow import RolloutFollower
+from litbridge.drivers.codex.launch import LaunchHost
 from litbridge.drivers.codex.versions import CLI
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
@@ -62,7 +63,9 @@ class CodexDriver(EngineDriver):
         super().__init__(host, options, TIMING)
         self.model_label: str | None = None
         self.resume_thread: str | None = None  # the thread `launch` resumes (its file is followed)
-        self.follower = RolloutFollower(host, self.env, self.cwd, self._wanted, _Dispatch(self))
+        self.follower: RolloutFollower = RolloutFollower(
+            host, self.env, self.cwd, self._wanted, self.record.tracker(), _Dispatch(self)
+        )
         self._rollout_end_at: float | None = None  # when the rollout last ended a turn (loop time)
         self._osc_end: tuple[str, float] | None = None  # ("done"|"error", when) reported during the open turn
 
@@ -242,3 +245,7 @@ def _footer_model(rules: v0_169.Rules, rows: list[str]) -> str | None:
         if " · " in row and not row.lstrip().startswith("←"):
             return row.strip().split(" · ", 1)[0] or None
     return None
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[LaunchHost] = CodexDriver  # what the launch plug-ins read and set is here

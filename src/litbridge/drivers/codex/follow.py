@@ -3,8 +3,8 @@
 The file appears at the first prompt (`sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl` under the session's
 CODEX_HOME); it is this session's when it was created after the spawn, is no other live session's, is for this
 cwd (its `session_meta`) and starts with this session's first prompt, or when its thread id is the one being
-resumed. Reading, watching and polling are the shared record pipeline's (`drivers/records`); `rollout.TurnTracker`
-makes the events.
+resumed. Reading, watching and polling are the shared record pipeline's (`drivers/records`); the events come from
+the tracker the driver's picked `Record` plug-in makes (0.169: `rollout.TurnTracker`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ _claimed: set[str] = set()
 """Rollout files owned by a live session of this daemon: two sessions in one HOME never share one."""
 
 
-class RolloutFollower(RecordFollower):
+class RolloutFollower(RecordFollower[ro.TurnTracker]):
     """One session's rollout. `wanted()` says whether a first prompt went in and, for a send, its text (None for
-    a prompt typed into Codex itself); `on_events` gets each batch of turn events."""
+    a prompt typed into Codex itself); `tracker` is the picked `Record` plug-in's (`driver.record.tracker()`);
+    `on_events` gets each batch of turn events."""
 
     def __init__(
         self,
@@ -37,11 +38,11 @@ class RolloutFollower(RecordFollower):
         env: dict[str, str],
         cwd: str,
         wanted: Callable[[], tuple[bool, str | None]],
+        tracker: ro.TurnTracker,
         on_events: Callable[[list[ro.TurnEvent]], None],
     ) -> None:
         self.reader = ro.RolloutReader()  # pinned once found
-        self.tracker = ro.TurnTracker()
-        super().__init__(host, self.reader, self.tracker, on_events, label="codex: rollout")
+        super().__init__(host, self.reader, tracker, on_events, label="codex: rollout")
         self.root = ro.sessions_dir(env)
         self.cwd = os.path.realpath(cwd)
         self.wanted = wanted

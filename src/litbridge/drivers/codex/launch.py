@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from litbridge.drivers import kit
 from litbridge.drivers.base import DriverError, LaunchSpec
 from litbridge.drivers.codex import rollout as ro
-
-if TYPE_CHECKING:
-    from litbridge.drivers.codex.driver import CodexDriver
 
 
 def _toml_str(s: str) -> str:
@@ -23,11 +20,16 @@ def _toml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
-class Launch(kit.Launch["CodexDriver"]):
+class LaunchHost(kit.LaunchHost, Protocol):
+    """What Codex's launch sets on the driver besides `resumed`: the thread it resumes (its rollout is followed)."""
+
+    resume_thread: str | None
+
+
+class Launch(kit.Launch[LaunchHost]):
     """Codex 0.169: `codex --no-daemon [-m M] [-c projects=...] [resume <thread>]`; the trust and model-migration
     dialogs are answered (the rules' `STARTUP_ACCEPT`), the login screen is an error with what to do."""
 
-    driver: CodexDriver
     VERSION = "0.169"
 
     def spec(self) -> LaunchSpec:

@@ -14,14 +14,14 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.drivers.engine import Timing, Turn, TurnEngine
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.gemini.chat import ChatEvent, find_chat_file, gemini_home, project_slug
 from litbridge.drivers.gemini.follow import ChatFollower
-from litbridge.drivers.gemini.launch import TURN_TIMEOUT, flag_value
+from litbridge.drivers.gemini.launch import TURN_TIMEOUT, LaunchHost, flag_value
 from litbridge.drivers.gemini.v0_61 import Reading
 from litbridge.drivers.gemini.versions import CLI
 from litbridge.drivers.paste import paste_payload
@@ -84,16 +84,16 @@ class GeminiDriver(EngineDriver):
         self.title = ""
         self.footer_model: str | None = None  # what the footer names below `/model` (`Auto` by default)
         self.chat_path_hint: Path | None = None
-        self.chat = ChatFollower(
+        self.follower: ChatFollower = ChatFollower(
             host,
             self.home,
             self.cwd,
             lambda: (self.session_id, self.chat_path_hint),
+            self.record.tracker(),
             _Dispatch(self),
             self._after_read,
             busy=lambda: self.engine.turn is not None,
         )
-        self.turns = self.chat.turns
         self._tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------------------------------ engine hooks
@@ -127,10 +127,10 @@ class GeminiDriver(EngineDriver):
         self._maybe_complete()
 
     def on_tick(self, turn: Turn) -> None:
-        self.chat.read()
+        self.follower.read()
 
     def on_turn_end(self, turn: Turn, how: str) -> None:
-        self.turns.finish()
+        self.follower.tracker.finish()
         self._read_footer_model()  # `/model` may have switched it
         if how == "error" and self.engine.busy():
             # the deadline passed while the CLI still retries: stop its retry loop so the next send can go
@@ -149,7 +149,7 @@ class GeminiDriver(EngineDriver):
                 raise DriverError(exc.code, f"{exc.message}: {self.screen_excerpt()}") from None
             raise
         if not self.engine.exited:
-            self.chat.start()
+            self.follower.start()
         self._read_footer_model()
         return self.ready_fields()
 
@@ -170,7 +170,7 @@ class GeminiDriver(EngineDriver):
         super().on_exit(exit_code)
         for task in list(self._tasks):
             task.cancel()
-        self.chat.close()
+        self.follower.close()
         if self.session_home:
             shutil.rmtree(self.session_home, ignore_errors=True)
             self.session_home = None
@@ -253,10 +253,10 @@ class GeminiDriver(EngineDriver):
     # ------------------------------------------------------------------------------------------ chat file
     @property
     def chat_path(self) -> Path | None:
-        return self.chat.path
+        return self.follower.path
 
     def _pin(self) -> bool:
-        return self.chat.locate()
+        return self.follower.locate()
 
     def _after_read(self) -> None:
         self._maybe_complete()
@@ -265,7 +265,7 @@ class GeminiDriver(EngineDriver):
         """The chat's last record of the turn is an answer with no pending tool call, and the CLI is idle: the
         title says Ready and the screen reads idle now (three independent signals, so no settle wait; without
         the title, the engine's settled screen decides)."""
-        turn, pending = self.engine.turn, self.turns.pending
+        turn, pending = self.engine.turn, self.follower.tracker.pending
         if turn is None or pending is None or not turn.witnessed:
             return
         reading = self.engine.reading()
@@ -278,3 +278,7 @@ class GeminiDriver(EngineDriver):
         if content and content != turn.last_text:
             self.engine.set_text(content)  # the last `replace` is the exact text too
         self.engine.complete(content, pending.data.get("usage"), "transcript")
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[LaunchHost] = GeminiDriver  # what the launch plug-ins read and set is here

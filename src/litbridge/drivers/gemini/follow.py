@@ -2,8 +2,8 @@
 
 What is Gemini's here is finding the file: named by the session id (`session-…-<id8>.jsonl`) in the project's
 `chats/` folder (for `--resume`, the file that held the conversation, not the empty one the CLI also starts), and
-replaying what it already holds silently. `chat.ChatTurns` makes the events; a turn end needs the screen too, so
-the driver's `after()` runs after every read.
+replaying what it already holds silently. The events come from the tracker the driver's picked `Record` plug-in
+makes (0.61: `chat.ChatTurns`); a turn end needs the screen too, so the driver's `after()` runs after every read.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from litbridge.drivers.gemini.chat import (
 from litbridge.drivers.records import RecordFollower
 
 
-class ChatFollower(RecordFollower):
-    """`session()` gives the session id (None: not known yet) and the file a resume named (or None)."""
+class ChatFollower(RecordFollower[ChatTurns]):
+    """`session()` gives the session id (None: not known yet) and the file a resume named (or None); `tracker` is
+    the picked `Record` plug-in's (`driver.record.tracker()`)."""
 
     def __init__(
         self,
@@ -32,13 +33,13 @@ class ChatFollower(RecordFollower):
         home: Path,
         cwd: str,
         session: Callable[[], tuple[str | None, Path | None]],
+        tracker: ChatTurns,
         on_events: Callable[[list[ChatEvent]], None],
         after: Callable[[], None],
         busy: Callable[[], bool] | None = None,
     ) -> None:
         self.tailer = ChatTailer()
-        self.turns = ChatTurns()
-        super().__init__(host, self.tailer, self.turns, on_events, busy=busy, label="gemini: chat")
+        super().__init__(host, self.tailer, tracker, on_events, busy=busy, label="gemini: chat")
         self.home, self.cwd, self.session, self.after = home, cwd, session, after
 
     @property
@@ -75,8 +76,9 @@ class ChatFollower(RecordFollower):
             return False
         self.tailer.pin(path, from_start=True)
         # what the file already holds (a resumed session's history, the startup preamble) is replayed silently
-        self.turns.feed(self.tailer.poll())
-        self.turns.finish()
+        self.fed = True
+        self.tracker.feed(self.tailer.poll())
+        self.tracker.finish()
         self.host.log.info("gemini: chat file %s", path)
         return True
 

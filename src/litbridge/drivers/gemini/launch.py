@@ -12,14 +12,14 @@ import os
 import tempfile
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from litbridge.drivers import kit
 from litbridge.drivers.base import DriverError, LaunchSpec
 from litbridge.drivers.gemini.chat import find_chat_file
 
 if TYPE_CHECKING:
-    from litbridge.drivers.gemini.driver import GeminiDriver
+    from litbridge.drivers.engine import TurnEngine
 
 TURN_TIMEOUT = 600.0
 """Default per-turn deadline (create field `turn_timeout`): Gemini retries 5xx/429 silently for minutes."""
@@ -79,11 +79,22 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-class Launch(kit.Launch["GeminiDriver"]):
+class LaunchHost(kit.LaunchHost, Protocol):
+    """What Gemini's launch reads from the driver besides the options (the user's `~/.gemini`, the engine whose
+    per-turn deadline it sets) and the launch state it sets: session id, the resumed chat file, the session's
+    own `GEMINI_CLI_HOME`."""
+
+    engine: TurnEngine
+    home: Path
+    session_id: str | None
+    chat_path_hint: Path | None
+    session_home: str | None
+
+
+class Launch(kit.Launch[LaunchHost]):
     """Gemini CLI 0.61: `gemini [--resume <id> | --session-id <uuid>] [--model M]` with this session's own
     settings (`session_files`); `turn_timeout` becomes the engine's per-turn deadline."""
 
-    driver: GeminiDriver
     VERSION = "0.61"
     ENV_REMOVE: ClassVar[tuple[str, ...]] = ENV_REMOVE
 

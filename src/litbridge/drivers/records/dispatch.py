@@ -1,6 +1,6 @@
 """Record events -> the turn engine and the host's tool events: the one copy every screen driver shares.
 
-An event is anything with `kind`, `text` and `data` (each CLI's parser makes its own): `prompt`, `text`,
+An event is anything with `kind`, `text` and `data` (each CLI's tracker makes its own): `prompt`, `text`,
 `tool_use`, `tool_result`, `complete`, `interrupted` / `abandoned`, `error`; a kind not listed goes to `other()`.
 A prompt verifies the open send (`witness`) or opens a turn typed into the CLI itself (attach); everything else
 touches a turn only once its own prompt was seen in the record, so lines of an older turn never end a newer one.
@@ -86,6 +86,6 @@ class Dispatch:
 
 
 def tool_id(ev: Any) -> str:
-    """The tool call's id, however the parser named it."""
+    """The tool call's id, however the tracker named it."""
     data = ev.data
     return str(data.get("tool_use_id", data.get("id")) or "")

@@ -1,17 +1,18 @@
 """The follow loop: a CLI's record read as it changes, parsed, and its events handed on.
 
 `RecordFollower` ties a source (`JsonlFile`, `JsonDocument`, `SqliteRows`: anything with `poll() -> entries`), a
-parser (the CLI's own, with `feed(entries) -> events`) and a callback (usually a `Dispatch`). It reads when the
-folder watch (inotify, `watch.DirWatch`) sees a change there, and on a timer: a slow safety net while a watch is
-live, else a poll that is fast while the CLI is busy and slower while it is idle. A CLI's follower subclasses
-it for what is its own: `locate()` finds (and re-finds, e.g. after a `/clear` roll) the record.
+tracker (the CLI's mapping of its entries to turn events, `feed(entries) -> events`: what the driver's picked
+`kit.Record` plug-in makes, `record.tracker()`) and a callback (usually a `Dispatch`). It reads when the folder
+watch (inotify, `watch.DirWatch`) sees a change there, and on a timer: a slow safety net while a watch is live,
+else a poll that is fast while the CLI is busy and slower while it is idle. A CLI's follower subclasses it for
+what is its own: `locate()` finds (and re-finds, e.g. after a `/clear` roll) the record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from litbridge.drivers.records.watch import DirWatch
 
@@ -23,19 +24,22 @@ class Source(Protocol):
     def poll(self) -> list[Any]: ...
 
 
-class Parser(Protocol):
+class Tracker(Protocol):
     def feed(self, entries: Any) -> list[Any]: ...
 
 
-class RecordFollower:
-    """One session's record followed live. `on_events(events)` gets each non-empty batch of parsed events;
+T = TypeVar("T", bound=Tracker)
+
+
+class RecordFollower(Generic[T]):
+    """One session's record followed live. `on_events(events)` gets each non-empty batch of the tracker's events;
     `busy()` says whether the CLI is working (the unwatched poll is faster then)."""
 
     def __init__(
         self,
         host: Any,
         source: Source,
-        parser: Parser,
+        tracker: T,
         on_events: Callable[[list[Any]], None],
         *,
         busy: Callable[[], bool] | None = None,
@@ -43,7 +47,9 @@ class RecordFollower:
     ) -> None:
         self.host = host
         self.source = source
-        self.parser = parser
+        self.tracker = tracker
+        self.fed = False
+        """Entries went to `tracker`: from then on it keeps this record's turn state and is never swapped."""
         self.on_events = on_events
         self.busy = busy
         self.label = label
@@ -66,6 +72,15 @@ class RecordFollower:
         """Whether a change in the watched folder may concern this record (another session's file may not)."""
         return True
 
+    def use_tracker(self, tracker: T) -> bool:
+        """Map the record with `tracker` from now on (the CLI's version, and so its `Record` plug-in, became known
+        after the follower was made). Refused (False) once entries were fed: a tracker's turn state is not moved
+        over, so a record half-read by one mapping is never finished by another."""
+        if self.fed:
+            return False
+        self.tracker = tracker
+        return True
+
     # -------------------------------------------------------------------------------------------- reading
     def read(self) -> list[Any]:
         """Read what was written since the last call (finding the record first) and hand its events on."""
@@ -75,7 +90,8 @@ class RecordFollower:
         if not entries:
             return []
         self.last_entry_at = self.host.loop.time()
-        events = self.parser.feed(entries)
+        self.fed = True
+        events = self.tracker.feed(entries)
         if events:
             self.on_events(events)
         return events
