@@ -18,7 +18,9 @@ pytestmark = pytest.mark.asyncio
 BASH = {"args": ["--norc", "--noprofile"], "env": {"PS1": "$ "}, "quiescence": 0.5}
 LINES = 1500
 # ~90 characters a line, printed over about a second: many `replace` updates of a growing text
-SCRIPT = f"for i in $(seq 1 {LINES}); do printf 'line %05d %s\\n' $i {'x' * 78}; (( i % 50 )) || sleep 0.03; done"
+SCRIPT = (
+    f"for i in $(seq 1 {LINES}); do printf 'line %05d %s\\n' $i {'x' * 78}; (( i % 50 )) || sleep 0.03; done"
+)
 
 
 class WireKinds:
@@ -77,7 +79,9 @@ async def test_turn_text_of_a_long_streamed_answer(daemon: Daemon, monkeypatch: 
     assert wire.bytes["append"] * 3 < wire.bytes["replace"], wire.bytes
 
 
-async def test_a_dropped_delta_client_rebuilds_the_text_after_reconnecting(daemon: Daemon, tmp_path: Path) -> None:
+async def test_a_dropped_delta_client_rebuilds_the_text_after_reconnecting(
+    daemon: Daemon, tmp_path: Path
+) -> None:
     """The connection drops mid-answer; the new one is sent the text afresh (offset 0), then deltas again."""
     async with (
         Client.connect(socket=daemon.socket, deltas=False) as plain,

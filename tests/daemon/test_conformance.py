@@ -728,7 +728,9 @@ async def test_no_zombies_left(daemon: Any) -> None:
         assert pid_alive(pid), f"zombie child {pid}"
 
 
-async def test_deltas_are_negotiated_and_an_old_client_still_gets_replace(daemon: Any, bash_create: Any) -> None:
+async def test_deltas_are_negotiated_and_an_old_client_still_gets_replace(
+    daemon: Any, bash_create: Any
+) -> None:
     """hello{deltas:true}: that connection gets `append` (rebuilding the turn's text exactly); a connection
     that did not ask gets the same `replace` events as always, and the daemon advertises the field."""
     old, ready = await connect(daemon)
@@ -741,7 +743,11 @@ async def test_deltas_are_negotiated_and_an_old_client_still_gets_replace(daemon
     await create(old, bash_create("deltas"))
     await wait_prompt(old, "deltas")
     acc = await old.request(
-        {"cmd": "send", "session": "deltas", "content": "for i in $(seq 1 400); do echo line $i; sleep 0.002; done"},
+        {
+            "cmd": "send",
+            "session": "deltas",
+            "content": "for i in $(seq 1 400); do echo line $i; sleep 0.002; done",
+        },
         "accepted",
     )
     tid = acc["turn_id"]

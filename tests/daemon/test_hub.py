@@ -392,7 +392,7 @@ async def test_a_delta_client_gets_appends_and_a_replace_client_the_same_bytes_a
     old = Client(hub, old_w, "old")  # type: ignore[arg-type]
     old.start()
     hub.attach(old, greet)
-    c, w = delta_client(hub)
+    _, w = delta_client(hub)
     published: list[bytes] = []
     for i, t in enumerate(TEXTS):
         event = ev("s", "replace", text=t, turn_id="t1")
@@ -418,7 +418,7 @@ async def test_a_slow_delta_client_gets_one_merged_append_with_the_right_text() 
     """Updates coalesced away while the client read nothing leave as one `append` against what it was
     really sent (never against an update it did not get), rewrites included."""
     hub = Hub()
-    fast, fast_w = delta_client(hub, "fast")
+    _, fast_w = delta_client(hub, "fast")
     slow_w = FakeWriter()
     slow = Client(hub, slow_w, "slow")  # type: ignore[arg-type]
     slow.set_deltas(True)
@@ -490,6 +490,12 @@ async def test_a_delta_client_reconnecting_with_since_seq_rebuilds_the_text() ->
 
 
 def test_common_prefix() -> None:
-    for a, b in [("", ""), ("abc", "abd"), ("abc", "abcdef"), ("abcdef", "abc"), ("x" * 1000 + "a", "x" * 1000)]:
+    for a, b in [
+        ("", ""),
+        ("abc", "abd"),
+        ("abc", "abcdef"),
+        ("abcdef", "abc"),
+        ("x" * 1000 + "a", "x" * 1000),
+    ]:
         n = hubmod.common_prefix(a, b)
         assert a[:n] == b[:n] and (n == min(len(a), len(b)) or a[n] != b[n]), (a[:5], b[:5], n)
