@@ -453,14 +453,11 @@ class Hub:
         self.buffer = buffer
         self.ring_bytes = 0
         self._last_replace: dict[str | None, _Kept] = {}
-        self._texts: dict[
-            str | None, tuple[str | None, str]
-        ] = {}  # session -> (turn_id, newest replace text)
+        # session -> (turn_id, the newest replace text): the base of the next replace's shared `append`
+        self._texts: dict[str | None, tuple[str | None, str]] = {}
         self.clients: set[Client] = set()
         self._idle_since: int | None = 0  # seq at which the last client left (None while clients exist)
-        self.taps: list[
-            Callable[[dict[str, Any]], None]
-        ] = []  # in-process observers (notify.py); must not raise
+        self.taps: list[Callable[[dict[str, Any]], None]] = []  # in-process observers (notify.py); must not raise
 
     def publish(self, event: dict[str, Any]) -> None:
         """A session event: seq, ring, broadcast to every subscribed (authenticated) client."""
