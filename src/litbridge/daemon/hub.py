@@ -72,7 +72,7 @@ class _Text:
     `replace` of the same turn (`base`, None for the first): encoded once, shared by every client whose last
     text of the turn is that very `base` object (a client that was sent every update)."""
 
-    __slots__ = ("_line", "base", "channel_id", "offset", "seq", "session", "text", "turn_id")
+    __slots__ = ("_line", "base", "channel_id", "seq", "session", "text", "turn_id")
 
     def __init__(self, event: dict[str, Any], base: str | None) -> None:
         self.session: str | None = event.get("session")
@@ -81,8 +81,7 @@ class _Text:
         self.seq: int | None = event.get("seq")
         self.text = str(event.get("text") or "")
         self.base = base
-        self.offset = 0 if base is None else common_prefix(base, self.text)
-        self._line: bytes | None = None
+        self._line: bytes | None = None  # made by the first delta client that needs it (none: no cost)
 
     @classmethod
     def of_line(cls, line: bytes) -> _Text:
@@ -93,7 +92,7 @@ class _Text:
         """The `append` line: against `base` (cached), or from `offset` of this text."""
         if offset is None:
             if self._line is None:
-                self._line = self._encode(self.offset)
+                self._line = self._encode(0 if self.base is None else common_prefix(self.base, self.text))
             return self._line
         return self._encode(offset)
 
