@@ -2,8 +2,10 @@
 
 Event latency (PTY write -> `replace`/`state` at the client, generic driver, timestamped tick lines), `complete`
 latency (transcript `end_turn` line written -> `complete` at the client, Claude driver over a replayed real
-recording), and scale (N Claude sessions replaying recordings at recorded speed: daemon CPU, RSS, event lag,
-sessions created per second). Prints pass/short against the targets; never fails on a miss.
+recording), scale (N Claude sessions replaying recordings at recorded speed: daemon CPU, RSS, event lag,
+sessions created per second), and the bytes a long streamed answer costs on the wire to a client that asked for
+deltas (`append`) and to one that did not (`replace`). Prints pass/short against the targets; never fails on a
+miss.
 """
 
 from __future__ import annotations
@@ -505,3 +507,63 @@ def test_scale(n: int) -> None:
 def _fmt(v: float | None) -> str:
     """One decimal, "-" for no value."""
     return "-" if v is None else f"{v:.1f}"
+
+
+STREAM_LINES = 200 if SMOKE else 2000
+
+
+def test_streamed_answer_wire_bytes() -> None:
+    """A 2,000-line answer (bash printing ~90-character lines in bursts, generic driver) read by two clients at
+    once: the bytes of its text events (`append` vs `replace`) against the answer's own size."""
+    script = (
+        f"for i in $(seq 1 {STREAM_LINES}); do printf 'line %05d %s\\n' $i {'x' * 78}; "
+        "(( i % 25 )) || sleep 0.02; done"
+    )
+    with daemon() as d:
+        delta, plain = d.connect(), d.connect()
+        for conn, hello in ((delta, {"deltas": True}), (plain, {})):
+            conn.cmd("hello", **hello)
+            conn.wait(lambda e: e.get("event") in ("capabilities", "error"), 10)
+        delta.cmd(
+            "create",
+            session="stream",
+            cli="bash",
+            args=["--norc", "--noprofile"],
+            env={"PS1": "$ ", "HISTFILE": "/dev/null"},
+            working_dir=str(d.tmp),
+            quiescence=1.0,
+        )
+        r = delta.wait(lambda e: e.get("event") in ("ready", "error"), 60)
+        assert r.ev["event"] == "ready", r.ev
+        delta.cmd("send", session="stream", content=script)
+        tid = delta.wait(lambda e: e.get("event") == "accepted", 60).ev["turn_id"]
+        got: dict[str, list[Received]] = {"delta": [], "replace": []}
+
+        def done(e: dict[str, Any]) -> bool:
+            return e.get("event") in TERMINAL and e.get("turn_id") == tid
+
+        end = delta.wait(done, 300, got["delta"]).ev
+        plain.wait(done, 300, got["replace"])
+    answer = len(str(end.get("content") or "").encode())
+    note = f"{STREAM_LINES} lines, generic driver (bash), both clients reading"
+    for who, kind in (("delta", "append"), ("replace", "replace")):
+        texts = [r for r in got[who] if r.ev.get("event") == kind and r.ev.get("turn_id") == tid]
+        wire = sum(r.size for r in texts)
+        RESULTS.add(
+            "streamed answer",
+            f"{kind} client: text events' bytes",
+            "KB",
+            wire / 1024,
+            None,
+            f"{len(texts)} {kind} events; {wire / max(answer, 1):.2f}x the answer ({answer / 1024:.0f} KB); {note}",
+        )
+        if who == "delta":
+            RESULTS.add(
+                "streamed answer",
+                "append client: bytes / answer size",
+                "x",
+                wire / max(answer, 1),
+                2,
+                "text events only (the complete event adds the answer once more, for every client)",
+            )
+    assert answer > 0

@@ -119,6 +119,7 @@ class Sampler:
 class Received:
     at: float  # time.monotonic() when the bytes carrying the event were read
     ev: dict[str, Any]
+    size: int = 0  # bytes of its line on the wire (newline included)
 
 
 class Conn:
@@ -146,7 +147,7 @@ class Conn:
             *lines, buf = buf.split(b"\n")
             for line in lines:
                 if line:
-                    self.events.put(Received(now, orjson.loads(line)))
+                    self.events.put(Received(now, orjson.loads(line), len(line) + 1))
 
     def cmd(self, cmd: str, **fields: Any) -> int:
         rid = next(self._ids)

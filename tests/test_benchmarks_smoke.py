@@ -104,6 +104,7 @@ def test_daemon_benchmarks_run_at_smoke_size(smoke_output: str) -> None:
         "| scale N=2 | daemon CPU, % of one core |",
         "| scale N=2 | daemon RSS peak |",
         "| scale N=2 | sessions spawned per second |",
+        "| streamed answer | append client: bytes / answer size |",
     ]
     _rows(smoke_output, "litbridge daemon (same run)", rows)
 

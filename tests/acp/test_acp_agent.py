@@ -57,6 +57,21 @@ async def test_bash_prompt_streams_the_output_and_ends_the_turn(daemon: Daemon, 
 
 
 @pytest.mark.asyncio
+async def test_a_long_streamed_answer_joins_to_the_final_text(daemon: Daemon, watcher: Client) -> None:
+    """The agent's client gets the text as `append` deltas on the wire; the chunks it streams join to exactly
+    the turn's final text."""
+    async with acp_agent(daemon.socket) as ed:
+        sid = await ed.new({**BASH, "name": "acp-long"})
+        done = await ed.prompt(
+            sid, 'for i in $(seq 1 800); do echo "line $i of the answer"; (( i % 40 )) || sleep 0.03; done'
+        )
+        assert done.stop_reason == "end_turn"
+        chunks = ed.rec.of(sid, "agent_message_chunk")
+        assert len(chunks) > 1, "streamed, not sent once at the end"
+        assert ed.rec.text(sid) == "\n".join(f"line {i} of the answer" for i in range(1, 801))
+
+
+@pytest.mark.asyncio
 async def test_cancel_during_a_long_command(daemon: Daemon, watcher: Client) -> None:
     async with acp_agent(daemon.socket) as ed:
         sid = await ed.new({**BASH, "name": "acp-cancel"})
@@ -459,3 +474,24 @@ def test_closed_stdin_while_a_permission_request_is_pending(daemon: Daemon) -> N
             assert rc == 0, agent.stderr()
     finally:
         daemon.cli("kill", "acp-eof-ask")
+
+
+def test_wire_deltas_stream_as_they_are_and_a_rewrite_holds_until_the_end() -> None:
+    from litbridge.acp.agent import wire_delta
+    from litbridge.acp.mapping import TextDeltas
+
+    d = TextDeltas()
+    chunks = []
+    text = ""
+    for offset, piece in ((0, "one\n"), (4, "two\n"), (8, "three")):
+        text = text[:offset] + piece
+        chunks.append(
+            wire_delta(d, {"event": "replace", "text": text, "delta": {"offset": offset, "text": piece}})
+        )
+    assert chunks == ["one\n", "two\n", "three"]
+    text = text[:4] + "TWO\nthree"  # earlier text rewritten: held, as for a plain `replace`
+    assert (
+        wire_delta(d, {"event": "replace", "text": text, "delta": {"offset": 4, "text": "TWO\nthree"}}) == ""
+    )
+    assert wire_delta(d, {"event": "replace", "text": text + "!"}) == ""
+    assert d.finish("one\ntwo\nthree and more") == " and more"

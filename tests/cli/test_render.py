@@ -165,3 +165,25 @@ def test_prompt_steps_the_live_text_aside() -> None:
     live.resume()
     live.finish("partial answer, then the rest")
     assert _render(tty.getvalue()) == ["? [choice] Pick", "answer> 2", "partial answer, then the rest"]
+
+
+def test_streamed_deltas_are_written_as_they_come_and_a_rewrite_redraws() -> None:
+    """`replace` events carrying the wire's `delta` (the client's rebuilt `append`s): a piece continuing the
+    shown text is written as it is; one that cuts earlier text redraws; the screen ends with the final text."""
+    tty = _Tty()
+    printer = TurnPrinter(LiveText(tty, tty))
+    shown = ""
+    for offset, piece in (
+        (0, "Hello"),
+        (5, " world\n"),
+        (12, "line 2"),
+        (6, "WORLD\nline 2!"),
+        (19, "\nend"),
+    ):
+        shown = shown[:offset] + piece
+        printer.show(
+            {"event": "replace", "session": "s", "text": shown, "delta": {"offset": offset, "text": piece}}
+        )
+    assert tty.getvalue().startswith("Hello world\nline 2"), "growth written as pieces, nothing erased"
+    printer.show({"event": "complete", "session": "s", "content": shown})
+    assert _render(tty.getvalue()) == ["Hello WORLD", "line 2!", "end"]

@@ -726,3 +726,47 @@ async def test_no_zombies_left(daemon: Any) -> None:
     """After the tests above, the daemon has no defunct children."""
     for pid in children(daemon.proc.pid):
         assert pid_alive(pid), f"zombie child {pid}"
+
+
+async def test_deltas_are_negotiated_and_an_old_client_still_gets_replace(
+    daemon: Any, bash_create: Any
+) -> None:
+    """hello{deltas:true}: that connection gets `append` (rebuilding the turn's text exactly); a connection
+    that did not ask gets the same `replace` events as always, and the daemon advertises the field."""
+    old, ready = await connect(daemon)
+    assert "hello.deltas" in ready["features"] and "append" in ready["events"]
+    new, _ = await connect(daemon)
+    caps = await new.request({"cmd": "hello", "deltas": True}, "capabilities")
+    assert caps["deltas"] is True
+    plain = await old.request({"cmd": "hello", "subscribe": "*"}, "capabilities")
+    assert "deltas" not in plain, "said only to a hello that asked"
+    await create(old, bash_create("deltas"))
+    await wait_prompt(old, "deltas")
+    acc = await old.request(
+        {
+            "cmd": "send",
+            "session": "deltas",
+            "content": "for i in $(seq 1 400); do echo line $i; sleep 0.002; done",
+        },
+        "accepted",
+    )
+    tid = acc["turn_id"]
+    done = await old.wait("complete", turn_id=tid)
+    await new.wait("complete", turn_id=tid)
+    assert done["content"].splitlines()[-1] == "line 400"
+    replaces = [e for e in old.events if e.get("turn_id") == tid and e["event"] == "replace"]
+    assert replaces and not [e for e in old.events if e["event"] == "append"]
+    assert all(set(e) == {"event", "session", "text", "turn_id", "seq"} for e in replaces)
+    appends = [e for e in new.events if e.get("turn_id") == tid and e["event"] in ("append", "replace")]
+    assert appends and {e["event"] for e in appends} == {"append"}
+    # one append per replace (fewer when it fell behind: coalesced), carrying the replace's seq
+    assert {e["seq"] for e in appends} <= {e["seq"] for e in replaces}
+    assert appends[-1]["seq"] == replaces[-1]["seq"]
+    text = ""
+    for e in appends:
+        assert e["offset"] <= len(text)
+        text = text[: e["offset"]] + e["text"]
+    assert text == replaces[-1]["text"]
+    await old.request({"cmd": "kill", "session": "deltas"}, "killed")
+    await old.close()
+    await new.close()

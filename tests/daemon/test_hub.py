@@ -343,3 +343,159 @@ async def test_replies_reach_an_unsubscribed_asker() -> None:
     hub.publish(ev("b", "input_sent", re=8))  # someone else's reply
     await settle()
     assert [(e["event"], e.get("re")) for e in w.events()[1:]] == [("input_sent", 7)]
+
+
+# ---------------------------------------------------------------------------------------------- deltas
+
+
+def rebuild(events: list[dict[str, Any]]) -> dict[str, str]:
+    """A delta client's view: turn_id -> text, applying `append` (cut to offset, then add) and `replace`."""
+    texts: dict[str, str] = {}
+    for e in events:
+        if e["event"] == "append":
+            have = texts.get(e["turn_id"], "")
+            assert e["offset"] <= len(have), f"offset past the text this client has: {e}"
+            texts[e["turn_id"]] = have[: e["offset"]] + e["text"]
+        elif e["event"] == "replace":
+            texts[e["turn_id"]] = e["text"]
+    return texts
+
+
+def delta_client(hub: Hub, name: str = "d") -> tuple[Client, FakeWriter]:
+    w = FakeWriter()
+    c = Client(hub, w, name)  # type: ignore[arg-type]
+    c.set_deltas(True)
+    c.start()
+    hub.attach(c, greet)
+    return c, w
+
+
+def checked(w: FakeWriter) -> list[dict[str, Any]]:
+    """The writer's events after monitor_ready, each validated against the protocol schema."""
+    from lbd_helpers import check_event
+
+    got = w.events()[1:]
+    for e in got:
+        check_event(e)
+    return got
+
+
+# A turn's texts as a CLI redraws them: growth, a rewrite of earlier text, multi-byte characters, a rewrite
+# back to a shorter text, then growth again.
+TEXTS = ["He", "Hello", "Hello wor", "Hello world\n", "Hallo world\nsecond ✓ line", "Hallo", "Hallo 🌍 end"]
+
+
+@pytest.mark.asyncio
+async def test_a_delta_client_gets_appends_and_a_replace_client_the_same_bytes_as_before() -> None:
+    hub = Hub()
+    old_w = FakeWriter()
+    old = Client(hub, old_w, "old")  # type: ignore[arg-type]
+    old.start()
+    hub.attach(old, greet)
+    _, w = delta_client(hub)
+    published: list[bytes] = []
+    for i, t in enumerate(TEXTS):
+        event = ev("s", "replace", text=t, turn_id="t1")
+        hub.publish(event)
+        published.append(hubmod.encode(event))
+        await settle()
+        assert rebuild(checked(w)) == {"t1": t}, i
+    hub.publish(ev("s", "complete", content=TEXTS[-1], turn_id="t1"))
+    hub.publish(ev("s", "replace", text="next", turn_id="t2"))
+    await settle()
+    assert bytes(old_w.data).splitlines(keepends=True)[1 : len(TEXTS) + 1] == published, "replace unchanged"
+    got = checked(w)
+    assert [e["event"] for e in got] == ["append"] * len(TEXTS) + ["complete", "append"]
+    assert [e["seq"] for e in got] == list(range(1, len(TEXTS) + 3)), "the replace's own seq"
+    assert [(e["offset"], e["text"]) for e in got[:4]] == [(0, "He"), (2, "llo"), (5, " wor"), (9, "ld\n")]
+    assert (got[4]["offset"], got[5]["offset"]) == (1, 5), "a rewrite cuts back to the common prefix"
+    assert (got[-1]["offset"], got[-1]["text"], got[-1]["turn_id"]) == (0, "next", "t2")
+    assert rebuild(got) == {"t1": TEXTS[-1], "t2": "next"}
+
+
+@pytest.mark.asyncio
+async def test_a_slow_delta_client_gets_one_merged_append_with_the_right_text() -> None:
+    """Updates coalesced away while the client read nothing leave as one `append` against what it was
+    really sent (never against an update it did not get), rewrites included."""
+    hub = Hub()
+    _, fast_w = delta_client(hub, "fast")
+    slow_w = FakeWriter()
+    slow = Client(hub, slow_w, "slow")  # type: ignore[arg-type]
+    slow.set_deltas(True)
+    slow.start()
+    hub.attach(slow, greet)
+    await settle()
+    hub.publish(ev("s", "replace", text="line 1\n", turn_id="t"))
+    await settle()
+    slow_w.gate.clear()  # stuck from here on: its next line is written, then nothing drains
+    hub.publish(ev("s", "replace", text="line 1\nline 2\n", turn_id="t"))
+    await settle()
+    final = "line 1\n"
+    for i in range(2, 300):
+        if i == 150:
+            final = final.replace("line 2\n", "LINE 2\n")  # one rewrite of earlier text on the way
+        final += f"line {i}\n"
+        hub.publish(ev("s", "replace", text=final, turn_id="t"))
+        await settle()
+    assert slow._live == 1, "one replace queued, not a backlog"
+    slow_w.gate.set()
+    hub.publish(ev("s", "state"))
+    await settle()
+    got = checked(slow_w)
+    assert [e["event"] for e in got] == ["append", "append", "append", "state"]
+    assert got[2]["offset"] == len("line 1\n"), "cut back to what it has that still stands"
+    assert rebuild(got) == {"t": final}
+    assert rebuild(checked(fast_w)) == {"t": final}
+
+
+@pytest.mark.asyncio
+async def test_a_delta_client_reconnecting_with_since_seq_rebuilds_the_text() -> None:
+    """Replayed (and buffered) `replace`s leave the ring as `append` from offset 0: a new connection has been
+    sent nothing; the live updates after them are deltas against that."""
+    hub = Hub()
+    first, first_w = delta_client(hub, "first")
+    hub.publish(ev("s", "accepted", turn_id="t"))
+    for n in range(1, 6):
+        hub.publish(ev("s", "replace", text="x" * n, turn_id="t"))
+    await settle()
+    seen = checked(first_w)
+    first.close()  # gone; the client remembers seq 6 and its text
+    for n in range(6, 9):
+        hub.publish(ev("s", "replace", text="x" * n, turn_id="t"))  # buffered: nobody listens
+    keeper = Client(hub, FakeWriter(), "k")  # type: ignore[arg-type]
+    keeper.start()
+    hub.attach(keeper, greet)
+    hub.publish(ev("s", "replace", text="x" * 9 + "y", turn_id="t"))  # delivered to keeper only
+    w = FakeWriter()
+    again = Client(hub, w, "again")  # type: ignore[arg-type]
+    again.start()
+    again.hold()
+    hub.attach(again, greet)
+    again.set_deltas(True)
+    hub.replay(again, seen[-1]["seq"])
+    again.release()
+    hub.publish(ev("s", "replace", text="x" * 9 + "yz", turn_id="t"))
+    await settle()
+    got = checked(w)
+    assert [(e["event"], e.get("offset")) for e in got] == [("append", 0), ("append", 10)]
+    assert rebuild(seen + got) == {"t": "x" * 9 + "yz"}
+    # the buffered flush (nobody listened) also starts from offset 0
+    keeper.close()
+    again.close()
+    hub.publish(ev("s", "replace", text="x" * 9 + "yz!", turn_id="t"))
+    late, late_w = delta_client(hub, "late")
+    late.release()
+    await settle()
+    assert [(e["event"], e["offset"], e["text"]) for e in checked(late_w)] == [("append", 0, "x" * 9 + "yz!")]
+
+
+def test_common_prefix() -> None:
+    for a, b in [
+        ("", ""),
+        ("abc", "abd"),
+        ("abc", "abcdef"),
+        ("abcdef", "abc"),
+        ("x" * 1000 + "a", "x" * 1000),
+    ]:
+        n = hubmod.common_prefix(a, b)
+        assert a[:n] == b[:n] and (n == min(len(a), len(b)) or a[n] != b[n]), (a[:5], b[:5], n)

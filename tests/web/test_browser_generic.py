@@ -315,3 +315,34 @@ def test_an_ai_clis_answer_is_rendered_as_markdown(web_daemon: WebDaemon, page: 
     assert done.get_attribute("data-format") == "markdown"
     assert done.locator("strong").inner_text() == "bold" and done.locator("em").inner_text() == "it"
     assert done.locator("pre.output").count() == 0
+
+
+def test_a_streamed_answer_arrives_as_deltas_and_shows_the_whole_text(
+    web_daemon: WebDaemon, page: Any
+) -> None:
+    """The page asks for deltas: the answer streams as `append` events, and the bubble always shows exactly
+    the text they add up to (checked mid-stream and at the end)."""
+    create(web_daemon, "g-delta", quiescence=2.0)
+    open_session(page, "g-delta")
+    send_from_page(page, 'for i in $(seq 400); do echo "delta-$i ✓ 🌍"; (( i % 20 )) || sleep 0.05; done')
+    bubble = "() => document.querySelector('.chat-log[data-session=\"g-delta\"] .msg.assistant')"
+    page.wait_for_function(f"() => ({bubble})()?.textContent.includes('delta-100 ')", timeout=WAIT)
+
+    def shown_and_rebuilt() -> tuple[str, str, bool]:
+        got = page.evaluate(
+            f"() => [({bubble})().textContent, ({bubble})().classList.contains('done'), "
+            "window.litbridge.events.filter(e => e.session === 'g-delta')]"
+        )
+        text, done, events = got
+        texts: dict[str, str] = {}
+        for e in events:
+            if e["event"] == "append":
+                texts[e["turn_id"]] = texts.get(e["turn_id"], "")[: e["offset"]] + e["text"]
+        assert not [e for e in events if e["event"] == "replace"], "a delta client gets no replace"
+        return text, "".join(texts.values()), done
+
+    text, rebuilt, done = shown_and_rebuilt()
+    assert rebuilt and (done or text == rebuilt), "mid-stream: the bubble shows the text the deltas add up to"
+    chat(page, "g-delta").locator(".msg.assistant.done").wait_for(timeout=WAIT)
+    text, rebuilt, _ = shown_and_rebuilt()
+    assert text.rstrip().endswith("delta-400 ✓ 🌍") and rebuilt.rstrip().endswith("delta-400 ✓ 🌍")

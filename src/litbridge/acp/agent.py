@@ -147,6 +147,17 @@ def prompt_text(blocks: list[Any]) -> str:
     return text
 
 
+def wire_delta(deltas: TextDeltas, ev: Event) -> str:
+    """The chunk a `replace` adds: the wire's own delta (`delta`, what the client rebuilt from `append`) when
+    it continues exactly what was streamed, without comparing the whole text again; else `TextDeltas`."""
+    text = str(ev.get("text") or "")
+    wire = ev.get("delta")
+    if isinstance(wire, dict) and not deltas.held and wire.get("offset") == len(deltas.sent):
+        deltas.sent = text
+        return str(wire.get("text") or "")
+    return deltas.replace(text)
+
+
 @dataclass
 class _Turn:
     deltas: TextDeltas = field(default_factory=TextDeltas)
@@ -298,7 +309,7 @@ class SessionView:
         rec = self.turn(tid)
         if kind == "replace":
             await self._progress(rec)
-            delta = rec.deltas.replace(str(ev.get("text") or "")) if self.stream_text else ""
+            delta = wire_delta(rec.deltas, ev) if self.stream_text else ""
             if delta:
                 await self.update(update_agent_message_text(delta))
         elif kind == "tool_use":

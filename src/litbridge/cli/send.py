@@ -1,7 +1,8 @@
 """`litbridge send SESSION TEXT`: send one message and stream the answer live in the terminal.
 
-The response text is redrawn in place as `replace` events arrive (the daemon sends the whole text each
-time); state, thinking and tool lines go to stderr. Also home of the turn renderer `chat` reuses. Knows
+The response text is redrawn in place as `replace` events arrive (the whole text so far; the client gets
+only what is new on the wire and says so in `delta`, which is written as it is when it continues the shown
+text); state, thinking and tool lines go to stderr. Also home of the turn renderer `chat` reuses. Knows
 nothing about how the daemon produces the events.
 """
 
@@ -68,6 +69,17 @@ class LiveText:
         self.out.write("\x1b[J")
         self.shown = ""
         return True
+
+    def extend(self, offset: int, piece: str, text: str) -> None:
+        """`text` is the shown text's first `offset` characters + `piece`: when nothing shown is cut, only
+        the piece is written (no compare of the whole text); else `update`."""
+        if self.live and offset == len(self.shown):
+            if piece:
+                self.out.write(piece)
+                self.shown = text
+                self.out.flush()
+            return
+        self.update(text)
 
     def update(self, text: str) -> None:
         if not self.live or text == self.shown:
@@ -230,7 +242,11 @@ class TurnPrinter:
                 self._last_thinking = gist
                 self.live.note(f"· {text}")
         elif kind == "replace":
-            self.live.update(str(ev.get("text") or ""))
+            text, delta = str(ev.get("text") or ""), ev.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("offset"), int):
+                self.live.extend(delta["offset"], str(delta.get("text") or ""), text)
+            else:
+                self.live.update(text)
         elif kind == "tool_use":
             self.live.note(f"⏺ {ev.get('name')}({_short(ev.get('input'))})")
         elif kind == "tool_result":

@@ -4,6 +4,11 @@ Speaks only the wire protocol (lines via `litbridge.protocol.framing`); knows no
 internals. A dropped connection is re-opened with `hello{since_seq}` and events are de-duplicated by `seq`,
 so a subscriber never sees a session event twice and never misses one the daemon still buffers.
 
+Streamed text: the client asks for deltas (`hello{deltas:true}`, when the daemon offers them) so the wire
+carries only what is new (`append`), and turns every `append` back into the `replace` it stands for (the
+whole text so far, plus `delta: {offset, text}`, what changed): users see the same events as from a daemon
+without deltas.
+
 Example::
 
     import asyncio
@@ -85,6 +90,9 @@ TURN_SESSION_EVENTS = frozenset(
         "killed",
     }
 )
+
+# Events after which a session's streamed text starts afresh (the next `append` is the next turn's).
+_TEXT_ENDS = frozenset({"complete", "interrupted", "turn_error", "killed", "exited"})
 
 # Session events a queued turn's handle yields too: why its send is held (and the question holding it).
 HOLD_EVENTS = frozenset({"startup_hold", "dialog_blocked", "dialog_released"})
@@ -426,6 +434,7 @@ class Client:
         reconnect_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         request_timeout: float | None = 60.0,
+        deltas: bool = True,
     ) -> None:
         if port is None and not hasattr(asyncio, "open_unix_connection"):
             raise LitbridgeError("bad_usage", "this platform has no Unix sockets: connect with port=N (TCP)")
@@ -438,6 +447,8 @@ class Client:
         self.reconnect_timeout = reconnect_timeout
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
+        self.deltas = deltas
+        """Ask for `append` events on the wire (rebuilt here into `replace`); False: full `replace` texts."""
         self.server_info: Event = {}
         """The latest `monitor_ready` (version, protocol_version, commands, events, clis, limits)."""
         self.capabilities: Event = {}
@@ -454,6 +465,7 @@ class Client:
         self._turns: set[Turn] = set()
         self._recent: deque[Event] = deque(maxlen=256)
         self._questions: dict[str, Event] = {}  # session key -> its last open `question` (a held send's why)
+        self._texts: dict[str, tuple[Any, str]] = {}  # session key -> (turn_id, its text): `append`'s base
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:10]
         self._connected = asyncio.Event()
@@ -485,8 +497,8 @@ class Client:
         docs/protocol.md); without `token=` the token is read from the token file next to `socket` (or the
         default socket path), again on every reconnect. A listener that cannot prove it raises
         `UntrustedDaemon` having received nothing but a random nonce. Options: `host`, `subscribe` (session
-        keys or "*"), `reconnect` (default True), `reconnect_timeout`, `connect_timeout`, `request_timeout`.
-        Raises `DaemonNotRunning` when nothing listens there.
+        keys or "*"), `reconnect` (default True), `reconnect_timeout`, `connect_timeout`, `request_timeout`,
+        `deltas` (default True: streamed text travels as `append`, still delivered as `replace`). Raises `DaemonNotRunning` when nothing listens there.
 
         >>> async def main() -> None:  # doctest: +SKIP
         ...     async with Client.connect(port=7800, token="…") as c:
@@ -548,6 +560,8 @@ class Client:
             if not initial and self.last_seq is not None:
                 hello["since_seq"] = self.last_seq
             if hello:
+                if self.deltas:
+                    hello["deltas"] = True  # a daemon that does not know the field ignores it
                 hello_id = self._next_id()
                 writer.write(encode({"cmd": "hello", "id": hello_id, **hello}))
             got_ready = False
@@ -567,6 +581,10 @@ class Client:
                     if kind == "monitor_ready" and not got_ready:
                         got_ready = True
                         self._on_server_info(ev)
+                        if hello_id is None and self.deltas and "hello.deltas" in (ev.get("features") or ()):
+                            # Only to a daemon that offers them, and not waited for: the daemon holds a new
+                            # connection's events until its first command, so none leaves before this is read.
+                            writer.write(encode({"cmd": "hello", "id": self._next_id(), "deltas": True}))
                     elif hello_id is not None and ev.get("re") == hello_id:
                         if kind == "error":
                             code = str(ev.get("code") or "error")
@@ -658,6 +676,7 @@ class Client:
                 )
 
     def _forget_seqs(self) -> None:
+        self._texts.clear()
         self._seen.clear()
         self._seen_order.clear()
         self.last_seq = None
@@ -775,6 +794,9 @@ class Client:
         kind = ev.get("event")
         if kind == "monitor_ready":
             self._on_server_info(ev)
+        elif kind in ("append", "replace") or kind in _TEXT_ENDS:
+            ev = self._rebuild(ev, kind)
+            kind = ev.get("event")
         re_ = ev.get("re")
         if re_ is not None:
             pending = self._pending.get(str(re_))
@@ -803,6 +825,30 @@ class Client:
             turn._offer(ev)
         for sub in list(self._subscribers):
             sub._offer(ev)
+
+    def _rebuild(self, ev: Event, kind: Any) -> Event:
+        """`append` -> the `replace` it stands for (the turn's text cut to `offset`, then `text`); every text
+        event keeps the session's current text, the base of the next `append`."""
+        key = str(ev.get("session"))
+        tid = ev.get("turn_id")
+        if kind in _TEXT_ENDS:
+            self._texts.pop(key, None)
+            return ev
+        if kind == "replace":
+            self._texts[key] = (tid, str(ev.get("text") or ""))
+            return ev
+        have = self._texts.get(key)
+        base = have[1] if have is not None and have[0] == tid else ""
+        offset = ev.get("offset")
+        offset = offset if isinstance(offset, int) and 0 <= offset <= len(base) else 0
+        piece = str(ev.get("text") or "")
+        text = base[:offset] + piece
+        self._texts[key] = (tid, text)
+        out: Event = {k: v for k, v in ev.items() if k not in ("offset", "text")}
+        out["event"] = "replace"
+        out["text"] = text
+        out["delta"] = {"offset": offset, "text": piece}
+        return out
 
     async def _write(self, line: bytes) -> None:
         async with self._write_lock:

@@ -5,6 +5,11 @@ events and queues it for every subscribed client. Each `Client` has a bounded qu
 writer task: a `replace` not yet sent leaves the queue as soon as a newer `replace` of the same turn
 supersedes it; past a limit (entries, bytes, or time without progress, checked on a timer) the client is
 disconnected with `error{code:"slow_consumer"}`. Knows nothing of commands or sessions' internals.
+
+Deltas: a client that asked for them (`hello{deltas:true}`, `Client.deltas`) gets each `replace` as an
+`append` (the text cut to `offset`, then `text`), computed when the writer takes the entry off the queue,
+against the text this connection was last *sent* for the turn: coalescing, a superseded entry or a replay
+can never leave it with a wrong base. The queue, the ring and the limits only ever hold `replace` lines.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import secrets
 from collections import deque
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from litbridge.daemon import memory
 from litbridge.protocol import events as ev
@@ -46,11 +53,65 @@ HOLD_EVENTS = 1.0  # seconds a new client's events wait for its first command (a
 TURN_ENDS = frozenset(("complete", "interrupted", "turn_error", "killed", "exited"))
 
 
-class _Entry:
-    __slots__ = ("kind", "line", "session")
+def common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of `a` and `b` (C-speed compares, O(len) work in all)."""
+    if b.startswith(a):
+        return len(a)
+    lo, hi = 0, min(len(a), len(b))  # a[:lo] == b[:lo]; the answer is at most hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
-    def __init__(self, line: bytes | None, kind: str | None, session: str | None) -> None:
-        self.line, self.kind, self.session = line, kind, session
+
+class _Text:
+    """A published `replace`'s text, for delta clients, with its `append` against the session's previous
+    `replace` of the same turn (`base`, None for the first): encoded once, shared by every client whose last
+    text of the turn is that very `base` object (a client that was sent every update)."""
+
+    __slots__ = ("_line", "base", "channel_id", "seq", "session", "text", "turn_id")
+
+    def __init__(self, event: dict[str, Any], base: str | None) -> None:
+        self.session: str | None = event.get("session")
+        self.channel_id: str | None = event.get("channel_id")
+        self.turn_id: str | None = event.get("turn_id")
+        self.seq: int | None = event.get("seq")
+        self.text = str(event.get("text") or "")
+        self.base = base
+        self._line: bytes | None = None  # made by the first delta client that needs it (none: no cost)
+
+    @classmethod
+    def of_line(cls, line: bytes) -> _Text:
+        """From a ring line (a replay, or events buffered while nobody listened): no shared base."""
+        return cls(orjson.loads(line), None)
+
+    def line(self, offset: int | None = None) -> bytes:
+        """The `append` line: against `base` (cached), or from `offset` of this text."""
+        if offset is None:
+            if self._line is None:
+                self._line = self._encode(0 if self.base is None else common_prefix(self.base, self.text))
+            return self._line
+        return self._encode(offset)
+
+    def _encode(self, offset: int) -> bytes:
+        out = ev.append(self.session or "", self.channel_id, self.turn_id, offset, self.text[offset:])
+        if self.session is None:
+            del out["session"]
+        if self.seq is not None:
+            out["seq"] = self.seq
+        return encode(out)
+
+
+class _Entry:
+    __slots__ = ("kind", "line", "session", "text")
+
+    def __init__(
+        self, line: bytes | None, kind: str | None, session: str | None, text: _Text | None = None
+    ) -> None:
+        self.line, self.kind, self.session, self.text = line, kind, session, text
 
 
 class Client:
@@ -59,7 +120,8 @@ class Client:
     Bounded three ways: entries (`MAX_QUEUE`), bytes (`MAX_QUEUE_BYTES`) and time without progress
     (`STALL_AFTER`); past any of them the client is cut off with `slow_consumer`. An unsent `replace` is
     dropped from the queue as soon as a newer `replace` of its turn arrives (it carries the whole text so
-    far): a client that does not keep up holds one `replace` per running turn, not one per update.
+    far): a client that does not keep up holds one `replace` per running turn, not one per update. With
+    `deltas` on, that one entry leaves as a single `append` merging every update it missed.
     """
 
     def __init__(self, hub: Hub, writer: asyncio.StreamWriter, peer: str, authed: bool = True) -> None:
@@ -75,6 +137,8 @@ class Client:
         self._blank = 0  # superseded entries still in the deque (compacted once they outnumber live ones)
         self._bytes = 0  # bytes of the live entries
         self._last_replace: dict[str | None, _Entry] = {}
+        self.deltas = False  # hello{deltas:true}: `replace` leaves as `append`
+        self._sent: dict[str | None, tuple[str | None, str]] = {}  # session -> (turn_id, text) last sent
         self._expected: deque[tuple[str, Any]] = deque(maxlen=256)  # (session, re) of unsubscribed commands
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -104,7 +168,15 @@ class Client:
         """A reply for this client only (no seq)."""
         self.send(encode(event), event.get("event"), event.get("session"))
 
-    def send(self, line: bytes, kind: str | None = None, session: str | None = None) -> None:
+    def set_deltas(self, on: bool) -> None:
+        """From now on (the next entry the writer takes) `replace` leaves as `append`, or again as `replace`."""
+        if on != self.deltas:
+            self.deltas = on
+            self._sent.clear()
+
+    def send(
+        self, line: bytes, kind: str | None = None, session: str | None = None, text: _Text | None = None
+    ) -> None:
         if self.closed:
             return
         if kind == "replace":
@@ -113,7 +185,7 @@ class Client:
                 self._drop(older)  # superseded: only the newest replace of a turn is kept
         elif kind in TURN_ENDS:
             self._last_replace.pop(session, None)
-        entry = _Entry(line, kind, session)
+        entry = _Entry(line, kind, session, text)
         self._queue.append(entry)
         self._live += 1
         self._bytes += len(line)
@@ -236,12 +308,33 @@ class Client:
             if entry.line is None:
                 self._blank -= 1
                 continue
-            batch.append(entry.line)
-            size += len(entry.line)
+            line = entry.line
+            if self.deltas:
+                if entry.kind == "replace":
+                    line = self._append_line(entry, line)
+                elif entry.kind in TURN_ENDS:
+                    self._sent.pop(entry.session, None)
+            batch.append(line)
+            size += len(line)
             self._live -= 1
             self._bytes -= len(entry.line)
             entry.line = None
+            entry.text = None
         return batch
+
+    def _append_line(self, entry: _Entry, line: bytes) -> bytes:
+        """The `append` that takes this connection from the text it was last sent for the turn to the one of
+        `entry` (one merged delta however many updates were coalesced away; offset 0 for a text it never got)."""
+        try:
+            text = entry.text or _Text.of_line(line)
+        except (orjson.JSONDecodeError, TypeError, ValueError):
+            return line  # cannot happen (the hub encoded it); a replace is always correct
+        sent = self._sent.get(entry.session)
+        base = sent[1] if sent is not None and sent[0] == text.turn_id else None
+        self._sent[entry.session] = (text.turn_id, text.text)
+        if base is text.base:  # the usual case: it was sent the previous update: the shared line
+            return text.line()
+        return text.line(0 if base is None else common_prefix(base, text.text))
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -359,6 +452,8 @@ class Hub:
         self.buffer = buffer
         self.ring_bytes = 0
         self._last_replace: dict[str | None, _Kept] = {}
+        # session -> (turn_id, the newest replace text): the base of the next replace's shared `append`
+        self._texts: dict[str | None, tuple[str | None, str]] = {}
         self.clients: set[Client] = set()
         self._idle_since: int | None = 0  # seq at which the last client left (None while clients exist)
         self.taps: list[Callable[[dict[str, Any]], None]] = []  # in-process observers (notify.py); must not raise
@@ -370,12 +465,25 @@ class Hub:
         line = encode(event)
         kind, session = event.get("event"), event.get("session")
         self._keep(_Kept(self.seq, session, kind, line))
+        text = self._text(event, kind, session)
         re = event.get("re")
         for client in list(self.clients):
             if client.wants(session) or client.wants_reply(session, re):
-                client.send(line, kind, session)
+                client.send(line, kind, session, text)
         for tap in self.taps:
             tap(event)
+
+    def _text(self, event: dict[str, Any], kind: str | None, session: str | None) -> _Text | None:
+        """A `replace`'s `_Text` (its delta against the previous text of the turn), for delta clients."""
+        if kind in TURN_ENDS:
+            self._texts.pop(session, None)
+        if kind != "replace":
+            return None
+        prev = self._texts.get(session)
+        turn_id = event.get("turn_id")
+        text = _Text(event, prev[1] if prev is not None and prev[0] == turn_id else None)
+        self._texts[session] = (turn_id, text.text)
+        return text
 
     def _keep(self, item: _Kept) -> None:
         if item.kind == "replace":

@@ -615,6 +615,9 @@ class Daemon:
                 client.subscribed = set(sub)
             else:
                 raise ProtocolError("bad_field", 'hello: subscribe must be a list of keys or "*"')
+        deltas = f.get("deltas")
+        if deltas is not None:  # before the replay: replayed and held events leave as `append` too
+            client.set_deltas(bool(deltas))
         replayed = 0
         since = f.get("since_seq")
         if since is not None:
@@ -632,6 +635,7 @@ class Daemon:
                 re,
                 self.hub.seq,
                 self.hub.daemon_id,
+                None if deltas is None else client.deltas,
             )
         )
 

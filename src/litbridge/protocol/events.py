@@ -75,8 +75,10 @@ def capabilities(
     re: Any = None,
     last_seq: int | None = None,
     daemon_id: str | None = None,
+    deltas: bool | None = None,
 ) -> Ev:
-    return _ev(
+    """`deltas`: said only to a hello that carried the field (what the connection gets from now on)."""
+    out = _ev(
         "capabilities",
         re=re,
         clis=clis,
@@ -85,6 +87,9 @@ def capabilities(
         oldest_seq=oldest_seq,
         **_handshake(last_seq, daemon_id),
     )
+    if deltas is not None:
+        out["deltas"] = deltas
+    return out
 
 
 def error(
@@ -166,6 +171,11 @@ def accepted(
 
 def replace(session: str, channel_id: str | None, text: str, turn_id: str | None) -> Ev:
     return _ev("replace", session, channel_id, text=text, turn_id=turn_id)
+
+
+def append(session: str, channel_id: str | None, turn_id: str | None, offset: int, text: str) -> Ev:
+    """A `replace` for a connection that asked for deltas: the turn's text cut to `offset`, then `text`."""
+    return _ev("append", session, channel_id, turn_id=turn_id, offset=offset, text=text)
 
 
 def thinking(session: str, channel_id: str | None, text: str) -> Ev:

@@ -230,6 +230,12 @@ COMMANDS: dict[str, Command] = {
                     doc="TCP proof-first auth, token never sent: first `{nonce}`, then `{proof}` (docs/protocol.md)",
                     new=True,
                 ),
+                "deltas": Field(
+                    "boolean",
+                    doc="`true`: this connection gets `append` (the text added since what it was last sent) "
+                    "instead of `replace`; `false` turns it off again (docs/protocol.md, Streamed text)",
+                    new=True,
+                ),
             },
             replies=("capabilities", "error"),
             per_session=False,
@@ -332,6 +338,22 @@ EVENTS: dict[str, Event] = {
         ),
         Event(
             "replace", "Full response text so far (replace, don't append).", {"text": _S, "turn_id": _TURN}
+        ),
+        Event(
+            "append",
+            "Sent instead of `replace` to a connection that asked for it (`hello{deltas:true}`): the turn's text "
+            "becomes its text cut to `offset` characters, then `text` appended.",
+            {
+                "turn_id": _TURN,
+                "offset": Field(
+                    "integer",
+                    required=True,
+                    doc="Unicode code points of the turn's text this connection was sent that stay (0: a new "
+                    "text; less than its length: earlier text changed and is cut there first)",
+                ),
+                "text": Field("string", required=True, doc="what follows at `offset`"),
+            },
+            new=True,
         ),
         Event("thinking", "Spinner / progress relay.", {"text": _S}),
         Event(
@@ -548,6 +570,12 @@ EVENTS: dict[str, Event] = {
                 "last_seq": _LAST_SEQ,
                 "daemon_id": _DAEMON_ID,
                 "features": _FEATURES,
+                "deltas": Field(
+                    "boolean",
+                    doc="whether this connection gets `append` instead of `replace` (only when the hello carried "
+                    "`deltas`)",
+                    new=True,
+                ),
             },
             per_session=False,
             new=True,

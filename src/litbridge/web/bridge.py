@@ -3,7 +3,7 @@
 The web view is a client of the daemon, not a second implementation of it: each events WebSocket runs
 the daemon's control-connection handler and each terminal WebSocket its attach handler, over an
 `asyncio.StreamReader` fed from the browser and a `WsWriter` that looks like the `StreamWriter` those
-handlers write to. So the browser gets exactly the wire protocol's events (seq, replay, coalescing,
+handlers write to. So the browser gets exactly the wire protocol's events (seq, replay, coalescing, deltas,
 slow-consumer cut-off) and the attach stream's bytes; nothing is web-only.
 """
 

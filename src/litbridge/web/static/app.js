@@ -2,7 +2,8 @@
 // /ws/events carries the daemon's JSON-lines events (one or more lines per message) and takes one
 // command per message; /ws/attach carries one session's raw terminal bytes (read-only unless the page
 // took control). On reconnect the page asks hello{since_seq} and applies the replay in seq order, so it
-// catches up with no duplicate and no gap.
+// catches up with no duplicate and no gap. Its hello asks for deltas: a streamed answer comes as `append`
+// (the turn's text cut to `offset` code points, then `text`) instead of the whole text each time.
 // Login: `litbridge web` opens /#code=<one-time code>; the page spends the code (POST /login, same origin) for
 // a credential that it keeps in sessionStorage (this origin's alone; no cookie) and sends as the first
 // message of every WebSocket.
@@ -139,7 +140,7 @@
       S.clis = ev.clis || [];
       fillClis();
       S.catchingUp = [];
-      S.helloId = command({ cmd: "hello", since_seq: S.lastSeq });
+      S.helloId = command({ cmd: "hello", since_seq: S.lastSeq, deltas: true });
       return;
     }
     if (S.catchingUp !== null) {
@@ -283,7 +284,27 @@
         if (t.done) break;
         startTurn(chat, t);
         const el = response(chat, t);
-        el.textContent = ev.text || "";
+        t.text = ev.text || "";
+        t.points = codePoints(t.text);
+        el.textContent = t.text;
+        break;
+      }
+      case "append": {
+        const t = turn(chat, ev.turn_id);
+        if (t.done) break;
+        startTurn(chat, t);
+        const el = response(chat, t);
+        const piece = ev.text || "";
+        if (ev.offset === (t.points || 0)) {
+          el.append(piece); // growth: only the new text is added to the page
+          t.text = (t.text || "") + piece;
+          t.points = (t.points || 0) + codePoints(piece);
+        } else {
+          // earlier text changed: keep its first `offset` code points (not UTF-16 units), then the piece
+          t.text = Array.from(t.text || "").slice(0, ev.offset).join("") + piece;
+          t.points = ev.offset + codePoints(piece);
+          el.textContent = t.text;
+        }
         break;
       }
       case "thinking":
@@ -578,6 +599,13 @@
       chat.turns.set(id, t);
     }
     return t;
+  }
+
+  // The wire counts text in Unicode code points (as Python does); a JavaScript string's length is UTF-16 units.
+  function codePoints(text) {
+    let n = 0;
+    for (const _ of text) n++;
+    return n;
   }
 
   function startTurn(chat, t) {
