@@ -10,6 +10,7 @@ filled before entries were keyed, `<cache>/claude-code` and so on, is used where
 - the real Claude Code 2.1.328 native binary from npm              -> <cache>/claude-code-2.1.328/
 - the real Codex CLI 0.169.0 native binary from npm                -> <cache>/codex-0.169.0/
 - the real Gemini CLI 0.61.0 (Node) from npm                       -> <cache>/gemini-0.61.0/
+- the real Pi coding agent 0.73.1 (Node) from npm                  -> <cache>/pi-0.73.1/
 - Debian's chromium, zsh, fish, nats-server (browser, shell, fleet tests) -> /usr/bin, through
   `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
   packages apt-get would add or upgrade are listed first; at a terminal it asks, and it goes ahead without
@@ -85,6 +86,10 @@ CODEX_CAPTURES = Path(
 GEMINI_CAPTURES = Path(
     os.environ.get("LITBRIDGE_GEMINI_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "gemini")
 )
+PI_VERSION = "0.73.1"
+PI_DIR = cache_entry("pi", PI_VERSION, "@mariozechner/pi-coding-agent")
+# The real Pi recordings the tests replay: a trimmed copy kept in the repository (see its README).
+PI_CAPTURES = Path(os.environ.get("LITBRIDGE_PI_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "pi"))
 OFFLINE = False
 """Set by `--offline`: every fetch only reports whether the cache holds its entry."""
 
@@ -393,6 +398,36 @@ def fetch_gemini() -> bool:
     return True
 
 
+def pi_launcher() -> Path:
+    """The `pi` launcher npm links in `node_modules/.bin` (its basename picks the Pi driver)."""
+    return PI_DIR / "node_modules" / ".bin" / "pi"
+
+
+def pi_missing() -> str | None:
+    """Why the real Pi tests cannot run (None when they can)."""
+    if shutil.which("node") is None:
+        return "node is not on PATH (Pi is a Node program)"
+    if not pi_launcher().exists():
+        return f"Pi {PI_VERSION} not installed in {PI_DIR}: run tests/fetch_fixtures.py"
+    return None
+
+
+def fetch_pi() -> bool:
+    if pi_launcher().exists():
+        return True
+    if _offline(f"Pi {PI_VERSION}"):
+        return False
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        print("fetch_fixtures: node/npm not available; real Pi tests will skip", file=sys.stderr)
+        return False
+    if not npm_install(PI_DIR, f"@mariozechner/pi-coding-agent@{PI_VERSION}", "Pi", scripts=True):
+        return False
+    if not pi_launcher().exists():
+        print("fetch_fixtures: npm installed Pi without its launcher", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     global OFFLINE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -406,11 +441,12 @@ def main(argv: list[str] | None = None) -> int:
     ok_claude = fetch_claude()
     ok_codex = fetch_codex()
     ok_gemini = fetch_gemini()
+    ok_pi = fetch_pi()
     if args.no_system:
         system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
     else:
         system = fetch_system_packages(assume_yes=args.yes)
-    found = {"pyte sdist": ok_pyte, "claude": ok_claude, "codex": ok_codex, "gemini": ok_gemini, **system}
+    found = {"pyte sdist": ok_pyte, "claude": ok_claude, "codex": ok_codex, "gemini": ok_gemini, "pi": ok_pi, **system}
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))
     return 0  # never fail the run here: dependent tests skip with a reason
 
