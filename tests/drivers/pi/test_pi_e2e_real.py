@@ -99,3 +99,31 @@ async def test_pi_turns_tools_interrupt_error_queue_and_kill(lb, key, pi_home, m
             break
         await asyncio.sleep(0.1)
     assert processes_with_home(pi_home.home) == []
+
+
+async def test_pi_twenty_quick_turns_then_kill_store_resume_resumes(lb, key, pi_home, mock) -> None:
+    mock.push(*({"label": f"t{i}", "text": f"Answer {i}?"} for i in range(20)))
+    await lb.create(create_cmd(key, pi_home))
+    start = len(lb.events)
+    for i in range(20):
+        end = await lb.turn(key, f"Quick {i}")
+        assert (end["event"], end["content"]) == ("complete", f"Answer {i}?"), end
+    # no dark turn: every accepted send got exactly one terminal event
+    accepted = lb.since(key, start, "accepted")
+    terminal = [e for e in lb.events[start:] if e.get("session") == key and e["event"] in ("complete", "interrupted", "turn_error")]
+    assert len(accepted) == len(terminal) == 20
+    assert [r["last_user"] for r in mock.main_requests()] == [f"Quick {i}" for i in range(20)]
+
+    mock.push({"label": "resumed", "text": "It was Quick 19."})
+    start = len(lb.events)
+    await lb.send("kill", session=key, store_resume=True)
+    await lb.session_event(key, "killed", start=start)
+    assert len(pi_home.sessions()) == 1
+    ready = await lb.create(create_cmd(key, pi_home))
+    assert ready["resumed"] is True, ready
+    end = await lb.turn(key, "What was my last message?")
+    assert (end["event"], end["content"]) == ("complete", "It was Quick 19."), end
+    users = [m["content"] for m in mock.main_requests()[-1]["body"]["messages"] if m["role"] == "user"]
+    texts = [u if isinstance(u, str) else "".join(p.get("text", "") for p in u) for u in users]
+    assert texts[-2:] == ["Quick 19", "What was my last message?"]
+    assert len(pi_home.sessions()) == 1  # the same file goes on
