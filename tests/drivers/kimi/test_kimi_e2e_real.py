@@ -112,3 +112,29 @@ async def test_kimi_trust_turns_approval_deny_interrupt_error_queue_and_kill(lb,
             break
         await asyncio.sleep(0.1)
     assert processes_with_home(kimi_home.home) == []
+
+
+async def test_kimi_twenty_quick_turns_then_kill_store_resume_resumes(lb, key, kimi_home, mock) -> None:
+    mock.push(*({"label": f"t{i}", "text": f"Answer {i}?"} for i in range(20)))
+    await lb.create(create_cmd(key, kimi_home))
+    start = len(lb.events)
+    for i in range(20):
+        end = await lb.turn(key, f"Quick {i}")
+        assert (end["event"], end["content"]) == ("complete", f"Answer {i}?"), end
+    accepted = lb.since(key, start, "accepted")
+    ends = ("complete", "interrupted", "turn_error")
+    terminal = [e for e in lb.events[start:] if e.get("session") == key and e["event"] in ends]
+    assert len(accepted) == len(terminal) == 20  # no dark turn
+
+    mock.push({"label": "resumed", "text": "It was Quick 19."})
+    start = len(lb.events)
+    await lb.send("kill", session=key, store_resume=True)
+    await lb.session_event(key, "killed", start=start)
+    assert len(kimi_home.wires()) == 1
+    ready = await lb.create(create_cmd(key, kimi_home))
+    assert ready["resumed"] is True, ready
+    end = await lb.turn(key, "What was my last message?")
+    assert (end["event"], end["content"]) == ("complete", "It was Quick 19."), end
+    texts = [content_text(m["content"]) for m in mock.main_requests()[-1]["body"]["messages"] if m["role"] == "user"]
+    assert "Quick 19" in texts and texts.index("Quick 19") < texts.index("What was my last message?")
+    assert len(kimi_home.wires()) == 1  # the same session goes on
