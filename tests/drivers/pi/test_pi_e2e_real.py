@@ -31,7 +31,9 @@ async def test_pi_turns_tools_interrupt_error_queue_and_kill(lb, key, pi_home, m
         {
             "label": "tool",
             "text": "Running it.",
-            "tool_calls": [{"name": "bash", "arguments": {"command": "echo hi-from-pi > made.txt; cat made.txt"}}],
+            "tool_calls": [
+                {"name": "bash", "arguments": {"command": "echo hi-from-pi > made.txt; cat made.txt"}}
+            ],
         },
         {"label": "after", "text": "Done: made.txt holds hi-from-pi."},
         {"label": "slow", "text": SLOW, "chunk": 4, "delay": 0.2},
@@ -110,7 +112,11 @@ async def test_pi_twenty_quick_turns_then_kill_store_resume_resumes(lb, key, pi_
         assert (end["event"], end["content"]) == ("complete", f"Answer {i}?"), end
     # no dark turn: every accepted send got exactly one terminal event
     accepted = lb.since(key, start, "accepted")
-    terminal = [e for e in lb.events[start:] if e.get("session") == key and e["event"] in ("complete", "interrupted", "turn_error")]
+    terminal = [
+        e
+        for e in lb.events[start:]
+        if e.get("session") == key and e["event"] in ("complete", "interrupted", "turn_error")
+    ]
     assert len(accepted) == len(terminal) == 20
     assert [r["last_user"] for r in mock.main_requests()] == [f"Quick {i}" for i in range(20)]
 

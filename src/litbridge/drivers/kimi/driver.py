@@ -47,7 +47,9 @@ class KimiDriver(EngineDriver):
         self.known_sessions: set[str] = set()
         self.footer_model: str | None = None
         self.marks = MarkReader()
-        self.follower = WireFollower(host, Dispatch(self.engine, host), busy=lambda: self.engine.turn is not None)
+        self.follower = WireFollower(
+            host, Dispatch(self.engine, host), busy=lambda: self.engine.turn is not None
+        )
 
     # ------------------------------------------------------------------------------------------ engine hooks
     def read_screen(self) -> ScreenState:
@@ -127,5 +129,9 @@ class KimiDriver(EngineDriver):
         env = {"HOME": str(home)}
         rel = next(iter(capture.transcript_dirs.values()), "sessions/wd_replay/session_replay/agents/main")
         folder = kimi_home(env) / rel
-        options = {"env": env, "args": list(capture.args), "cli_version": recorded_version(capture.chunks, CLI.logo)}
+        options = {
+            "env": env,
+            "args": list(capture.args),
+            "cli_version": recorded_version(capture.chunks, CLI.logo),
+        }
         return options, folder

@@ -63,7 +63,13 @@ class Rules(BaseRules):
             lines.append(m.group(1) if m else r.strip())
         draft = "\n".join(lines).strip()
         spinner = self.loader(rows, top)
-        return ScreenState("idle" if spinner is None else "busy", draft=draft, live_prompt=True, spinner=spinner, version=version)
+        return ScreenState(
+            "idle" if spinner is None else "busy",
+            draft=draft,
+            live_prompt=True,
+            spinner=spinner,
+            version=version,
+        )
 
     def version_of(self, rows: list[str]) -> str | None:
         for r in rows[:20]:
@@ -107,17 +113,19 @@ class Rules(BaseRules):
         texts = [r.strip() for r in body if r.strip()]
         if not texts:
             return None
+        options: list[Option] = []
         if texts[0] == self.TRUST_TITLE:
-            options = []
             for y, r in enumerate(body):
                 s = r.strip()
                 label = s.lstrip(self.CURSOR).strip()
                 if label in self.TRUST_OPTIONS:
-                    options.append(Option(str(len(options) + 1), label, s.startswith(self.CURSOR), panel[0] + 1 + y))
+                    options.append(
+                        Option(str(len(options) + 1), label, s.startswith(self.CURSOR), panel[0] + 1 + y)
+                    )
             folder = next((t for t in texts[1:] if t.startswith("/")), "")
-            fields = {"folder": folder} if folder else {}
-            return Dialog("trust", self.TRUST_TITLE, options, detail=folder, fields=fields)
-        options = []
+            return Dialog(
+                "trust", self.TRUST_TITLE, options, detail=folder, fields={"folder": folder} if folder else {}
+            )
         for y, r in enumerate(body):
             m = self.OPTION_RE.match(r)
             if m:
@@ -150,7 +158,9 @@ class Rules(BaseRules):
         stop = end[0] if end else len(rows)
         for i in range(stop - 1, -1, -1):
             s = rows[i].strip()
-            if s.startswith("✨ ") and (not first or s[2:].strip().startswith(first[:60]) or first.startswith(s[2:].strip())):
+            if s.startswith("✨ ") and (
+                not first or s[2:].strip().startswith(first[:60]) or first.startswith(s[2:].strip())
+            ):
                 return i
         return None
 

@@ -108,7 +108,12 @@ class WireTurns:
         if kind == "usage.record" and isinstance(e.get("usage"), dict):
             u = e["usage"]
             self._calls += 1
-            self.usage.put(self._calls, tokens(u.get("inputOther"), u.get("output"), u.get("inputCacheRead"), u.get("inputCacheCreation")))
+            self.usage.put(
+                self._calls,
+                tokens(
+                    u.get("inputOther"), u.get("output"), u.get("inputCacheRead"), u.get("inputCacheCreation")
+                ),
+            )
             return []
         if kind == "context.append_loop_event":
             ev = e.get("event") or {}
@@ -119,7 +124,10 @@ class WireTurns:
                 result = ev.get("result") or {}
                 output = result.get("output")
                 text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-                data = {"tool_use_id": str(ev.get("toolCallId") or ""), "is_error": bool(result.get("isError"))}
+                data = {
+                    "tool_use_id": str(ev.get("toolCallId") or ""),
+                    "is_error": bool(result.get("isError")),
+                }
                 return [KimiEvent("tool_result", text, data)]
             return []
         if kind == "agent.message.appended":

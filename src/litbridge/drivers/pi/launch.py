@@ -65,7 +65,9 @@ class Launch(kit.Launch[PiLaunchHost]):
         given = _flag_value(args, ("--session",))
         if given:
             # the caller named the session: follow that file when it is a path
-            d.session_path = Path(given) if ("/" in given or given.endswith(".jsonl")) else find_session(agent, given)
+            d.session_path = (
+                Path(given) if ("/" in given or given.endswith(".jsonl")) else find_session(agent, given)
+            )
             d.resumed = d.session_path is not None and d.session_path.exists()
         elif any(a in args for a in ("--no-session", "--continue", "-c", "--resume", "-r", "--fork")):
             d.session_path = None  # Pi picks (or keeps no) file: the driver follows the screen only
@@ -76,7 +78,9 @@ class Launch(kit.Launch[PiLaunchHost]):
                 d.session_token = str(d.resume_token)
             else:
                 if d.resume_token:
-                    d.host.log.warning("pi: no session file for resume token %s; starting fresh", d.resume_token)
+                    d.host.log.warning(
+                        "pi: no session file for resume token %s; starting fresh", d.resume_token
+                    )
                 d.session_token = str(uuid.uuid4())
                 stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%S-%f")[:-3] + "Z"
                 folder = session_dir(agent, os.path.abspath(d.cwd))

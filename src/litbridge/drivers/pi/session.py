@@ -102,7 +102,9 @@ class SessionTurns:
         text = _text(msg.get("content"))
         u = msg.get("usage") or {}
         if isinstance(u, dict):
-            self.usage.put(entry_id, tokens(u.get("input"), u.get("output"), u.get("cacheRead"), u.get("cacheWrite")))
+            self.usage.put(
+                entry_id, tokens(u.get("input"), u.get("output"), u.get("cacheRead"), u.get("cacheWrite"))
+            )
         for part in msg.get("content") or []:
             if isinstance(part, dict) and part.get("type") == "toolCall":
                 data = {"tool_use_id": str(part.get("id") or ""), "input": part.get("arguments")}
