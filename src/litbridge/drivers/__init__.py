@@ -23,6 +23,8 @@ BUILTIN: dict[str, str] = {
     "claude": "litbridge.drivers.claude.driver:ClaudeDriver",
     "codex": "litbridge.drivers.codex.driver:CodexDriver",
     "gemini": "litbridge.drivers.gemini.driver:GeminiDriver",
+    "kimi": "litbridge.drivers.kimi.driver:KimiDriver",
+    "pi": "litbridge.drivers.pi.driver:PiDriver",
     "rift": "litbridge.drivers.rift.driver:RiftDriver",
 }
 """Built-in drivers: `cli` name -> "module:Class"."""

@@ -38,6 +38,27 @@ _BASH_PS0 = "\x1b]133;C\x07"
 OUTPUT_MAX = 1 << 20  # bytes of one command's output kept for `complete`
 
 
+class MarkReader:
+    """OSC 133 marks cut from a TUI's raw output, without keeping the output: for a program that marks its own
+    zones (Pi draws `A`/`B`/`C` around each rendered message). A mark split across reads completes with the next
+    `feed`. Returns (letter, argument) pairs."""
+
+    def __init__(self) -> None:
+        self._carry = b""
+
+    def feed(self, data: bytes) -> list[tuple[str, str | None]]:
+        buf = self._carry + data
+        out = [
+            (m.group(1).decode(), m.group(2).decode("utf-8", "replace") if m.group(2) is not None else None)
+            for m in _MARK_RE.finditer(buf)
+        ]
+        cut = buf.rfind(b"\x1b")
+        tail = buf[cut:] if cut >= 0 else b""
+        partial = b"\x1b]133;".startswith(tail[:6]) and b"\x07" not in tail and len(tail) < 64
+        self._carry = tail if tail and partial else b""
+        return out
+
+
 @dataclass
 class Mark:
     kind: str  # prompt (A), input (B), command (C), end (D)

@@ -1,0 +1,150 @@
+"""Kimi Code's pure pieces on what the real 2.1.0 drew and wrote: the screen rules and the wire-log parser."""
+
+from __future__ import annotations
+
+from litbridge.drivers.kimi.v2_1 import Rules
+from litbridge.drivers.kimi.wire import WireTurns
+
+RULE = " " + "─" * 198
+TOP, BOTTOM = " ╭" + "─" * 196 + "╮", " ╰" + "─" * 196 + "╯"
+
+
+def _pad(rows: list[str]) -> list[str]:
+    return [r.ljust(200) for r in rows] + [" " * 200] * (50 - len(rows))
+
+
+def _idle(*middle: str, draft: str = "") -> list[str]:
+    return _pad(
+        [
+            " │  Version:   2.1.0",
+            *middle,
+            TOP,
+            f" │ > {draft}".ljust(199) + "│",
+            BOTTOM,
+            " mock-model  …/work",
+        ]
+    )
+
+
+def test_idle_busy_draft_version_model() -> None:
+    r = Rules()
+    idle = r.classify(_idle(" ✨ Hi?", " ● Hello."))
+    assert (idle.state, idle.draft, idle.version) == ("idle", "", "2.1.0")
+    busy = r.classify(_idle(" ✨ Hi?", "  ⠦ Working… · Tip: @: mention files"))
+    assert (busy.state, busy.spinner) == ("busy", "Working… · Tip: @: mention files")
+    assert r.classify(_idle(draft="typed")).draft == "typed"
+    assert r.footer_model(_idle()) == "mock-model"
+
+
+def test_trust_and_approval_panels() -> None:
+    r = Rules()
+    trust = r.classify(
+        _pad(
+            [
+                RULE,
+                "  Trust this folder?",
+                "  ↑↓ navigate · Enter select · Esc exit",
+                "",
+                "  /tmp/work",
+                "",
+                "   ❯ Trust this folder",
+                "     Enable project MCP servers.",
+                "",
+                "     Don't trust",
+                "     Exit Kimi Code.",
+                RULE,
+            ]
+        )
+    )
+    assert trust.state == "dialog" and trust.dialog.kind == "trust"
+    assert [(o.digit, o.label, o.selected) for o in trust.dialog.options] == [
+        ("1", "Trust this folder", True),
+        ("2", "Don't trust", False),
+    ]
+    assert r.dialog_keys(trust.dialog, 0) == ["Enter"]
+    approval = r.classify(
+        _pad(
+            [
+                " ✨ Run",
+                " ● Running a command · $ ls",
+                RULE,
+                "   ▶ Run this command?",
+                "",
+                "   cwd: /tmp/work",
+                "   $ ls -la",
+                "",
+                "   ▶ 1. Approve once",
+                "     2. Approve for this session",
+                "     3. Reject",
+                "     4. Reject with feedback",
+                "",
+                "   ↑/↓ select · 1/2/3/4 choose · ↵ confirm",
+                RULE,
+                " mock-model",
+            ]
+        )
+    )
+    d = approval.dialog
+    assert approval.state == "dialog" and d.kind == "permission" and d.text == "Run this command?"
+    assert [o.label for o in d.options] == [
+        "Approve once",
+        "Approve for this session",
+        "Reject",
+        "Reject with feedback",
+    ]
+    assert d.fields == {"cwd": "/tmp/work", "command": "ls -la"}
+    assert r.dialog_keys(d, 2) == ["3"]
+
+
+def test_wire_entries_to_turn_events() -> None:
+    t = WireTurns()
+    loop = "context.append_loop_event"
+    events = t.feed(
+        [
+            {"type": "turn.prompt", "input": [{"type": "text", "text": "Go?"}]},
+            {
+                "type": "usage.record",
+                "usage": {"inputOther": 5, "output": 1, "inputCacheRead": 0, "inputCacheCreation": 0},
+            },
+            {
+                "type": loop,
+                "event": {"type": "tool.call", "toolCallId": "c1", "name": "Bash", "args": {"command": "ls"}},
+            },
+            {
+                "type": loop,
+                "event": {
+                    "type": "tool.result",
+                    "toolCallId": "c1",
+                    "result": {"output": "rejected", "isError": True},
+                },
+            },
+            {
+                "type": "agent.message.appended",
+                "message": {
+                    "message": {"role": "assistant", "content": [{"type": "text", "text": "Done 🎉"}]}
+                },
+            },
+            {"type": "turn.ended", "reason": "completed"},
+        ]
+    )
+    assert [(e.kind, e.text) for e in events] == [
+        ("prompt", "Go?"),
+        ("tool_use", "Bash"),
+        ("tool_result", "rejected"),
+        ("text", "Done 🎉"),
+        ("complete", "Done 🎉"),
+    ]
+    assert events[2].data == {"tool_use_id": "c1", "is_error": True}
+    assert events[-1].data["usage"]["input_tokens"] == 5
+    failed = t.feed(
+        [
+            {"type": "turn.prompt", "input": []},
+            {
+                "type": "turn.ended",
+                "reason": "failed",
+                "error": {"code": "provider.auth_error", "message": "401 no"},
+            },
+        ]
+    )
+    assert failed[-1].kind == "error" and failed[-1].text == "[provider.auth_error] 401 no"
+    assert t.feed([{"type": "turn.ended", "reason": "cancelled"}])[0].kind == "interrupted"

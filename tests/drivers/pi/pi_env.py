@@ -1,0 +1,107 @@
+"""Helpers for the Pi driver tests (conftest.py holds the fixtures): a private HOME whose `~/.pi/agent/models.json`
+points Pi at the mock chat-completions API, the `create` command, a `litbridge serve` subprocess with `pi` on
+PATH, and the shared real-CLI client whose every event is checked against `litbridge schema`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lbd_helpers import EventClient, ServeDaemon
+
+MODEL = "mock-model"
+
+
+@dataclass
+class PiHome:
+    home: Path
+    cwd: Path
+
+    @property
+    def agent(self) -> Path:
+        return self.home / ".pi" / "agent"
+
+    def sessions(self) -> list[Path]:
+        return sorted((self.agent / "sessions").glob("*/*.jsonl"))
+
+
+def make_home(base: Path, mock_url: str) -> PiHome:
+    """An empty private HOME with a project folder and a `mock` provider in Pi's models.json."""
+    home = base / "home"
+    cwd = home / "work"
+    cwd.mkdir(parents=True)
+    (cwd / "README.md").write_text("hello\n")
+    agent = home / ".pi" / "agent"
+    agent.mkdir(parents=True)
+    provider = {
+        "baseUrl": mock_url,
+        "api": "openai-completions",
+        "apiKey": "dummy",
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": MODEL}],
+    }
+    (agent / "models.json").write_text(json.dumps({"providers": {"mock": provider}}), encoding="utf-8")
+    return PiHome(home, cwd)
+
+
+def create_cmd(key: str, h: PiHome, **kw: Any) -> dict[str, Any]:
+    cmd: dict[str, Any] = {
+        "cmd": "create",
+        "session": key,
+        "cli": "pi",
+        "working_dir": str(h.cwd),
+        "args": ["--provider", "mock", "--offline"],
+        "model": f"mock/{MODEL}",
+        "env": {"HOME": str(h.home), "PI_OFFLINE": "1"},
+    }
+    cmd.update(kw)
+    return cmd
+
+
+def processes_with_home(home: Path) -> list[int]:
+    """Pids of live processes whose environment has HOME=<home> (every process of the session inherits it)."""
+    needle = f"HOME={home}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if needle in env:
+            found.append(int(entry))
+    return found
+
+
+class Daemon(ServeDaemon):
+    """The daemon (lbd_helpers.ServeDaemon): `pi` on its PATH is the fetched launcher, node from the system."""
+
+    def __init__(self, base: Path, pi_bin: Path) -> None:
+        super().__init__(
+            base,
+            ("LANG", "LC_ALL", "USER", "TMPDIR", "LITBRIDGE_NO_EXTENSIONS"),
+            PATH=f"{pi_bin}:/usr/local/bin:/usr/bin:/bin",
+            SHELL="/bin/bash",
+        )
+
+
+class LBClient(EventClient):
+    """The shared real-CLI client plus create-and-wait and one-turn helpers."""
+
+    async def create(self, cmd: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
+        start = len(self.events)
+        await self.command(cmd)
+        return await self.session_event(cmd["session"], "ready", start=start, timeout=timeout)
+
+    async def turn(self, session: str, content: str, timeout: float = 90.0) -> dict[str, Any]:
+        start = len(self.events)
+        await self.send("send", session=session, content=content)
+        return await self.session_event(
+            session, ("complete", "interrupted", "turn_error"), start=start, timeout=timeout
+        )
