@@ -56,3 +56,25 @@ def test_drivers_table(tmp_path: Path) -> None:
     assert "codex\n" in out and "rules for: 0.169" in out
     assert "installed: 0.999.1 (NOT known: newest rules)" in out
     assert "gemini\n" in out and "installed: not on PATH" in out
+
+
+def test_each_driver_names_the_version_its_real_binary_tests_run_against() -> None:
+    """`CliSpec.tested` (what `litbridge drivers` shows as `tested`) is the version `tests/fetch_fixtures.py`
+    installs for the real-binary tests: the two cannot drift apart."""
+    import fetch_fixtures
+
+    from litbridge import drivers
+
+    pinned = {
+        name.removesuffix("_VERSION").lower(): value
+        for name, value in vars(fetch_fixtures).items()
+        if name.endswith("_VERSION") and isinstance(value, str) and not name.startswith("NODE")
+    }
+    checked = 0
+    for cli in drivers.clis():
+        spec = getattr(drivers.get_driver(cli), "CLI", None)
+        if spec is None or cli not in pinned:
+            continue
+        assert spec.tested == (pinned[cli],), cli
+        checked += 1
+    assert checked >= 5

@@ -38,6 +38,7 @@ def describe(name: str) -> dict[str, Any]:
         "cli": name,
         "driver": f"{cls.__module__}.{cls.__qualname__}",
         "versions": spec.known() if spec is not None else [],
+        "tested": list(spec.tested) if spec is not None else [],
         "path": path,
         "installed": installed,
         "known": spec.knows(installed) if spec is not None and installed else None,
@@ -63,7 +64,11 @@ def _table(rows: list[dict[str, Any]]) -> str:
             )
             here = f"{r['installed']}{verdict}  {r['path']}"
         record = r["record"]
-        out.append(f"{r['cli']}\n  driver:    {r['driver']}\n  rules for: {known}\n  installed: {here}")
+        tested = ", ".join(r["tested"]) or "-"
+        out.append(
+            f"{r['cli']}\n  driver:    {r['driver']}\n  rules for: {known}\n  tested:    {tested}\n"
+            f"  installed: {here}"
+        )
         if record is not None:
             out.append(f"  record:    {record['source']} ({record['shape']})")
     return "\n".join(out) + "\n"

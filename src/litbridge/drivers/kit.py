@@ -142,6 +142,8 @@ class CliSpec:
     """The version the CLI prints in its output (what `litbridge replay` reads from a recording)."""
     version_from_binary: bool = True
     """Ask `<binary> --version` before the spawn (off for a CLI whose first frame shows it sooner)."""
+    tested: tuple[str, ...] = ()
+    """The exact versions the real-binary tests run against (what `tests/fetch_fixtures.py` installs)."""
 
     def pick(self, version: str | None) -> Plugins:
         """The plug-ins for a version, each the longest matching prefix of its table, else the newest."""

@@ -43,6 +43,7 @@ CLI = kit.CliSpec(
     record={"2.1": Record},
     launch={"2.1": Launch},
     logo=LOGO_VERSION_RE,
+    tested=("2.1.328",),
 )
 
 

@@ -41,6 +41,7 @@ CLI = kit.CliSpec(
     record={"0.169": Record},
     launch={"0.169": Launch},
     logo=HEADER_VERSION_RE,
+    tested=("0.169.0",),
 )
 
 

@@ -42,6 +42,7 @@ CLI = kit.CliSpec(
     launch={"0.61": Launch},
     logo=HEADER_VERSION_RE,
     version_from_binary=False,
+    tested=("0.61.0",),
 )
 
 

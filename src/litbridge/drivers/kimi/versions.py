@@ -41,4 +41,5 @@ CLI = kit.CliSpec(
     launch={"2.1": Launch},
     logo=LOGO,
     version_from_binary=False,
+    tested=("2.1.0",),
 )

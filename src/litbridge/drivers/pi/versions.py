@@ -38,4 +38,5 @@ CLI = kit.CliSpec(
     launch={"0.73": Launch},
     logo=logo_version_re(b"pi"),
     version_from_binary=False,
+    tested=("0.73.1",),
 )
