@@ -10,6 +10,8 @@ filled before entries were keyed, `<cache>/claude-code` and so on, is used where
 - the real Claude Code 2.1.328 native binary from npm              -> <cache>/claude-code-2.1.328/
 - the real Codex CLI 0.169.0 native binary from npm                -> <cache>/codex-0.169.0/
 - the real Gemini CLI 0.61.0 (Node) from npm                       -> <cache>/gemini-0.61.0/
+- the real opencode 1.18.33 native binary from npm, and the plugin package it installs into a fresh config
+  folder at start-up (`@opencode-ai/plugin`), so its tests run offline -> <cache>/opencode-1.18.33/
 - Debian's chromium, zsh, fish, nats-server (browser, shell, fleet tests) -> /usr/bin, through
   `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
   packages apt-get would add or upgrade are listed first; at a terminal it asks, and it goes ahead without
@@ -84,6 +86,12 @@ CODEX_CAPTURES = Path(
 # $LITBRIDGE_GEMINI_CAPTURES points elsewhere (e.g. the full set).
 GEMINI_CAPTURES = Path(
     os.environ.get("LITBRIDGE_GEMINI_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "gemini")
+)
+OPENCODE_VERSION = "1.18.33"
+OPENCODE_DIR = cache_entry("opencode", OPENCODE_VERSION, "opencode-ai")
+# The real opencode recordings the tests replay, likewise: a copy kept in the repository (see its README).
+OPENCODE_CAPTURES = Path(
+    os.environ.get("LITBRIDGE_OPENCODE_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "opencode")
 )
 OFFLINE = False
 """Set by `--offline`: every fetch only reports whether the cache holds its entry."""
@@ -393,6 +401,55 @@ def fetch_gemini() -> bool:
     return True
 
 
+def opencode_binary() -> Path:
+    """The native binary the platform package carries (no Node launcher in between)."""
+    return OPENCODE_DIR / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
+
+
+def opencode_plugin_dir() -> Path:
+    """An npm prefix holding `@opencode-ai/plugin` at the binary's version: what opencode installs into a fresh
+    config folder at every start (~64 MB from the registry); a test seeds the session's config folder from it."""
+    return OPENCODE_DIR / "plugin"
+
+
+def opencode_missing() -> str | None:
+    """Why the real opencode tests cannot run here (None when they can)."""
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        return f"the opencode {OPENCODE_VERSION} fixture is the linux-x64 binary"
+    if not opencode_binary().exists():
+        return f"opencode {OPENCODE_VERSION} not fetched (run tests/fetch_fixtures.py; needs npm)"
+    if not (opencode_plugin_dir() / "node_modules" / "@opencode-ai" / "plugin").is_dir():
+        return f"opencode's plugin package not fetched into {opencode_plugin_dir()} (run tests/fetch_fixtures.py)"
+    return None
+
+
+def fetch_opencode() -> bool:
+    """`opencode-ai@1.18.33` (launcher + the linux-x64 platform package; no postinstall), and the plugin package
+    it would otherwise download at every start in a fresh config folder."""
+    if opencode_missing() is None:
+        return True
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        print(f"fetch_fixtures: {opencode_missing()}; real opencode tests will skip", file=sys.stderr)
+        return False
+    if _offline(f"opencode {OPENCODE_VERSION}"):
+        return False
+    if shutil.which("npm") is None:
+        print("fetch_fixtures: npm not available; real opencode tests will skip", file=sys.stderr)
+        return False
+    if not opencode_binary().exists():
+        if not npm_install(OPENCODE_DIR, f"opencode-ai@{OPENCODE_VERSION}", "opencode"):
+            return False
+        if not opencode_binary().exists():
+            print("fetch_fixtures: npm installed opencode without its linux-x64 binary", file=sys.stderr)
+            return False
+        opencode_binary().chmod(0o755)
+    plugin = opencode_plugin_dir()
+    if not (plugin / "node_modules" / "@opencode-ai" / "plugin").is_dir():
+        if not npm_install(plugin, f"@opencode-ai/plugin@{OPENCODE_VERSION}", "opencode's plugin package"):
+            return False
+    return opencode_missing() is None
+
+
 def main(argv: list[str] | None = None) -> int:
     global OFFLINE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -406,11 +463,12 @@ def main(argv: list[str] | None = None) -> int:
     ok_claude = fetch_claude()
     ok_codex = fetch_codex()
     ok_gemini = fetch_gemini()
+    ok_opencode = fetch_opencode()
     if args.no_system:
         system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
     else:
         system = fetch_system_packages(assume_yes=args.yes)
-    found = {"pyte sdist": ok_pyte, "claude": ok_claude, "codex": ok_codex, "gemini": ok_gemini, **system}
+    found = {"pyte sdist": ok_pyte, "claude": ok_claude, "codex": ok_codex, "gemini": ok_gemini, "opencode": ok_opencode, **system}
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))
     return 0  # never fail the run here: dependent tests skip with a reason
 
