@@ -23,6 +23,7 @@ BUILTIN: dict[str, str] = {
     "claude": "litbridge.drivers.claude.driver:ClaudeDriver",
     "codex": "litbridge.drivers.codex.driver:CodexDriver",
     "gemini": "litbridge.drivers.gemini.driver:GeminiDriver",
+    "opencode": "litbridge.drivers.opencode.driver:OpencodeDriver",
     "rift": "litbridge.drivers.rift.driver:RiftDriver",
 }
 """Built-in drivers: `cli` name -> "module:Class"."""
