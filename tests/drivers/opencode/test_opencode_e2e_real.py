@@ -132,3 +132,28 @@ async def test_answer_approval_deny_interrupt_error(lb: EventClient, key: str, o
             await asyncio.sleep(0.1)
         else:
             raise AssertionError(f"opencode pid {pid} still alive after kill")
+
+
+async def test_two_sessions_in_one_folder_then_resume(lb: EventClient, key: str, oc_home: OpencodeHome,
+                                                      mock: MockChat) -> None:  # fmt: skip
+    a, b = key + "-a", key + "-b"
+    mock.push({"label": "a", "when": "alpha question", "text": "Answer for A."},
+              {"label": "b", "when": "bravo question", "text": "Answer for B."})  # fmt: skip
+    ra, rb = await asyncio.gather(create(lb, a, oc_home), create(lb, b, oc_home))
+    assert ra["event"] == "ready" and rb["event"] == "ready", (ra, rb)
+    (_, end_a), (_, end_b) = await asyncio.gather(turn(lb, a, "alpha question"), turn(lb, b, "bravo question"))
+    assert end_a["content"] == "Answer for A." and end_b["content"] == "Answer for B."  # records never cross
+    assert len(oc_home.rows("SELECT id FROM session")) == 2
+    check_invariants(lb, a)
+    check_invariants(lb, b)
+
+    begin = len(lb.events)
+    await lb.send("kill", session=a, store_resume=True)
+    killed = await lb.session_event(a, "killed", start=begin, timeout=30)
+    assert killed["resume_stored"] is True, killed
+    mock.push({"label": "again", "text": "Resumed fine."})
+    ready = await create(lb, a, oc_home)  # the same key: the stored session id resumes it
+    assert ready["event"] == "ready" and ready.get("resumed") is True, ready
+    _acc, end = await turn(lb, a, "still there?")
+    assert end["event"] == "complete" and end["content"] == "Resumed fine.", end
+    assert len(oc_home.rows("SELECT id FROM session")) == 2  # the same conversation, not a new session
