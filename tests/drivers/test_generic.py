@@ -308,3 +308,27 @@ async def test_python_repl_streams_the_output_not_the_echoed_input() -> None:
                 assert "import" not in e["text"] and "sleep" not in e["text"], e
     finally:
         await s.kill()
+
+
+def test_the_quiescence_timer_counts_a_rounded_window_as_elapsed() -> None:
+    """`_check` runs at `last + 0.8`, where `now - last` rounds to 0.7999999999999999: it must not reschedule
+    itself 1e-16 s later (on a virtual clock that never moves: the replay spun forever)."""
+    from types import SimpleNamespace
+
+    from litbridge.drivers.generic import GenericDriver
+
+    last = 0.969472
+    later: list[float] = []
+    loop = SimpleNamespace(time=lambda: last + 0.8, create_future=lambda: None)
+    host = SimpleNamespace(
+        loop=loop,
+        last_output_at=last,
+        spawned_at=0.0,
+        call_later=lambda delay, cb: later.append(delay),
+    )
+    driver = GenericDriver(host, {"quiescence": 0.8})
+    fut: asyncio.Future[None] = asyncio.new_event_loop().create_future()
+    driver._settled = fut
+    driver.settle = 0.8
+    driver._check()
+    assert later == [] and fut.done()

@@ -24,6 +24,9 @@ from litbridge.drivers.paste import bracketed
 QUIESCENCE = 3.0  # long enough not to split `echo a; sleep 2; echo b` into two answers
 STARTUP_MAX = 30.0
 SILENT_START = 3.0  # a program that prints nothing at all is taken as ready after this long
+CLOCK_SLACK = 1e-6
+"""A timer fires at `last + window`, where `now - last` may round to just under `window` (0.8 s after 0.969472
+is 0.7999999999999999): waiting that 1e-16 s again never moves a virtual clock, so it counts as elapsed."""
 STARTUP_SETTLE = 0.8  # startup: the first settle needs no long window
 INTERRUPT = b"\x03"
 INTERRUPT_AGAIN = 1.5  # s: a Ctrl-C the running command has not ended by then is pressed again ...
@@ -148,13 +151,13 @@ class GenericDriver(Driver, EngineHooks):
         settled = self._settled is not None and self._settled.done()
         window = self.quiet if settled else self.settle
         quiet_for = self.host.loop.time() - max(self.host.last_output_at, self._quiet_from)
-        if quiet_for < window:
+        if quiet_for < window - CLOCK_SLACK:
             self._timer = self.host.call_later(window - quiet_for, self._check)
             return
         if not settled:
             assert self._settled is not None
             silent_for = self.host.loop.time() - self.host.spawned_at
-            if self.host.last_output_at == 0.0 and silent_for < SILENT_START:
+            if self.host.last_output_at == 0.0 and silent_for < SILENT_START - CLOCK_SLACK:
                 # nothing printed yet: a slow starter (an interpreter on a loaded box) is not "settled"
                 self._timer = self.host.call_later(min(self.quiet, SILENT_START - silent_for), self._check)
                 return
