@@ -10,6 +10,7 @@ filled before entries were keyed, `<cache>/claude-code` and so on, is used where
 - the real Claude Code 2.1.328 native binary from npm              -> <cache>/claude-code-2.1.328/
 - the real Codex CLI 0.169.0 native binary from npm                -> <cache>/codex-0.169.0/
 - the real Gemini CLI 0.61.0 (Node) from npm                       -> <cache>/gemini-0.61.0/
+- the real GitHub Copilot CLI 1.0.102 native binary from npm        -> <cache>/copilot-1.0.102/
 - Debian's chromium, zsh, fish, nats-server (browser, shell, fleet tests) -> /usr/bin, through
   `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
   packages apt-get would add or upgrade are listed first; at a terminal it asks, and it goes ahead without
@@ -84,6 +85,13 @@ CODEX_CAPTURES = Path(
 # $LITBRIDGE_GEMINI_CAPTURES points elsewhere (e.g. the full set).
 GEMINI_CAPTURES = Path(
     os.environ.get("LITBRIDGE_GEMINI_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "gemini")
+)
+COPILOT_VERSION = "1.0.102"
+COPILOT_DIR = cache_entry("copilot", COPILOT_VERSION, "@github/copilot")
+# The real Copilot CLI recordings the tests replay, likewise (see its README); $LITBRIDGE_COPILOT_CAPTURES
+# points elsewhere.
+COPILOT_CAPTURES = Path(
+    os.environ.get("LITBRIDGE_COPILOT_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "copilot")
 )
 OFFLINE = False
 """Set by `--offline`: every fetch only reports whether the cache holds its entry."""
@@ -393,6 +401,41 @@ def fetch_gemini() -> bool:
     return True
 
 
+def copilot_binary() -> Path:
+    """The native binary the linux-x64 platform package carries (no Node launcher in between)."""
+    return COPILOT_DIR / "node_modules" / "@github" / "copilot-linux-x64" / "copilot"
+
+
+def copilot_missing() -> str | None:
+    """Why the real Copilot CLI tests cannot run here, or None when the binary is installed."""
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        return f"the Copilot CLI {COPILOT_VERSION} fixture is the linux-x64 binary"
+    if not copilot_binary().exists():
+        return f"Copilot CLI {COPILOT_VERSION} not fetched (run tests/fetch_fixtures.py; needs npm)"
+    return None
+
+
+def fetch_copilot() -> bool:
+    """`@github/copilot@1.0.102` (launcher + the linux-x64 platform package); no install scripts."""
+    if copilot_binary().exists():
+        return True
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        print("fetch_fixtures: the Copilot CLI fixture is linux-x64 only; real Copilot tests will skip", file=sys.stderr)
+        return False
+    if _offline(f"the Copilot CLI {COPILOT_VERSION}"):
+        return False
+    if shutil.which("npm") is None:
+        print("fetch_fixtures: npm not available; real Copilot CLI tests will skip", file=sys.stderr)
+        return False
+    if not npm_install(COPILOT_DIR, f"@github/copilot@{COPILOT_VERSION}", "the Copilot CLI"):
+        return False
+    if not copilot_binary().exists():
+        print("fetch_fixtures: npm installed the Copilot CLI without its linux-x64 binary", file=sys.stderr)
+        return False
+    copilot_binary().chmod(0o755)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     global OFFLINE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -406,11 +449,12 @@ def main(argv: list[str] | None = None) -> int:
     ok_claude = fetch_claude()
     ok_codex = fetch_codex()
     ok_gemini = fetch_gemini()
+    ok_copilot = fetch_copilot()
     if args.no_system:
         system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
     else:
         system = fetch_system_packages(assume_yes=args.yes)
-    found = {"pyte sdist": ok_pyte, "claude": ok_claude, "codex": ok_codex, "gemini": ok_gemini, **system}
+    found = {"pyte sdist": ok_pyte, "claude": ok_claude, "codex": ok_codex, "gemini": ok_gemini, "copilot": ok_copilot, **system}
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))
     return 0  # never fail the run here: dependent tests skip with a reason
 
