@@ -1,0 +1,255 @@
+"""GitHub Copilot CLI 1.0.x screen rules, pure (no I/O, no timing, no driver state).
+
+Read off the 1.0.102 recordings in tests/fixtures/captures/copilot/. The bottom of the main screen is the live
+area: the cwd row, a full-width rule, the input row `❯ <draft>`, another rule and the footer (`← open sidebar ·
+Interactive · Manual Approval · …  <model>` when idle, `◉ Working · 16 B esc esc interrupt  <model>` while busy).
+A dialog (folder trust, a tool approval) replaces the input area with a rounded box whose options are
+`│ ❯ 1. Yes │`. A scrollbar (`┃`) may take the last column once the conversation is taller than the screen.
+
+A later version: `v1_1.py` with `class Rules(v1_0.Rules)` overriding what changed, and one line in `versions.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from litbridge.drivers.dialog import Dialog, Option
+from litbridge.drivers.kit import Rules as BaseRules
+
+__all__ = ["Rules", "ScreenState"]
+
+
+@dataclass
+class ScreenState:
+    """One frame read (the engine's `Reading`): `state` blank / dialog / busy / idle / other; `input_row` the
+    input row's index (None when no input is drawn); `footer` the footer row's text."""
+
+    state: str
+    dialog: Dialog | None = None
+    spinner: str | None = None
+    input_row: int | None = None
+    draft: str = ""
+    footer: str = ""
+    version: str | None = None
+
+    @property
+    def live_prompt(self) -> bool:
+        return self.input_row is not None and self.dialog is None
+
+
+class Rules(BaseRules):
+    """Copilot CLI 1.0 rules: every marker a class attribute, every reading a method."""
+
+    VERSION = "1.0"
+
+    HEADER_RE = re.compile(r"Copilot v(\d+\.\d+\.\d+)")
+    RULE_RE = re.compile(r"^─{40,}$")
+    INPUT_PREFIX = "❯"
+    BUSY_RE = re.compile(r"^\s*\S?\s*(Working|Thinking|Running|Compacting)\b.*\besc\b")
+    """The footer while a turn runs (`◉ Working · 16 B esc esc interrupt`, `◎ Working esc esc edit prompt`)."""
+    BUSY_MARKS = ("esc to cancel", "esc interrupt")
+    SCROLLBAR = "┃"
+    BOX_TOP, BOX_BOTTOM, BOX_SIDE = "╭", "╰", "│"
+    OPTION_RE = re.compile(r"^(❯)?\s*(\d+)\.\s+(.+?)$")
+    NAV_HINT = "to navigate"
+    TRUST_TITLE = "Confirm folder trust"
+    TRUST_QUESTION = "Do you trust the files in this folder?"
+    PERMISSION_RE = re.compile(r"^Do you want to .+\?$")
+    ANSWER_MARK = "● "
+    PROMPT_ROW_RE = re.compile(r"^ ❯ (.*?)(?:\s{2,}\d{1,2}:\d{2})?$")
+    """A prompt as the conversation shows it (` ❯ Say hello   10:39`)."""
+    TOOL_MARKS = ("$ ", "✗ ", "✓ ", "○ ", "◐ ")
+    STATUS_TEXTS = ("Operation cancelled by user", "Request failed due to a transient API error")
+
+    STARTUP_ACCEPT: ClassVar[Mapping[str, str]] = {"trust": "Yes"}
+    """The folder trust dialog: `1. Yes` trusts it for this run only (`Launch` picks "Yes, and remember" when
+    the caller preapproves)."""
+    QUESTION_KIND: ClassVar[Mapping[str, str]] = {"permission": "permission", "trust": "trust"}
+
+    # -------------------------------------------------------------------------------------------- rows
+    def clean(self, rows: list[str]) -> list[str]:
+        """Rows without trailing blanks and the scrollbar column."""
+        out = []
+        for r in rows:
+            r = r.rstrip()
+            if r.endswith(self.SCROLLBAR):
+                r = r[:-1].rstrip()
+            out.append(r)
+        return out
+
+    def version_of(self, rows: list[str]) -> str | None:
+        for r in rows[:12]:
+            m = self.HEADER_RE.search(r)
+            if m:
+                return m.group(1)
+        return None
+
+    def input_area(self, rows: list[str]) -> tuple[int, int] | None:
+        """(input row, footer row) of the live area: a rule, `❯ …` rows, a rule, the footer; None when not drawn."""
+        n = len(rows)
+        for i in range(n - 1, max(n - 16, 0), -1):
+            if not self.RULE_RE.match(rows[i]):
+                continue
+            # rows[i] is the rule under the input; the one above the input is further up
+            for j in range(i - 1, max(i - 10, -1), -1):
+                if self.RULE_RE.match(rows[j]):
+                    if rows[j + 1].startswith(self.INPUT_PREFIX):
+                        footer = next((k for k in range(i + 1, n) if rows[k].strip()), i + 1)
+                        return j + 1, footer
+                    break
+        return None
+
+    # -------------------------------------------------------------------------------------------- dialogs
+    def _box(self, rows: list[str]) -> tuple[int, int] | None:
+        """(top, bottom) of the rounded box at the bottom of the screen, or None."""
+        last = next((i for i in range(len(rows) - 1, -1, -1) if rows[i].strip()), None)
+        if last is None or not rows[last].lstrip().startswith(self.BOX_BOTTOM):
+            return None
+        for i in range(last - 1, -1, -1):
+            s = rows[i].lstrip()
+            if s.startswith(self.BOX_TOP) and not rows[i].startswith(self.BOX_SIDE):
+                if len(rows[i]) - len(s) == 0 or i == 0 or not rows[i - 1].startswith(self.BOX_SIDE):
+                    return i, last
+            if not s.startswith((self.BOX_SIDE, self.BOX_TOP)):
+                return None
+        return None
+
+    def _inner(self, row: str) -> str:
+        s = row.strip()
+        if s.startswith(self.BOX_SIDE):
+            s = s[1:]
+        if s.endswith(self.BOX_SIDE):
+            s = s[:-1]
+        return s.strip()
+
+    def parse_dialog(self, rows: list[str]) -> Dialog | None:
+        """The dialog box at the bottom of the screen, or None."""
+        box = self._box(rows)
+        if box is None:
+            return None
+        top, bottom = box
+        inner = [self._inner(r) for r in rows[top + 1 : bottom]]
+        options: list[Option] = []
+        for k, s in enumerate(inner):
+            m = self.OPTION_RE.match(s)
+            if m and int(m.group(2)) == len(options) + 1:
+                options.append(Option(m.group(2), m.group(3).strip(), bool(m.group(1)), top + 1 + k))
+        if not options or not any(self.NAV_HINT in s for s in inner):
+            return None
+        text = next((s for s in inner if s.endswith("?")), "")
+        if self.TRUST_TITLE in inner or text == self.TRUST_QUESTION:
+            folder = next((self._inner(s) for s in inner if self._inner(s).startswith(("/", "~"))), "")
+            fields = {"folder": folder} if folder else {}
+            return Dialog("trust", text or self.TRUST_QUESTION, options, folder, fields, ident=(folder,))
+        if self.PERMISSION_RE.match(text):
+            return self._permission(inner, text, options)
+        return Dialog("unknown", text or next((s for s in inner if s), ""), options)
+
+    def _permission(self, inner: list[str], text: str, options: list[Option]) -> Dialog:
+        """A tool approval: its title row (the tool's stated intention) and the command in the inner box."""
+        head: list[str] = []
+        command: list[str] = []
+        in_box = False
+        for s in inner:
+            if s == text:
+                break
+            if s.startswith(self.BOX_TOP):
+                in_box = True
+                continue
+            if s.startswith(self.BOX_BOTTOM):
+                in_box = False
+                continue
+            if in_box:
+                command.append(self._inner(s))
+            elif s and not s.startswith("─"):
+                head.append(s)
+        fields: dict[str, str] = {}
+        if head:
+            fields["intention"] = " ".join(head)
+        if command:
+            fields["command"] = "\n".join(command).strip()
+        detail = "\n".join(x for x in (fields.get("intention"), fields.get("command")) if x)
+        return Dialog("permission", text, options, detail, fields, ident=tuple(sorted(fields.items())))
+
+    def dialog_keys(self, dialog: Dialog, index: int) -> list[str]:
+        """Keys that pick option `index`: Esc for the option whose label says so (`… (Esc to stop)`: a bare
+        Enter there waits for typed feedback), else arrows from the highlighted row and Enter."""
+        if "(esc" in dialog.options[index].label.lower():
+            return ["Esc"]
+        cur = dialog.selected_index() or 0
+        step = "Down" if index > cur else "Up"
+        return [step] * abs(index - cur) + ["Enter"]
+
+    # -------------------------------------------------------------------------------------------- state
+    def classify(self, rows: list[str]) -> ScreenState:
+        rows = self.clean(rows)
+        version = self.version_of(rows)
+        if not any(r.strip() for r in rows):
+            return ScreenState("blank", version=version)
+        dialog = self.parse_dialog(rows)
+        if dialog is not None:
+            return ScreenState("dialog", dialog, version=version)
+        area = self.input_area(rows)
+        if area is None:
+            return ScreenState("other", version=version)
+        inp, foot = area
+        draft = rows[inp][len(self.INPUT_PREFIX) :].strip()
+        footer = rows[foot].strip() if foot < len(rows) else ""
+        if self.BUSY_RE.match(footer) or any(m in footer for m in self.BUSY_MARKS):
+            spinner = re.split(r"\s{2,}", footer)[0]
+            return ScreenState("busy", None, spinner, inp, draft, footer, version)
+        return ScreenState("idle", None, None, inp, draft, footer, version)
+
+    # -------------------------------------------------------------------------------------------- text
+    def find_prompt(self, rows: list[str], text: str | None) -> int | None:
+        """Row of the turn's prompt in the conversation (the newest ` ❯ <first line>` above the live area)."""
+        rows = self.clean(rows)
+        area = self.input_area(rows)
+        end = area[0] - 1 if area else len(rows)
+        first = (text or "").strip().split("\n", 1)[0][:60].strip()
+        for i in range(end - 1, -1, -1):
+            m = self.PROMPT_ROW_RE.match(rows[i])
+            if m and (not first or m.group(1).startswith(first) or first.startswith(m.group(1).strip())):
+                return i
+        return None
+
+    def extract_response(self, rows: list[str], start: int | None) -> str:
+        """The assistant's words below the prompt row, as drawn (`● ` items, 3-space continuation); tool items
+        and status lines left out. Streaming only: `complete` carries the record's exact text."""
+        if start is None:
+            return ""
+        rows = self.clean(rows)
+        area = self.input_area(rows)
+        end = area[0] - 1 if area else len(rows)
+        if area and end > start and rows[end - 1].startswith(" /"):
+            end -= 1  # the cwd row above the input rule
+        out: list[str] = []
+        skipping = False
+        for r in rows[start + 1 : end]:
+            body = r[1:] if r.startswith(" ") else r
+            if body.startswith(self.ANSWER_MARK):
+                text = body[len(self.ANSWER_MARK) :]
+                skipping = any(text.startswith(s) for s in self.STATUS_TEXTS)
+                if not skipping:
+                    out.append(text)
+            elif body.startswith(self.TOOL_MARKS) or body.startswith("╭") or body.startswith("│"):
+                skipping = True
+            elif not r.strip():
+                if not skipping:
+                    out.append("")
+            elif not skipping:
+                out.append(r[3:] if r.startswith("   ") else r.strip())
+        return "\n".join(out).strip("\n")
+
+    def modal_excerpt(self, rows: list[str]) -> str | None:
+        rows = self.clean(rows)
+        if self.input_area(rows) is not None:
+            return None
+        box = self._box(rows)
+        if box is None:
+            return None
+        text = [self._inner(r) for r in rows[box[0] : box[1] + 1] if self._inner(r)]
+        return "\n".join(text[-8:]) or None
