@@ -102,3 +102,40 @@ async def test_ready_exact_answer_approval_deny_interrupt_error_then_kill(lb, ke
             break
         await asyncio.sleep(0.1)
     assert processes_with_home(copilot_home.home) == []
+
+
+async def test_twenty_queued_turns_all_end_then_kill_store_resume_resumes(lb, key, copilot_home, mock) -> None:
+    await lb.create(create_cmd(key, copilot_home, mock))
+    n = 20
+    mock.push(*({"label": f"t{i}", "text": f"Answer {i}."} for i in range(n)))
+    start = len(lb.events)
+    for i in range(n):  # sent at once: the session queues them, each runs once the CLI is idle again
+        await lb.send("send", session=key, content=f"Question {i}?")
+    ends = []
+    for _ in range(n):
+        end = await lb.session_event(
+            key, ("complete", "interrupted", "turn_error"), start=(ends[-1]["_index"] + 1) if ends else start,
+            timeout=120,
+        )
+        ends.append(end)
+    assert [e["event"] for e in ends] == ["complete"] * n  # no dark turn: every send ended, in order
+    assert [e["content"] for e in ends] == [f"Answer {i}." for i in range(n)]
+    assert len({e["turn_id"] for e in ends}) == n
+    await asyncio.sleep(1.0)
+    assert len(lb.since(key, start, "complete")) == n
+
+    # kill{store_resume} -> the next create resumes the same conversation (`--resume=<id>`)
+    start = len(lb.events)
+    await lb.send("kill", session=key, store_resume=True)
+    await lb.session_event(key, "killed", start=start)
+    ready = await lb.create(create_cmd(key, copilot_home, mock))
+    assert ready["resumed"] is True, ready
+    mock.push({"label": "again", "text": "Still here."})
+    end = await lb.turn(key, "Do you remember?")
+    assert end["event"] == "complete" and end["content"] == "Still here.", end
+    body = mock.main_requests()[-1]["body"]
+    said = json.dumps(body["messages"], ensure_ascii=False)
+    assert "Question 0?" in said and "Answer 19." in said  # the model saw the resumed history
+    start = len(lb.events)
+    await lb.send("kill", session=key)
+    await lb.session_event(key, "killed", start=start)
