@@ -420,7 +420,10 @@ def fetch_copilot() -> bool:
     if copilot_binary().exists():
         return True
     if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
-        print("fetch_fixtures: the Copilot CLI fixture is linux-x64 only; real Copilot tests will skip", file=sys.stderr)
+        print(
+            "fetch_fixtures: the Copilot CLI fixture is linux-x64 only; real Copilot tests will skip",
+            file=sys.stderr,
+        )
         return False
     if _offline(f"the Copilot CLI {COPILOT_VERSION}"):
         return False
@@ -454,7 +457,14 @@ def main(argv: list[str] | None = None) -> int:
         system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
     else:
         system = fetch_system_packages(assume_yes=args.yes)
-    found = {"pyte sdist": ok_pyte, "claude": ok_claude, "codex": ok_codex, "gemini": ok_gemini, "copilot": ok_copilot, **system}
+    found = {
+        "pyte sdist": ok_pyte,
+        "claude": ok_claude,
+        "codex": ok_codex,
+        "gemini": ok_gemini,
+        "copilot": ok_copilot,
+        **system,
+    }
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))
     return 0  # never fail the run here: dependent tests skip with a reason
 

@@ -20,9 +20,12 @@ def _record_types(path) -> list[str]:
     return [json.loads(line)["type"] for line in path.read_text().splitlines() if line.strip()]
 
 
-async def test_ready_exact_answer_approval_deny_interrupt_error_then_kill(lb, key, copilot_home, mock) -> None:
+async def test_ready_exact_answer_approval_deny_interrupt_error_then_kill(
+    lb, key, copilot_home, mock
+) -> None:
     ready = await lb.create(create_cmd(key, copilot_home, mock))
     assert ready["session"] == key
+    assert ready["model"] == "mock-model" and ready["resumed"] is False
     dismissed = lb.since(key, 0, "dialog_dismissed")
     assert dismissed and "trust" in json.dumps(dismissed[0]).lower(), dismissed
     # the trust answer is "Yes" (this run only): nothing remembered in the session's config
@@ -47,7 +50,9 @@ async def test_ready_exact_answer_approval_deny_interrupt_error_then_kill(lb, ke
 
     # approval asked -> approved by digit -> the tool ran -> complete
     marker = copilot_home.cwd / "approved.txt"
-    mock.push(shell_call(f"echo ran > {marker.name}", "write a marker"), {"label": "after", "text": "Written."})
+    mock.push(
+        shell_call(f"echo ran > {marker.name}", "write a marker"), {"label": "after", "text": "Written."}
+    )
     start = len(lb.events)
     await lb.send("send", session=key, content="Write the marker file.")
     q = await lb.session_event(key, "question", start=start, timeout=90)
@@ -104,7 +109,9 @@ async def test_ready_exact_answer_approval_deny_interrupt_error_then_kill(lb, ke
     assert processes_with_home(copilot_home.home) == []
 
 
-async def test_twenty_queued_turns_all_end_then_kill_store_resume_resumes(lb, key, copilot_home, mock) -> None:
+async def test_twenty_queued_turns_all_end_then_kill_store_resume_resumes(
+    lb, key, copilot_home, mock
+) -> None:
     await lb.create(create_cmd(key, copilot_home, mock))
     n = 20
     mock.push(*({"label": f"t{i}", "text": f"Answer {i}."} for i in range(n)))
@@ -114,7 +121,9 @@ async def test_twenty_queued_turns_all_end_then_kill_store_resume_resumes(lb, ke
     ends = []
     for _ in range(n):
         end = await lb.session_event(
-            key, ("complete", "interrupted", "turn_error"), start=(ends[-1]["_index"] + 1) if ends else start,
+            key,
+            ("complete", "interrupted", "turn_error"),
+            start=(ends[-1]["_index"] + 1) if ends else start,
             timeout=120,
         )
         ends.append(end)

@@ -16,7 +16,7 @@ from litbridge.drivers import kit
 from litbridge.drivers.base import DriverError, DriverHost, LaunchSpec
 from litbridge.drivers.copilot.events import events_path, is_session_id
 
-__all__ = ["CopilotLaunchHost", "ENV", "Launch", "flag_value"]
+__all__ = ["ENV", "CopilotLaunchHost", "Launch", "flag_value"]
 
 ENV: dict[str, str] = {"COPILOT_AUTO_UPDATE": "false"}
 """The session's own env additions (a caller's `create.env` still wins)."""
@@ -88,7 +88,11 @@ class Launch(kit.Launch["CopilotLaunchHost"]):
         if d.model and flag_value(args, ("--model",)) is None:
             args += ["--model", str(d.model)]
         return LaunchSpec(
-            argv=[d.binary(), *args], env=dict(ENV), cwd=d.cwd, transport="pty", env_remove=list(self.ENV_REMOVE)
+            argv=[d.binary(), *args],
+            env=dict(ENV),
+            cwd=d.cwd,
+            transport="pty",
+            env_remove=list(self.ENV_REMOVE),
         )
 
     def startup_answer(self, dialog: Any) -> str | None:
