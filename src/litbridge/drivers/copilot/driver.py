@@ -64,6 +64,7 @@ class CopilotDriver(EngineDriver):
         self.session_id: str | None = None  # set by the launch (a fresh UUID, or the resumed one)
         self.follower: EventsFollower | None = None
         self._last_esc = 0.0
+        self.footer_model: str | None = None
 
     @property
     def tracker(self) -> TurnTracker | None:
@@ -97,10 +98,12 @@ class CopilotDriver(EngineDriver):
             raise
         version = self.rules.version_of(self.rules.clean(self._rows()))
         self.cli_version = self.cli_version or version
+        self.footer_model = self.rules.footer_model(self._rows())
         return self.ready_fields()
 
     def reported_model(self) -> str | None:
-        return self.model or self.env.get("COPILOT_MODEL") or None
+        """`create.model`, else `COPILOT_MODEL` from the session's env, else what the footer names."""
+        return self.model or self.env.get("COPILOT_MODEL") or self.footer_model
 
     # ------------------------------------------------------------------------------------------ events in
     def on_exit(self, exit_code: int | None) -> None:

@@ -217,32 +217,41 @@ class Rules(BaseRules):
         return None
 
     def extract_response(self, rows: list[str], start: int | None) -> str:
-        """The assistant's words below the prompt row, as drawn (`● ` items, 3-space continuation); tool items
-        and status lines left out. Streaming only: `complete` carries the record's exact text."""
+        """The assistant's words below the prompt row, as drawn: its `● ` items and their 3-space continuation
+        rows; the prompt's own continuation rows, tool items, status lines and the cwd row left out. Streaming
+        only: `complete` carries the record's exact text."""
         if start is None:
             return ""
         rows = self.clean(rows)
         area = self.input_area(rows)
         end = area[0] - 1 if area else len(rows)
-        if area and end > start and rows[end - 1].startswith(" /"):
-            end -= 1  # the cwd row above the input rule
         out: list[str] = []
-        skipping = False
+        in_answer = False
         for r in rows[start + 1 : end]:
-            body = r[1:] if r.startswith(" ") else r
-            if body.startswith(self.ANSWER_MARK):
-                text = body[len(self.ANSWER_MARK) :]
-                skipping = any(text.startswith(s) for s in self.STATUS_TEXTS)
-                if not skipping:
+            if r.startswith(" " + self.ANSWER_MARK):
+                text = r[1 + len(self.ANSWER_MARK) :]
+                in_answer = not any(text.startswith(s) for s in self.STATUS_TEXTS)
+                if in_answer:
+                    if out:
+                        out.append("")
                     out.append(text)
-            elif body.startswith(self.TOOL_MARKS) or body.startswith("╭") or body.startswith("│"):
-                skipping = True
-            elif not r.strip():
-                if not skipping:
-                    out.append("")
-            elif not skipping:
-                out.append(r[3:] if r.startswith("   ") else r.strip())
-        return "\n".join(out).strip("\n")
+            elif in_answer and r.startswith("   "):
+                out.append(r[3:])
+            elif in_answer and not r.strip():
+                out.append("")
+            elif r.strip():
+                in_answer = False  # a tool item, the cwd row, the prompt's own continuation rows
+        text = "\n".join(out).strip("\n")
+        return re.sub(r"\n{3,}", "\n\n", text)
+
+    def footer_model(self, rows: list[str]) -> str | None:
+        """The model named at the right end of the idle footer (`… · tab next tab      mock-model`)."""
+        rows = self.clean(rows)
+        area = self.input_area(rows)
+        if area is None or area[1] >= len(rows):
+            return None
+        cells = re.split(r"\s{2,}", rows[area[1]].strip())
+        return cells[-1] if len(cells) > 1 and " " not in cells[-1] else None
 
     def modal_excerpt(self, rows: list[str]) -> str | None:
         rows = self.clean(rows)
