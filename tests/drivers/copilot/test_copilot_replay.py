@@ -17,7 +17,9 @@ from litbridge.replay import Capture, replay
 TERMINAL = ("complete", "interrupted", "turn_error")
 
 EXPECTED = {
-    "copilot_first_start_qa": [("complete", "Line one?\n二行目は日本語です 🎉\n\n- a *list* item\n\nDone? Yes! 👍")],
+    "copilot_first_start_qa": [
+        ("complete", "Line one?\n二行目は日本語です 🎉\n\n- a *list* item\n\nDone? Yes! 👍")
+    ],
     "copilot_tool_approval": [
         ("complete", "Written."),
         ("interrupted", ""),  # Esc at the approval: Copilot cancels the request
@@ -79,7 +81,14 @@ def test_replay_streams_the_answer_then_the_exact_text() -> None:
 
 def test_explain_reads_the_recording_with_the_copilot_rules() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "litbridge", "explain", "--json", str(COPILOT_CAPTURES / "copilot_tool_approval")],
+        [
+            sys.executable,
+            "-m",
+            "litbridge",
+            "explain",
+            "--json",
+            str(COPILOT_CAPTURES / "copilot_tool_approval"),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

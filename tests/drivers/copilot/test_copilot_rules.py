@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from litbridge.drivers.copilot.v1_0 import Rules
-
 from fetch_fixtures import COPILOT_CAPTURES
+from litbridge.drivers.copilot.v1_0 import Rules
 
 RULES = Rules()
 
@@ -22,7 +21,11 @@ def test_trust_dialog() -> None:
     assert d is not None and d.kind == "trust" and RULES.question_kind(d) == "trust"
     assert d.text == "Do you trust the files in this folder?"
     assert [(o.digit, o.selected) for o in d.options] == [("1", True), ("2", False), ("3", False)]
-    assert [o.label for o in d.options] == ["Yes", "Yes, and remember this folder for future sessions", "No (Esc)"]
+    assert [o.label for o in d.options] == [
+        "Yes",
+        "Yes, and remember this folder for future sessions",
+        "No (Esc)",
+    ]
     assert d.fields["folder"].endswith("/work")
     assert d.find(label=RULES.STARTUP_ACCEPT["trust"]) == 0  # "Yes": this run only
     assert RULES.dialog_keys(d, 0) == ["Enter"] and RULES.dialog_keys(d, 1) == ["Down", "Enter"]
@@ -54,7 +57,10 @@ def test_permission_dialog_detail_and_keys() -> None:
     assert d.text == "Do you want to run this command?"
     assert d.fields == {"intention": "write a marker", "command": "echo ran > approved.txt"}
     assert d.wire_detail() == d.fields
-    assert [o.label for o in d.options] == ["Yes", "No, and tell Copilot what to do differently (Esc to stop)"]
+    assert [o.label for o in d.options] == [
+        "Yes",
+        "No, and tell Copilot what to do differently (Esc to stop)",
+    ]
     assert RULES.dialog_keys(d, 0) == ["Enter"]
     assert RULES.dialog_keys(d, 1) == ["Esc"]  # Enter on that row waits for typed feedback
     moved = RULES.classify(screen("copilot_tool_approval", "03_deny_selected")).dialog
