@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fetch_fixtures import CAPTURES, chromium_binary, codex_unavailable, gemini_missing
+from fetch_fixtures import CAPTURES, chromium_binary, codex_unavailable, copilot_missing, gemini_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -131,6 +131,20 @@ def test_gemini_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
         pytest.skip(reason)
     rows = ["| mock's last chunk → complete, p50 |", "| create → ready, p50 |"]
     _rows(smoke_output, "litbridge + real Gemini CLI 0.61.0 (same run)", rows)
+
+
+@pytest.mark.timeout(960)
+def test_copilot_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    """Against the real Copilot CLI binary, offline (the benchmark skips, saying why, where it was not fetched)."""
+    reason = copilot_missing()
+    if reason:
+        pytest.skip(reason)
+    rows = [
+        "| mock's last byte → complete, p50 |",
+        "| events.jsonl write → complete, p50 |",
+        "| create → ready, p50 |",
+    ]
+    _rows(smoke_output, "litbridge + real Copilot CLI 1.0.102 (same run)", rows)
 
 
 @pytest.mark.timeout(960)
