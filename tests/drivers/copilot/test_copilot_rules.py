@@ -84,3 +84,21 @@ def test_scrollbar_column_is_ignored() -> None:
 
 def test_captures_folder_is_the_repository_copy() -> None:
     assert isinstance(COPILOT_CAPTURES, Path) and (COPILOT_CAPTURES / "copilot_first_start_qa").is_dir()
+
+
+def test_busy_spinner_without_the_byte_counter_and_the_streamed_text() -> None:
+    """The footer's `· 28 B` changes with every chunk: left out, `thinking` is relayed once per real change."""
+    rows = screen("copilot_interrupt_error", "01_streaming")
+    r = RULES.classify(rows)
+    assert r.state == "busy" and r.spinner == "◎ Working esc esc interrupt"
+    start = RULES.find_prompt(rows, "Tell me a long story.")
+    assert RULES.extract_response(rows, start).startswith("Once upon a time")
+
+
+def test_after_an_interrupt_and_an_api_error_the_status_rows_are_no_answer() -> None:
+    rows = screen("copilot_interrupt_error", "03_error")
+    assert RULES.classify(rows).state == "idle"
+    assert RULES.extract_response(rows, RULES.find_prompt(rows, "This one fails.")) == ""
+    rows = screen("copilot_interrupt_error", "02_interrupted")
+    text = RULES.extract_response(rows, RULES.find_prompt(rows, "Tell me a long story."))
+    assert text.startswith("Once upon a time") and "Operation cancelled" not in text

@@ -51,6 +51,9 @@ class Rules(BaseRules):
     BUSY_RE = re.compile(r"^\s*\S?\s*(Working|Thinking|Running|Compacting)\b.*\besc\b")
     """The footer while a turn runs (`◉ Working · 16 B esc esc interrupt`, `◎ Working esc esc edit prompt`)."""
     BUSY_MARKS = ("esc to cancel", "esc interrupt")
+    COUNTER_RE = re.compile(r" · [\d.,]+ ?[kKMG]?B\b")
+    """The streamed-bytes counter in the busy footer (`· 16 B`): left out of the spinner, which is relayed as
+    `thinking` once per change of its text."""
     SCROLLBAR = "┃"
     BOX_TOP, BOX_BOTTOM, BOX_SIDE = "╭", "╰", "│"
     OPTION_RE = re.compile(r"^(❯)?\s*(\d+)\.\s+(.+?)$")
@@ -199,7 +202,7 @@ class Rules(BaseRules):
         draft = rows[inp][len(self.INPUT_PREFIX) :].strip()
         footer = rows[foot].strip() if foot < len(rows) else ""
         if self.BUSY_RE.match(footer) or any(m in footer for m in self.BUSY_MARKS):
-            spinner = re.split(r"\s{2,}", footer)[0]
+            spinner = self.COUNTER_RE.sub("", re.split(r"\s{2,}", footer)[0])
             return ScreenState("busy", None, spinner, inp, draft, footer, version)
         return ScreenState("idle", None, None, inp, draft, footer, version)
 
