@@ -176,7 +176,7 @@ def test_accuracy_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
     _rows(
         smoke_output,
         "litbridge state accuracy against the CLIs' own records (same run)",
-        [*rows, "| gemini | 1 (1) |"],
+        [*rows, "| gemini | 1 (1) |", "| copilot | 1 (1) |"],
     )
 
 
