@@ -69,6 +69,22 @@ async def test_ready_exact_answer_approval_deny_interrupt_error_then_kill(
     assert uses and uses[0]["name"] == "bash"
     assert results and not results[0].get("is_error")
 
+    # Copilot's own question to the user (`ask_user`): a choice, its options numbered by the driver
+    ask = {"message": "Which color do you like?", "requestedSchema": {"properties": {"color": {"type": "string",
+           "enum": ["red", "blue"]}}, "required": ["color"]}}  # fmt: skip
+    mock.push(
+        {"tool_calls": [{"name": "ask_user", "arguments": ask}]}, {"label": "thanks", "text": "Thanks."}
+    )
+    start = len(lb.events)
+    await lb.send("send", session=key, content="Ask me something.")
+    q = await lb.session_event(key, "question", start=start, timeout=90)
+    assert q["kind"] == "choice" and q["text"] == "Which color do you like?", q
+    assert [(o["digit"], o["label"]) for o in q["options"]][:2] == [("1", "red"), ("2", "blue")]
+    await lb.send("answer", session=key, question_id=q["question_id"], digit="2")
+    end = await lb.session_event(key, ("complete", "interrupted", "turn_error"), start=start, timeout=90)
+    assert end["event"] == "complete" and end["content"] == "Thanks.", end
+    assert [r["content"] for r in lb.since(key, start, "tool_result")] == ["User responded: blue"]
+
     # deny: option 2 ("No, and tell Copilot what to do differently (Esc to stop)"): Copilot cancels the turn
     denied = copilot_home.cwd / "denied.txt"
     mock.push(shell_call(f"echo no > {denied.name}", "write another"))

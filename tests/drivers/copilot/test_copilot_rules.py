@@ -102,3 +102,48 @@ def test_after_an_interrupt_and_an_api_error_the_status_rows_are_no_answer() -> 
     rows = screen("copilot_interrupt_error", "02_interrupted")
     text = RULES.extract_response(rows, RULES.find_prompt(rows, "Tell me a long story."))
     assert text.startswith("Once upon a time") and "Operation cancelled" not in text
+
+
+def _pane(name: str) -> list[str]:
+    """A screen saved from a 200x50 tmux pane running the real 1.0.102 binary (screens/, see the README)."""
+    rows = (COPILOT_CAPTURES / "screens" / f"{name}.txt").read_text(encoding="utf-8").split("\n")
+    return (rows + [""] * 50)[:50]
+
+
+def test_file_create_approval_names_the_path_and_the_preview() -> None:
+    d = RULES.classify(_pane("create_file_permission")).dialog
+    assert d is not None and d.kind == "permission"
+    assert d.text.startswith("Do you want to create /") and d.text.endswith("/work/new.txt?")
+    assert d.fields["intention"] == "Create file"
+    assert d.fields["path"].endswith("/work/new.txt")
+    assert d.fields["preview"].startswith("new.txt +2 -0") and "hello" in d.fields["preview"]
+    assert "command" not in d.fields
+    assert [o.digit for o in d.options] == ["1", "2", "3"]
+    assert d.options[1].label.startswith("Yes, and don't ask again for file operations")
+    assert RULES.dialog_keys(d, 1) == ["Down", "Enter"] and RULES.dialog_keys(d, 2) == ["Esc"]
+
+
+def test_ask_user_form_is_a_choice_with_numbered_options() -> None:
+    r = RULES.classify(_pane("ask_user_form"))
+    d = r.dialog
+    assert r.state == "dialog" and d is not None and d.kind == "ask_user"
+    assert RULES.question_kind(d) == "choice"
+    assert d.text == "Which color do you like?" and d.fields == {"field": "color"}
+    assert [(o.digit, o.label, o.selected) for o in d.options] == [
+        ("1", "red", True),
+        ("2", "blue", False),
+        ("3", "Other (type your answer)", False),
+    ]
+    assert RULES.dialog_keys(d, 1) == ["Down", "Enter"]
+
+
+def test_finished_tool_items_are_no_answer_text() -> None:
+    rows = [
+        " ❯ create it" + " " * 150 + "11:09",
+        "",
+        " ● Create new.txt +2" + " " * 160 + "8s",
+        "",
+        " ● Created.",
+    ]
+    rows += [""] * 3 + [" ~/work", "─" * 200, "❯", "─" * 200, " ← open sidebar · Interactive"]
+    assert RULES.extract_response(rows, 0) == "Created."

@@ -65,12 +65,26 @@ class Rules(BaseRules):
     PROMPT_ROW_RE = re.compile(r"^ ❯ (.*?)(?:\s{2,}\d{1,2}:\d{2})?$")
     """A prompt as the conversation shows it (` ❯ Say hello   10:39`)."""
     TOOL_MARKS = ("$ ", "✗ ", "✓ ", "○ ", "◐ ")
-    STATUS_TEXTS = ("Operation cancelled by user", "Request failed due to a transient API error")
+    STATUS_TEXTS = (
+        "Operation cancelled by user",
+        "Request failed due to a transient API error",
+        "Response was interrupted due to a server error",
+    )
+    TOOL_ROW_RE = re.compile(r"\S\s{6,}\d+(\.\d+)?(ms|s|m( \d+s)?)$")
+    """A finished tool item (`● Create new.txt +2      8s`): its duration at the right end of the row."""
+    PERMISSION_PATH_RE = re.compile(r"^Do you want to (\w+) (/.+)\?$")
+    ASK_TITLE = "Copilot needs information."
+    ASK_HINT = "enter accept"
+    ASK_OPTION_RE = re.compile(r"^ (❯| ) (\S.*)$")
 
     STARTUP_ACCEPT: ClassVar[Mapping[str, str]] = {"trust": "Yes"}
     """The folder trust dialog: `1. Yes` trusts it for this run only (`Launch` picks "Yes, and remember" when
     the caller preapproves)."""
-    QUESTION_KIND: ClassVar[Mapping[str, str]] = {"permission": "permission", "trust": "trust"}
+    QUESTION_KIND: ClassVar[Mapping[str, str]] = {
+        "permission": "permission",
+        "trust": "trust",
+        "ask_user": "choice",
+    }
 
     # -------------------------------------------------------------------------------------------- rows
     def clean(self, rows: list[str]) -> list[str]:
@@ -152,30 +166,75 @@ class Rules(BaseRules):
         return Dialog("unknown", text or next((s for s in inner if s), ""), options)
 
     def _permission(self, inner: list[str], text: str, options: list[Option]) -> Dialog:
-        """A tool approval: its title row (the tool's stated intention) and the command in the inner box."""
-        head: list[str] = []
+        """A tool approval: its title row (a shell command's stated intention, `Create file`, ...), the command in
+        the inner box (shell), the preview rows (a file's name, folder and diff) and the path the question names."""
+        title = ""
         command: list[str] = []
-        in_box = False
+        preview: list[str] = []
+        in_box = after_rule = False
         for s in inner:
             if s == text:
                 break
             if s.startswith(self.BOX_TOP):
                 in_box = True
-                continue
-            if s.startswith(self.BOX_BOTTOM):
+            elif s.startswith(self.BOX_BOTTOM):
                 in_box = False
-                continue
-            if in_box:
+            elif in_box:
                 command.append(self._inner(s))
-            elif s and not s.startswith("─"):
-                head.append(s)
+            elif s.startswith("─"):
+                after_rule = True
+            elif not after_rule:
+                title = f"{title} {s}".strip() if s else title
+            else:
+                preview.append(s)
         fields: dict[str, str] = {}
-        if head:
-            fields["intention"] = " ".join(head)
+        if title:
+            fields["intention"] = title
         if command:
             fields["command"] = "\n".join(command).strip()
-        detail = "\n".join(x for x in (fields.get("intention"), fields.get("command")) if x)
+        m = self.PERMISSION_PATH_RE.match(text)
+        if m:
+            fields["path"] = m.group(2)
+        body = "\n".join(preview).strip("\n")
+        if body:
+            fields["preview"] = body
+        detail = "\n".join(x for x in (title, fields.get("command"), body) if x)
         return Dialog("permission", text, options, detail, fields, ident=tuple(sorted(fields.items())))
+
+    def parse_ask(self, rows: list[str]) -> Dialog | None:
+        """Copilot's `ask_user` form between two rules at the bottom: `Copilot needs information.`, the message,
+        the field (`color:`), its choices (no digits on screen: numbered here, `❯` marks the highlighted one), and
+        `↑/↓ select · enter accept · ctrl+d decline · esc cancel`."""
+        n = len(rows)
+        hint = next((i for i in range(n - 1, max(n - 6, -1), -1) if self.ASK_HINT in rows[i]), None)
+        if hint is None:
+            return None
+        top = next(
+            (i for i in range(hint - 1, max(hint - 30, -1), -1) if rows[i].strip() == self.ASK_TITLE), None
+        )
+        if top is None:
+            return None
+        body = rows[top + 1 : hint]
+        first = next(
+            (k for k, r in enumerate(body) if self.ASK_OPTION_RE.match(r) and r.startswith(" ❯")), None
+        )
+        if first is None:
+            return None
+        while first > 0 and self.ASK_OPTION_RE.match(body[first - 1]) and body[first - 1].startswith("   "):
+            first -= 1
+        options: list[Option] = []
+        for k in range(first, len(body)):
+            m = self.ASK_OPTION_RE.match(body[k])
+            if not m:
+                break
+            options.append(Option(str(len(options) + 1), m.group(2).strip(), m.group(1) == "❯", top + 1 + k))
+        head = [r.strip() for r in body[:first] if r.strip()]
+        field_name = head[-1][:-1] if head and head[-1].endswith(":") else ""
+        message = "\n".join(head[:-1] if field_name else head)
+        fields = {"field": field_name} if field_name else {}
+        return Dialog(
+            "ask_user", message, options, message, fields, question_kind="choice", ident=(field_name,)
+        )
 
     def dialog_keys(self, dialog: Dialog, index: int) -> list[str]:
         """Keys that pick option `index`: Esc for the option whose label says so (`… (Esc to stop)`: a bare
@@ -192,7 +251,7 @@ class Rules(BaseRules):
         version = self.version_of(rows)
         if not any(r.strip() for r in rows):
             return ScreenState("blank", version=version)
-        dialog = self.parse_dialog(rows)
+        dialog = self.parse_dialog(rows) or self.parse_ask(rows)
         if dialog is not None:
             return ScreenState("dialog", dialog, version=version)
         area = self.input_area(rows)
@@ -233,7 +292,9 @@ class Rules(BaseRules):
         for r in rows[start + 1 : end]:
             if r.startswith(" " + self.ANSWER_MARK):
                 text = r[1 + len(self.ANSWER_MARK) :]
-                in_answer = not any(text.startswith(s) for s in self.STATUS_TEXTS)
+                in_answer = not any(
+                    text.startswith(s) for s in self.STATUS_TEXTS
+                ) and not self.TOOL_ROW_RE.search(r)
                 if in_answer:
                     if out:
                         out.append("")
