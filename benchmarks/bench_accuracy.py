@@ -7,10 +7,11 @@ are "other". The truth comes from the record the CLI itself saved during the rec
 Codex's rollout, Gemini's chat file), never from the screen or from litbridge:
 
 - **turn start**: the user's entry (Claude: a `user` entry with typed text, not a tool result, an interrupt marker
-  or a local slash command; Codex: `task_started`; Gemini: a `user` entry with text).
+  or a local slash command; Codex: `task_started`; Gemini: a `user` entry with text; Copilot: `user.message`).
 - **turn end**: the final assistant entry (Claude: an `assistant` entry whose `stop_reason` is not `tool_use`, its
   `[Request interrupted` marker or its `turn_duration`; Codex: `task_complete` / `turn_aborted`; Gemini: a `gemini`
-  entry whose last version has no tool call, or its `Request cancelled` info entry).
+  entry whose last version has no tool call, or its `Request cancelled` info entry; Copilot: the `assistant.turn_end`
+  of a model call whose `assistant.message` asked for no tool, `abort` or `session.error`).
 - **question**: a tool call is pending (its call entry is in, its result is not) *and* the recorder pressed a key
   that answered it before the result: the record does not say "approval asked", the recording's key log does
   (`keys.jsonl`, labelled by the recorder; typing, pasting, Ctrl+C and interrupt keys are not answers). The question
@@ -55,7 +56,7 @@ from litbridge.replay import Capture, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "tests" / "fixtures" / "captures"
-CLIS = ("claude", "codex", "gemini")
+CLIS = ("claude", "codex", "gemini", "copilot")
 
 IDLE, WORKING, QUESTION = "idle", "working", "question"
 State = str | None  # one of the three classes, or None: other (starting, dead, stopped) / nothing yet
@@ -394,7 +395,29 @@ def gemini_marks(cap: Capture) -> list[Mark]:
     return marks
 
 
-MARKS = {"claude": claude_marks, "codex": codex_marks, "gemini": gemini_marks}
+def copilot_marks(cap: Capture) -> list[Mark]:
+    marks = []
+    answered = False  # the current model call wrote a message asking for no tool
+    for t, e in _entries(cap):
+        kind = e.get("type")
+        data = e.get("data") if isinstance(e.get("data"), dict) else {}
+        if kind == "user.message":
+            marks.append(Mark(t, "turn_start"))
+        elif kind == "assistant.turn_start":
+            answered = False
+        elif kind == "assistant.message":
+            calls = [c for c in data.get("toolRequests") or [] if isinstance(c, dict)]
+            for c in calls:
+                marks.append(Mark(t, "tool_start", str(c.get("toolCallId"))))
+            answered = not calls
+        elif kind == "tool.execution_complete":
+            marks.append(Mark(t, "tool_end", str(data.get("toolCallId"))))
+        elif (kind == "assistant.turn_end" and answered) or kind in ("abort", "session.error"):
+            marks.append(Mark(t, "turn_end"))
+    return marks
+
+
+MARKS = {"claude": claude_marks, "codex": codex_marks, "gemini": gemini_marks, "copilot": copilot_marks}
 
 
 def answer_keys(cap: Capture) -> list[float]:

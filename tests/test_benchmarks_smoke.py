@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fetch_fixtures import CAPTURES, chromium_binary, codex_unavailable, gemini_missing
+from fetch_fixtures import CAPTURES, chromium_binary, codex_unavailable, copilot_missing, gemini_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,6 +135,20 @@ def test_gemini_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
 
 
 @pytest.mark.timeout(960)
+def test_copilot_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    """Against the real Copilot CLI binary, offline (the benchmark skips, saying why, where it was not fetched)."""
+    reason = copilot_missing()
+    if reason:
+        pytest.skip(reason)
+    rows = [
+        "| mock's last byte → complete, p50 |",
+        "| events.jsonl write → complete, p50 |",
+        "| create → ready, p50 |",
+    ]
+    _rows(smoke_output, "litbridge + real Copilot CLI 1.0.102 (same run)", rows)
+
+
+@pytest.mark.timeout(960)
 def test_web_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
     if chromium_binary() is None:
         pytest.skip("no Chromium (tests/fetch_fixtures.py installs it as root)")
@@ -163,7 +177,7 @@ def test_accuracy_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
     _rows(
         smoke_output,
         "litbridge state accuracy against the CLIs' own records (same run)",
-        [*rows, "| gemini | 1 (1) |"],
+        [*rows, "| gemini | 1 (1) |", "| copilot | 1 (1) |"],
     )
 
 

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 BUILTIN: dict[str, str] = {
     "claude": "litbridge.drivers.claude.driver:ClaudeDriver",
     "codex": "litbridge.drivers.codex.driver:CodexDriver",
+    "copilot": "litbridge.drivers.copilot.driver:CopilotDriver",
     "gemini": "litbridge.drivers.gemini.driver:GeminiDriver",
     "kimi": "litbridge.drivers.kimi.driver:KimiDriver",
     "pi": "litbridge.drivers.pi.driver:PiDriver",
