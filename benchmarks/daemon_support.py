@@ -42,11 +42,22 @@ REPLAYABLE = (
 # ---------------------------------------------------------------------------------------------- /proc
 
 
+def _stat(pid: int) -> list[bytes]:
+    """The fields of /proc/<pid>/stat after the command name (field 3, `state`, is index 0)."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return fh.read().rsplit(b")", 1)[1].split()
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of `pid` (its own threads, not its children), in seconds."""
-    with open(f"/proc/{pid}/stat", "rb") as fh:
-        fields = fh.read().rsplit(b")", 1)[1].split()
+    fields = _stat(pid)
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def reaped_children_cpu_seconds(pid: int) -> float:
+    """cutime + cstime of `pid`: what its children (and theirs) used, once it reaped them (waitpid)."""
+    fields = _stat(pid)
+    return (int(fields[13]) + int(fields[14])) / CLK_TCK
 
 
 def runq_wait_seconds(pid: int) -> float:
@@ -61,19 +72,66 @@ def runq_wait_seconds(pid: int) -> float:
     return total / 1e9
 
 
-def children_cpu_seconds(pid: int) -> float:
-    """utime + stime of the live direct children of `pid` (the fake CLIs under the daemon)."""
-    total = 0.0
+def child_pids(pid: int) -> list[int]:
+    """The live children of every thread of `pid` (a child forked from a worker thread is listed under that
+    thread's /proc/<pid>/task/<tid>/children, not the main thread's); by parent pid where that file is missing."""
+    kids: list[int] = []
     try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0.0
-    for k in kids:
+        return kids
+    for tid in tasks:
         try:
-            total += cpu_seconds(int(k))
+            kids += [int(k) for k in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
+        except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN, or the thread just ended
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue
+            return _child_pids_by_ppid(pid)
         except (OSError, ValueError):
             continue
-    return total
+    return kids
+
+
+def _child_pids_by_ppid(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if int(_stat(int(name))[1]) == pid:
+                    out.append(int(name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process under `pid` (children, grandchildren, ...), found through every thread's children."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        kids = child_pids(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+def children_cpu_seconds(pid: int) -> float:
+    """CPU seconds (utime + stime) of everything `pid` ever started: its live descendants (with what each of them
+    reaped), plus the children it already reaped (its cutime + cstime). A window's delta of this is the fake CLIs'
+    CPU, sessions that ended inside the window included. Read again when a child was reaped mid-read (it would
+    be counted twice or not at all)."""
+    for _ in range(5):
+        reaped = reaped_children_cpu_seconds(pid)
+        live = 0.0
+        for k in descendants(pid):
+            try:
+                f = _stat(k)
+            except (OSError, ValueError):
+                continue  # gone since it was listed: its time is in its parent's cutime now
+            live += sum(int(x) for x in f[11:15]) / CLK_TCK
+        if reaped_children_cpu_seconds(pid) == reaped:
+            return reaped + live
+    return reaped + live
 
 
 def mem_kb(pid: int) -> dict[str, int]:

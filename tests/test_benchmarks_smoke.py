@@ -103,6 +103,9 @@ def test_daemon_benchmarks_run_at_smoke_size(smoke_output: str) -> None:
         "| latency | JSONL end_turn → complete, p99 |",
         "| scale N=2 | daemon CPU, % of one core |",
         "| scale N=2 | daemon RSS peak |",
+        "| scale N=2 | daemon CPU per streaming session |",
+        "| scale N=2 | fake CLIs' CPU, % of one core |",
+        "| scale N=2 | bytes per client per turn |",
         "| scale N=2 | sessions spawned per second |",
         "| streamed answer | append client: bytes / answer size |",
     ]

@@ -9,12 +9,13 @@ Knows no screen.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.claude.transcript import TranscriptTailer, TurnEvent, TurnTracker
 from litbridge.drivers.records import RecordFollower
+from litbridge.drivers.records.jsonl import stat_signature
 from litbridge.drivers.records.watch import IN_CREATE, IN_MOVED_TO
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ class TranscriptFollower(RecordFollower[TurnTracker]):
         self._engine: TurnEngine | None = None
         self._last_clear_check = 0.0
         self._new_file_until = 0.0  # a file appeared recently: look for a `/clear` roll
+        self._folder_stamp = stat_signature(directory)
 
     @property
     def session_id(self) -> str | None:
@@ -57,13 +59,35 @@ class TranscriptFollower(RecordFollower[TurnTracker]):
         super().start()
 
     def accept(self, mask: int, name: str) -> bool:
-        """Our own file, or a new file (a `/clear` roll); other sessions' writes in a shared folder are not."""
-        if self.tailer.session_id is None:
+        """Our own file, or another new file (a `/clear` roll: its writes too, for a while, since its first line
+        may come a moment after it appears); other sessions' writes in a shared folder are not."""
+        own = f"{self.tailer.session_id}.jsonl"
+        if self.tailer.session_id is None or name == own:
             return True
+        now = self.host.loop.time()
         if mask & (IN_CREATE | IN_MOVED_TO):
-            self._new_file_until = self.host.loop.time() + 5.0  # its first line may come a moment later
+            self._new_file_until = now + 5.0
             return True
-        return name == f"{self.tailer.session_id}.jsonl"
+        return now < self._new_file_until
+
+    def searching(self) -> bool:
+        """No file yet (`--continue`), or a new file appeared lately: looked at on a pace until it is known."""
+        return self.tailer.session_id is None or self.host.loop.time() < self._new_file_until
+
+    def signature(self) -> Hashable | None:
+        """The transcript's stamp and its folder's (a new file in it, such as a `/clear` roll, changes the
+        folder's mtime): a safety-net visit reads, and so looks for a roll, when either moved."""
+        return super().signature(), stat_signature(self.tailer.directory)
+
+    def _new_files(self) -> bool:
+        """Without a live folder watch: whether the folder's mtime moved and a file other than ours is new since
+        the pin. A stat per visit; the folder is listed only when it changed."""
+        stamp = stat_signature(self.tailer.directory)
+        if stamp == self._folder_stamp:
+            return False
+        self._folder_stamp = stamp
+        own = f"{self.tailer.session_id}.jsonl"
+        return bool(self.tailer._list() - self.tailer._snapshot - {own})
 
     def locate(self) -> bool:
         tailer = self.tailer
@@ -73,13 +97,16 @@ class TranscriptFollower(RecordFollower[TurnTracker]):
             found = tailer.newest_since(self._spawn_wall - 1.0)
             if found:
                 tailer.pin(found, from_start=not self.resumed)
-        elif now - self._last_clear_check >= 0.5 and (
-            watch is None or not watch.ready or now < self._new_file_until
-        ):
-            # with a live folder watch a roll is only looked for when a new file appeared (no globbing)
+                self._folder_stamp = stat_signature(tailer.directory)
+            return True
+        if (watch is None or not watch.ready) and self._new_files():
+            self._new_file_until = now + 5.0
+        if now < self._new_file_until and now - self._last_clear_check >= 0.5:
+            # a roll is only looked for while a new file is about (a watch event, or the folder's mtime moved)
             self._last_clear_check = now
             rolled = tailer.find_clear_roll(self.cwd)
             if rolled and rolled != tailer.session_id:
                 self.host.log.info("claude: /clear rolled the transcript to %s", rolled)
                 tailer.pin(rolled, from_start=True)
+                self._new_file_until = 0.0
         return True

@@ -18,6 +18,7 @@ from typing import Any
 
 from litbridge.drivers.codex import rollout as ro
 from litbridge.drivers.records import RecordFollower
+from litbridge.drivers.records.jsonl import stat_signature
 
 FULL_SCAN_EVERY = (
     2.0  # the whole sessions/ tree is walked at most this often (normally: the dated folders only)
@@ -50,6 +51,9 @@ class RolloutFollower(RecordFollower[ro.TurnTracker]):
         self.spawn_wall = time.time()
         self._prompted = False
         self._last_full_scan = -FULL_SCAN_EVERY
+        self._dirs_stamp: tuple[object, ...] | None = None  # the date folders' stamps when last listed
+        self._dated_files = False  # the last listing of the date folders found rollout files
+        self._undecided = False  # a fresh file there was not written enough to tell whose it is
 
     @property
     def path(self) -> Path | None:
@@ -109,8 +113,14 @@ class RolloutFollower(RecordFollower[ro.TurnTracker]):
         if not self._prompted:
             return
         now = self.host.loop.time()
-        files = ro.files_in(ro.date_dirs(self.root, self.spawn_wall - 1.0))
-        if not files and now - self._last_full_scan >= FULL_SCAN_EVERY:
+        dirs = ro.date_dirs(self.root, self.spawn_wall - 1.0)
+        stamp = tuple(stat_signature(d) for d in dirs)  # a stat per folder: listed only when one changed
+        files: list[Path] = []
+        if stamp != self._dirs_stamp or self._undecided:
+            self._dirs_stamp, self._undecided = stamp, False
+            files = ro.files_in(dirs)
+            self._dated_files = bool(files)
+        if not self._dated_files and now - self._last_full_scan >= FULL_SCAN_EVERY:
             self._last_full_scan = now  # a clock or date-folder surprise (e.g. a replayed recording's date)
             files = ro.rollout_files(self.root)
         candidates = []
@@ -125,6 +135,8 @@ class RolloutFollower(RecordFollower[ro.TurnTracker]):
                 candidates.append((mtime, p))
         for _, p in sorted(candidates):
             cwd, first = ro.rollout_head(p)
+            if first is None and (cwd is None or os.path.realpath(cwd) == self.cwd):
+                self._undecided = True  # not written yet: looked at again on the next visit
             if first is None or (cwd is not None and os.path.realpath(cwd) != self.cwd):
                 continue  # not written yet, or another project's session in this HOME
             if want is None or first.strip() == want.strip():

@@ -2,7 +2,7 @@
 
 Sources (the three shapes a CLI's record takes): `JsonlFile` (append-only JSONL), `JsonDocument` (a JSON file
 rewritten whole), `SqliteRows` (a database polled read-only). `RecordFollower` is the follow loop (inotify
-through `watch.DirWatch`, else a timer poll); `Dispatch` hands the tracked events to the turn engine;
+through `watch.DirWatch`, one shared sweep per loop as its safety net, else a paced stat-only poll); `Dispatch` hands the tracked events to the turn engine;
 `UsageTally` counts a turn's tokens. Knows no CLI: each driver brings its record's place, and its tracker (the
 mapping of entries to events) comes from the `kit.Record` plug-in picked for the CLI's version.
 """

@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from litbridge.drivers.records.jsonl import stat_signature
+
 
 def _as_list(doc: Any) -> list[Any]:
     return doc if isinstance(doc, list) else []
@@ -49,6 +51,11 @@ class JsonDocument:
         self.path, self.doc, self._sig, self._count, self._seen = Path(path), None, None, 0, {}
         if not from_start:
             self.poll()
+
+    def signature(self) -> tuple[Any, ...]:
+        """(inode, size, mtime) of the document, a stat only, and the count of bad reads: a document caught
+        mid-write is read again though its stamp did not move since."""
+        return stat_signature(self.path), self.bad_reads
 
     def poll(self) -> list[Any]:
         if self.path is None:

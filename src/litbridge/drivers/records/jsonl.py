@@ -17,6 +17,17 @@ import orjson
 log = logging.getLogger(__name__)
 
 
+def stat_signature(path: Path | None) -> tuple[int, int, int] | None:
+    """(inode, size, mtime in ns) of `path`, or None when it is not there: what a follower compares between reads."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 class JsonlFile:
     """New complete entries of one JSONL file per `poll()` (a list of dicts; other JSON values count as corrupt).
 
@@ -42,6 +53,10 @@ class JsonlFile:
             except OSError:
                 return
             self.offset, self._ino = st.st_size, st.st_ino
+
+    def signature(self) -> tuple[int, int, int] | None:
+        """(inode, size, mtime) of the file, a stat only: the same stamp means nothing new to read."""
+        return stat_signature(self.path)
 
     def poll(self) -> list[dict[str, Any]]:
         """New complete entries since the last poll."""

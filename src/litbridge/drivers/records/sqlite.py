@@ -14,6 +14,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from litbridge.drivers.records.jsonl import stat_signature
+
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT = 0.05  # seconds: a writer holding the lock makes this poll empty, not slow
@@ -66,6 +68,12 @@ class SqliteRows:
             return None
         self._conn, self._ino = conn, ino
         return conn
+
+    def signature(self) -> tuple[Any, ...]:
+        """Stats of the database and its write-ahead log (a commit in WAL mode changes only the log), and the error
+        count: a poll that failed (the database busy) is tried again though nothing changed since."""
+        files = tuple(stat_signature(self.path.with_name(self.path.name + ext)) for ext in ("", "-wal"))
+        return (*files, self.errors)
 
     def poll(self) -> list[dict[str, Any]]:
         conn = self._connect()
