@@ -200,6 +200,7 @@ class Client:
         assert entry.line is not None
         self._bytes -= len(entry.line)
         entry.line = None
+        entry.text = None  # its text and its base: up to 2 MiB held by a blank entry otherwise
         self._live -= 1
         self._blank += 1
         if self._blank > 64 and self._blank > self._live:
@@ -465,7 +466,9 @@ class Hub:
         line = encode(event)
         kind, session = event.get("event"), event.get("session")
         self._keep(_Kept(self.seq, session, kind, line))
-        text = self._text(event, kind, session)
+        text = self._text(event, kind, session) if any(c.deltas for c in self.clients) else None
+        if kind in TURN_ENDS and text is None:
+            self._texts.pop(session, None)
         re = event.get("re")
         for client in list(self.clients):
             if client.wants(session) or client.wants_reply(session, re):
