@@ -124,14 +124,26 @@ class KimiDriver(EngineDriver):
     # ------------------------------------------------------------------------------------------ replay
     @staticmethod
     def replay_setup(capture: Any, home: Path) -> tuple[dict[str, Any], Path]:
-        """`litbridge replay` of a Kimi capture: a private HOME and the recorded session's folder under it,
-        resumed with `-S` so the driver follows it (from its start: the file does not exist yet)."""
+        """`litbridge replay` of a Kimi capture: a private HOME holding the recorded session's folder (empty), named
+        as the resume token, so the driver follows its wire log from the start as it appears there (the live
+        launch finds a new session through `session_index.jsonl`, which names the recorder's folders); the wire
+        log's folder is where the recorded lines go. The replayed `ready` says `resumed: true`."""
         env = {"HOME": str(home)}
-        rel = next(iter(capture.transcript_dirs.values()), "sessions/wd_replay/session_replay/agents/main")
-        folder = kimi_home(env) / rel
-        options = {
+        data = kimi_home(env)
+        rel = next(iter(capture.transcript_dirs.values()), "")
+        parts = Path(rel).parts
+        if "sessions" in parts:  # mirrored from HOME (`.kimi-code/sessions/...`) or from the data folder
+            parts = parts[parts.index("sessions") :]
+        else:
+            parts = ("sessions", "wd_replay", "session_replay", "agents", "main")
+        folder = data.joinpath(*parts)
+        options: dict[str, Any] = {
             "env": env,
             "args": list(capture.args),
             "cli_version": recorded_version(capture.chunks, CLI.logo),
         }
+        if len(parts) >= 5:
+            session = folder.parents[1]
+            session.mkdir(parents=True, exist_ok=True)
+            options["resume"] = session.name
         return options, folder

@@ -161,12 +161,20 @@ class PiDriver(EngineDriver):
     @staticmethod
     def replay_setup(capture: Any, home: Path) -> tuple[dict[str, Any], Path]:
         """`litbridge replay` of a Pi capture: a private HOME, the recorded session file pinned with `--session`
-        under it as the live launch would, and the folder its recorded lines go to."""
+        in its folder under that HOME (as the live launch names it), and that folder for its recorded lines.
+        A `--session` the recording passed named a file under the recorder's HOME: it is replaced."""
         env = {"HOME": str(home)}
         folder = session_dir(agent_dir(env), capture.cwd)
-        args = list(capture.args)
+        args, i = list(capture.args), 0
+        while i < len(args):
+            if args[i] == "--session":
+                del args[i : i + 2]
+            elif args[i].startswith("--session="):
+                del args[i]
+            else:
+                i += 1
         names = [name for _t, name, _line in capture.transcript[:1]]
-        if "--session" not in args and names:
+        if names:
             args += ["--session", str(folder / Path(names[0]).name)]
         options = {"env": env, "args": args, "cli_version": recorded_version(capture.chunks, CLI.logo)}
         return options, folder
