@@ -148,3 +148,32 @@ def test_wire_entries_to_turn_events() -> None:
     )
     assert failed[-1].kind == "error" and failed[-1].text == "[provider.auth_error] 401 no"
     assert t.feed([{"type": "turn.ended", "reason": "cancelled"}])[0].kind == "interrupted"
+
+
+def test_the_moon_loader_before_the_first_token_reads_busy() -> None:
+    """Until the model's first token Kimi draws a moon-phase loader with a tip (`🌒 · Tip: ...`), not the braille one:
+    the recorded frame 0.4 s after the prompt was sent reads busy, not idle."""
+    import base64
+    import json
+    from pathlib import Path
+
+    import pyte
+
+    capture = Path(__file__).resolve().parents[2] / "fixtures" / "captures" / "kimi" / "kimi_tool_approval"
+
+    class Screen(pyte.Screen):  # type: ignore[misc]
+        def report_device_status(self, *args: object, **kwargs: object) -> None:
+            """No terminal to answer (the recording holds the answers)."""
+
+    screen = Screen(200, 50)
+    stream = pyte.ByteStream(screen)
+    for line in (capture / "chunks.jsonl").read_text().splitlines():
+        chunk = json.loads(line)
+        if chunk["t"] > 12.2:
+            break
+        stream.feed(base64.b64decode(chunk["b64"]))
+    rows = list(screen.display)
+    assert any("🌒" in r or "🌑" in r for r in rows)
+    reading = Rules().classify(rows)
+    assert reading.state == "busy"
+    assert reading.spinner == "Tip: /web: use the Web UI for a better experience"
