@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from litbridge.drivers.kimi.driver import KimiDriver
 from litbridge.drivers.kimi.v2_1 import Rules
+from litbridge.drivers.kimi.versions import CLI, Record
 from litbridge.drivers.kimi.wire import WireTurns
 
 RULE = " " + "─" * 198
@@ -177,3 +186,31 @@ def test_the_moon_loader_before_the_first_token_reads_busy() -> None:
     reading = Rules().classify(rows)
     assert reading.state == "busy"
     assert reading.spinner == "Tip: /web: use the Web UI for a better experience"
+
+
+class _NewerTurns(WireTurns):
+    """A later version's mapping of the wire log (same logic here)."""
+
+
+class _Record22(Record):
+    VERSION = "2.2"
+
+    def tracker(self) -> WireTurns:
+        return _NewerTurns()
+
+
+def test_the_follower_maps_the_wire_log_with_the_versions_record_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The follower's tracker is the picked `Record`'s; a version read later from the welcome box hands it that
+    version's while nothing was read."""
+    monkeypatch.setitem(CLI.record, "2.2", _Record22)
+    host = SimpleNamespace(log=logging.getLogger("test"), loop=SimpleNamespace(time=time.monotonic))
+    options = {"working_dir": str(tmp_path), "env": {"HOME": str(tmp_path)}}
+    d = KimiDriver(host, {**options, "cli_version": "2.2.0"})
+    assert isinstance(d.record, _Record22) and type(d.follower.tracker) is _NewerTurns
+    d = KimiDriver(host, options)  # not known yet: the newest
+    assert type(d.follower.tracker) is _NewerTurns
+    d._version_found("2.1.0")
+    assert type(d.follower.tracker) is WireTurns
+    d.follower.close()

@@ -9,12 +9,13 @@ the wire log at once (`shellmarks.MarkReader`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.kimi.follow import WireFollower
+from litbridge.drivers.kimi.launch import LaunchHost
 from litbridge.drivers.kimi.v2_1 import ScreenState
 from litbridge.drivers.kimi.versions import CLI
 from litbridge.drivers.kimi.wire import kimi_home
@@ -47,8 +48,12 @@ class KimiDriver(EngineDriver):
         self.known_sessions: set[str] = set()
         self.footer_model: str | None = None
         self.marks = MarkReader()
-        self.follower = WireFollower(
-            host, Dispatch(self.engine, host), busy=lambda: self.engine.turn is not None
+        # the picked Record plug-in's tracker; `use_version` hands the follower a later-known version's
+        self.follower: WireFollower = WireFollower(
+            host,
+            self.record.tracker(),
+            Dispatch(self.engine, host),
+            busy=lambda: self.engine.turn is not None,
         )
 
     # ------------------------------------------------------------------------------------------ engine hooks
@@ -147,3 +152,7 @@ class KimiDriver(EngineDriver):
             session.mkdir(parents=True, exist_ok=True)
             options["resume"] = session.name
         return options, folder
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[LaunchHost] = KimiDriver  # what the launch plug-ins read and set is here

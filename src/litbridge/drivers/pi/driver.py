@@ -11,13 +11,14 @@ screen reads idle (no `Retrying` loader) a moment later.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.paste import paste_payload
 from litbridge.drivers.pi.follow import SessionFollower
+from litbridge.drivers.pi.launch import LaunchHost
 from litbridge.drivers.pi.session import PiEvent, agent_dir, session_dir
 from litbridge.drivers.pi.v0_73 import ScreenState
 from litbridge.drivers.pi.versions import CLI
@@ -67,7 +68,10 @@ class PiDriver(EngineDriver):
         self.pending_error: tuple[str, float] | None = None
         self.zones = 0  # OSC 133 `A` marks seen: messages Pi drew
         self.marks = MarkReader()
-        self.follower = SessionFollower(host, _Dispatch(self), busy=lambda: self.engine.turn is not None)
+        # the picked Record plug-in's tracker; `use_version` hands the follower a later-known version's
+        self.follower: SessionFollower = SessionFollower(
+            host, self.record.tracker(), _Dispatch(self), busy=lambda: self.engine.turn is not None
+        )
 
     # ------------------------------------------------------------------------------------------ engine hooks
     def read_screen(self) -> ScreenState:
@@ -178,3 +182,7 @@ class PiDriver(EngineDriver):
             args += ["--session", str(folder / Path(names[0]).name)]
         options = {"env": env, "args": args, "cli_version": recorded_version(capture.chunks, CLI.logo)}
         return options, folder
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[LaunchHost] = PiDriver  # what the launch plug-ins read and set is here
