@@ -4,14 +4,17 @@ Every recording in `tests/fixtures/captures/<cli>/` is replayed through the real
 clock (`litbridge.replay.replay`, what `litbridge replay --fast` runs) and its `state` events are mapped to three
 classes: `idle`, `working` (`thinking` / `responding`) and `question` (`dialog`); `starting`, `dead` and `stopped`
 are "other". The truth comes from the record the CLI itself saved during the recording (Claude's transcript,
-Codex's rollout, Gemini's chat file), never from the screen or from litbridge:
+Codex's rollout, Gemini's chat file, Pi's session file, Kimi Code's wire log), never from the screen or from litbridge:
 
 - **turn start**: the user's entry (Claude: a `user` entry with typed text, not a tool result, an interrupt marker
-  or a local slash command; Codex: `task_started`; Gemini: a `user` entry with text; Copilot: `user.message`).
+  or a local slash command; Codex: `task_started`; Gemini: a `user` entry with text; Copilot: `user.message`; Pi: a
+  `user` message; Kimi: `turn.prompt`).
 - **turn end**: the final assistant entry (Claude: an `assistant` entry whose `stop_reason` is not `tool_use`, its
   `[Request interrupted` marker or its `turn_duration`; Codex: `task_complete` / `turn_aborted`; Gemini: a `gemini`
   entry whose last version has no tool call, or its `Request cancelled` info entry; Copilot: the `assistant.turn_end`
-  of a model call whose `assistant.message` asked for no tool, `abort` or `session.error`).
+  of a model call whose `assistant.message` asked for no tool, `abort` or `session.error`; Pi: an assistant message
+  whose `stopReason` is not `toolUse`; Kimi: `turn.ended`). A tool call: Pi's `toolCall` part to its `toolResult`;
+  Kimi's approval request (`interaction.request`, before the call is logged) or `tool.call` to its `tool.result`.
 - **question**: a tool call is pending (its call entry is in, its result is not) *and* the recorder pressed a key
   that answered it before the result: the record does not say "approval asked", the recording's key log does
   (`keys.jsonl`, labelled by the recorder; typing, pasting, Ctrl+C and interrupt keys are not answers). The question
@@ -20,7 +23,7 @@ Codex's rollout, Gemini's chat file), never from the screen or from litbridge:
 **Time alignment.** Chunks, keys and watched record lines carry `t`, seconds since the CLI was spawned on the
 recorder's monotonic clock, and `wall`, the same instant on the wall clock (`t == wall - start wall` to the µs; the
 start wall is `meta.json`'s `t0_wall` / `start_wall`). A record entry carries the CLI's own wall-clock `timestamp`
-(ms resolution, same machine), taken as `timestamp - start wall`: when the CLI says the thing happened, not when
+(ms resolution, same machine; Kimi's `time`, epoch ms), taken as `timestamp - start wall`: when the CLI says the thing happened, not when
 the recorder saw the line (0.5-300 ms later: the replay appends each line at that later `t`, so a driver cannot read
 it earlier). An entry without a timestamp takes its watch `t`. Entries stamped before the recording started (the
 history of a resumed session) are not part of it. The replay's `state` events carry `t` on the same axis.
@@ -56,7 +59,7 @@ from litbridge.replay import Capture, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "tests" / "fixtures" / "captures"
-CLIS = ("claude", "codex", "gemini", "copilot")
+CLIS = ("claude", "codex", "gemini", "copilot", "pi", "kimi")
 
 IDLE, WORKING, QUESTION = "idle", "working", "question"
 State = str | None  # one of the three classes, or None: other (starting, dead, stopped) / nothing yet
@@ -417,7 +420,65 @@ def copilot_marks(cap: Capture) -> list[Mark]:
     return marks
 
 
-MARKS = {"claude": claude_marks, "codex": codex_marks, "gemini": gemini_marks, "copilot": copilot_marks}
+def pi_marks(cap: Capture) -> list[Mark]:
+    """Pi's session JSONL: a `user` message starts a turn, an assistant message whose `stopReason` is not `toolUse`
+    ends it (`stop`, `length`, `aborted`, `error`); its `toolCall` parts and the `toolResult` messages are tools."""
+    marks = []
+    for t, e in _entries(cap):
+        msg = e.get("message") if isinstance(e.get("message"), dict) else {}
+        if e.get("type") != "message":
+            continue
+        role = msg.get("role")
+        if role == "user":
+            marks.append(Mark(t, "turn_start"))
+        elif role == "toolResult":
+            marks.append(Mark(t, "tool_end", str(msg.get("toolCallId"))))
+        elif role == "assistant":
+            for p in msg.get("content") if isinstance(msg.get("content"), list) else []:
+                if isinstance(p, dict) and p.get("type") == "toolCall":
+                    marks.append(Mark(t, "tool_start", str(p.get("id"))))
+            if msg.get("stopReason") != "toolUse":
+                marks.append(Mark(t, "turn_end"))
+    return marks
+
+
+def kimi_marks(cap: Capture) -> list[Mark]:
+    """Kimi Code's wire log, on its own `time` (epoch ms): `turn.prompt` starts a turn, `turn.ended` ends it; an
+    approval (`interaction.request`, named by its `toolCallId`) opens a tool until its `tool.result` (the call
+    itself is logged only once approved)."""
+    t0 = start_wall(cap)
+    marks = []
+    for t_watch, _name, line in cap.transcript:
+        try:
+            e = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(e, dict):
+            continue
+        t = e["time"] / 1000 - t0 if isinstance(e.get("time"), (int, float)) else t_watch
+        kind = e.get("type")
+        event = e.get("event") if isinstance(e.get("event"), dict) else {}
+        if kind == "turn.prompt":
+            marks.append(Mark(t, "turn_start"))
+        elif kind == "turn.ended":
+            marks.append(Mark(t, "turn_end"))
+        elif kind == "interaction.request" and e.get("toolCallId"):
+            marks.append(Mark(t, "tool_start", str(e["toolCallId"])))
+        elif kind == "context.append_loop_event" and event.get("type") == "tool.call":
+            marks.append(Mark(t, "tool_start", str(event.get("toolCallId") or event.get("id"))))
+        elif kind == "context.append_loop_event" and event.get("type") == "tool.result":
+            marks.append(Mark(t, "tool_end", str(event.get("toolCallId"))))
+    return marks
+
+
+MARKS = {
+    "claude": claude_marks,
+    "codex": codex_marks,
+    "gemini": gemini_marks,
+    "copilot": copilot_marks,
+    "pi": pi_marks,
+    "kimi": kimi_marks,
+}
 
 
 def answer_keys(cap: Capture) -> list[float]:

@@ -92,6 +92,22 @@ def test_truth_from_record_marks() -> None:
     assert sc.false_idle == 0
 
 
+@pytest.mark.parametrize(
+    ("cli", "name", "turns", "questions"),
+    [("pi", "pi_tool", 1, 0), ("pi", "pi_interrupt", 2, 0), ("kimi", "kimi_tool_approval", 1, 1)],
+)
+def test_pi_and_kimi_truth_from_their_records(cli: str, name: str, turns: int, questions: int) -> None:
+    """Pi's session file and Kimi's wire log give each turn's start and end; Kimi's approval (answered by the
+    recorder's `1`) is a question from its request to that key, Pi's tool call (never asked) is work."""
+    from litbridge.replay import Capture
+
+    truth, _end = acc.truth_of(Capture.load(acc.CAPTURES / cli / name), cli)
+    assert len(truth.turns) == turns and truth.unknown == []
+    assert len(truth.questions) == questions
+    for q0, q1 in truth.questions:
+        assert any(t0 < q0 < q1 < t1 for t0, t1 in truth.turns)
+
+
 def _recordings() -> list[object]:
     return [
         pytest.param(cli, path, id=f"{cli}/{path.name}") for cli in acc.CLIS for path in acc.recordings(cli)

@@ -134,6 +134,8 @@ def test_capture_round_trips_through_capture_load(recorded: tuple[Path, Path, di
     raw = [json.loads(line) for line in (out / "chunks.jsonl").read_text().splitlines()]
     assert [c["n"] for c in raw] == list(range(len(raw))) == list(range(meta["n_chunks"]))
     assert all(a["t"] <= b["t"] for a, b in itertools.pairwise(raw))
+    # t=0 is the spawn on both clocks: a record's wall-clock stamps minus `start_wall` are on the `t` axis
+    assert all(abs(c["wall"] - c["t"] - meta["start_wall"]) < 0.002 for c in raw)
     output = b"".join(data for _, data in cap.chunks)
     assert output == b"".join(base64.b64decode(c["b64"]) for c in raw)
     assert "got: héllo 你好 🙂?".encode() in output and b"got: two | lines" in output

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from litbridge.drivers.kimi.driver import KimiDriver
 from litbridge.drivers.kimi.v2_1 import Rules
+from litbridge.drivers.kimi.versions import CLI, Record
 from litbridge.drivers.kimi.wire import WireTurns
 
 RULE = " " + "─" * 198
@@ -148,3 +157,60 @@ def test_wire_entries_to_turn_events() -> None:
     )
     assert failed[-1].kind == "error" and failed[-1].text == "[provider.auth_error] 401 no"
     assert t.feed([{"type": "turn.ended", "reason": "cancelled"}])[0].kind == "interrupted"
+
+
+def test_the_moon_loader_before_the_first_token_reads_busy() -> None:
+    """Until the model's first token Kimi draws a moon-phase loader with a tip (`🌒 · Tip: ...`), not the braille one:
+    the recorded frame 0.4 s after the prompt was sent reads busy, not idle."""
+    import base64
+    import json
+    from pathlib import Path
+
+    import pyte
+
+    capture = Path(__file__).resolve().parents[2] / "fixtures" / "captures" / "kimi" / "kimi_tool_approval"
+
+    class Screen(pyte.Screen):  # type: ignore[misc]
+        def report_device_status(self, *args: object, **kwargs: object) -> None:
+            """No terminal to answer (the recording holds the answers)."""
+
+    screen = Screen(200, 50)
+    stream = pyte.ByteStream(screen)
+    for line in (capture / "chunks.jsonl").read_text().splitlines():
+        chunk = json.loads(line)
+        if chunk["t"] > 12.2:
+            break
+        stream.feed(base64.b64decode(chunk["b64"]))
+    rows = list(screen.display)
+    assert any("🌒" in r or "🌑" in r for r in rows)
+    reading = Rules().classify(rows)
+    assert reading.state == "busy"
+    assert reading.spinner == "Tip: /web: use the Web UI for a better experience"
+
+
+class _NewerTurns(WireTurns):
+    """A later version's mapping of the wire log (same logic here)."""
+
+
+class _Record22(Record):
+    VERSION = "2.2"
+
+    def tracker(self) -> WireTurns:
+        return _NewerTurns()
+
+
+def test_the_follower_maps_the_wire_log_with_the_versions_record_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The follower's tracker is the picked `Record`'s; a version read later from the welcome box hands it that
+    version's while nothing was read."""
+    monkeypatch.setitem(CLI.record, "2.2", _Record22)
+    host = SimpleNamespace(log=logging.getLogger("test"), loop=SimpleNamespace(time=time.monotonic))
+    options = {"working_dir": str(tmp_path), "env": {"HOME": str(tmp_path)}}
+    d = KimiDriver(host, {**options, "cli_version": "2.2.0"})
+    assert isinstance(d.record, _Record22) and type(d.follower.tracker) is _NewerTurns
+    d = KimiDriver(host, options)  # not known yet: the newest
+    assert type(d.follower.tracker) is _NewerTurns
+    d._version_found("2.1.0")
+    assert type(d.follower.tracker) is WireTurns
+    d.follower.close()

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from litbridge.drivers.pi.driver import PiDriver
 from litbridge.drivers.pi.session import SessionTurns, session_dir
 from litbridge.drivers.pi.v0_73 import Rules
+from litbridge.drivers.pi.versions import CLI, Record
 from litbridge.drivers.shellmarks import MarkReader
 
 RULE = "─" * 200
@@ -108,3 +117,31 @@ def test_session_dir_and_zone_marks() -> None:
     m = MarkReader()
     assert m.feed(b"x\x1b]133;A\x07y\x1b]13") == [("A", None)]
     assert m.feed(b"3;B\x07\x1b]133;C\x07") == [("B", None), ("C", None)]
+
+
+class _NewerTurns(SessionTurns):
+    """A later version's mapping of the session file (same logic here)."""
+
+
+class _Record074(Record):
+    VERSION = "0.74"
+
+    def tracker(self) -> SessionTurns:
+        return _NewerTurns()
+
+
+def test_the_follower_maps_the_record_with_the_versions_record_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The follower's tracker is the picked `Record`'s; a version read later from the first frame (Pi's header)
+    hands it that version's while nothing was read."""
+    monkeypatch.setitem(CLI.record, "0.74", _Record074)
+    host = SimpleNamespace(log=logging.getLogger("test"), loop=SimpleNamespace(time=time.monotonic))
+    options = {"working_dir": str(tmp_path), "env": {"HOME": str(tmp_path)}}
+    d = PiDriver(host, {**options, "cli_version": "0.74.0"})
+    assert isinstance(d.record, _Record074) and type(d.follower.tracker) is _NewerTurns
+    d = PiDriver(host, options)  # not known yet: the newest
+    assert type(d.follower.tracker) is _NewerTurns
+    d._version_found("0.73.1")
+    assert type(d.follower.tracker) is SessionTurns
+    d.follower.close()

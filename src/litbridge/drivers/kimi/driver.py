@@ -9,12 +9,13 @@ the wire log at once (`shellmarks.MarkReader`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.kimi.follow import WireFollower
+from litbridge.drivers.kimi.launch import LaunchHost
 from litbridge.drivers.kimi.v2_1 import ScreenState
 from litbridge.drivers.kimi.versions import CLI
 from litbridge.drivers.kimi.wire import kimi_home
@@ -47,8 +48,12 @@ class KimiDriver(EngineDriver):
         self.known_sessions: set[str] = set()
         self.footer_model: str | None = None
         self.marks = MarkReader()
-        self.follower = WireFollower(
-            host, Dispatch(self.engine, host), busy=lambda: self.engine.turn is not None
+        # the picked Record plug-in's tracker; `use_version` hands the follower a later-known version's
+        self.follower: WireFollower = WireFollower(
+            host,
+            self.record.tracker(),
+            Dispatch(self.engine, host),
+            busy=lambda: self.engine.turn is not None,
         )
 
     # ------------------------------------------------------------------------------------------ engine hooks
@@ -124,14 +129,30 @@ class KimiDriver(EngineDriver):
     # ------------------------------------------------------------------------------------------ replay
     @staticmethod
     def replay_setup(capture: Any, home: Path) -> tuple[dict[str, Any], Path]:
-        """`litbridge replay` of a Kimi capture: a private HOME and the recorded session's folder under it,
-        resumed with `-S` so the driver follows it (from its start: the file does not exist yet)."""
+        """`litbridge replay` of a Kimi capture: a private HOME holding the recorded session's folder (empty), named
+        as the resume token, so the driver follows its wire log from the start as it appears there (the live
+        launch finds a new session through `session_index.jsonl`, which names the recorder's folders); the wire
+        log's folder is where the recorded lines go. The replayed `ready` says `resumed: true`."""
         env = {"HOME": str(home)}
-        rel = next(iter(capture.transcript_dirs.values()), "sessions/wd_replay/session_replay/agents/main")
-        folder = kimi_home(env) / rel
-        options = {
+        data = kimi_home(env)
+        rel = next(iter(capture.transcript_dirs.values()), "")
+        parts = Path(rel).parts
+        if "sessions" in parts:  # mirrored from HOME (`.kimi-code/sessions/...`) or from the data folder
+            parts = parts[parts.index("sessions") :]
+        else:
+            parts = ("sessions", "wd_replay", "session_replay", "agents", "main")
+        folder = data.joinpath(*parts)
+        options: dict[str, Any] = {
             "env": env,
             "args": list(capture.args),
             "cli_version": recorded_version(capture.chunks, CLI.logo),
         }
+        if len(parts) >= 5:
+            session = folder.parents[1]
+            session.mkdir(parents=True, exist_ok=True)
+            options["resume"] = session.name
         return options, folder
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[LaunchHost] = KimiDriver  # what the launch plug-ins read and set is here

@@ -3,7 +3,8 @@
 A new session's folder is not known at launch: Kimi creates it with the first message and appends a line for it to
 `session_index.jsonl`. The follower watches Kimi's home until a line names a session that is new since the spawn,
 for this working folder, and no other live session's; then it follows that session's `agents/main/wire.jsonl`
-from its start. A resumed session's wire log is followed from its current end.
+from its start. A resumed session's wire log is followed from its current end. The events come from the tracker
+the driver's picked `Record` plug-in makes (2.1: `wire.WireTurns`).
 """
 
 from __future__ import annotations
@@ -20,16 +21,18 @@ _claimed: set[str] = set()
 """Sessions followed by a live Kimi session of this daemon: two sessions in one folder never share one."""
 
 
-class WireFollower(RecordFollower):
+class WireFollower(RecordFollower[WireTurns]):
+    """`tracker` is the picked `Record` plug-in's (`driver.record.tracker()`)."""
+
     def __init__(
         self,
         host: Any,
+        tracker: WireTurns,
         on_events: Callable[[list[KimiEvent]], None],
         busy: Callable[[], bool] | None = None,
     ) -> None:
         self.file = JsonlFile()
-        self.turns = WireTurns()
-        super().__init__(host, self.file, self.turns, on_events, busy=busy, label="kimi: wire")
+        super().__init__(host, self.file, tracker, on_events, busy=busy, label="kimi: wire")
         self.home: Path | None = None
         self.cwd = ""
         self.known: set[str] = set()

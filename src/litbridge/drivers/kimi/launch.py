@@ -10,36 +10,26 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 from litbridge.drivers import kit
-from litbridge.drivers.base import DriverHost, LaunchSpec
+from litbridge.drivers.base import LaunchSpec
 from litbridge.drivers.kimi.wire import find_session, index_entries, kimi_home
 
 ENV_DEFAULTS: dict[str, str] = {"KIMI_CODE_NO_AUTO_UPDATE": "1"}
 """Set unless the caller's env sets them: no self-update at start (it would re-exec the CLI under us)."""
 
 
-class KimiLaunchHost(Protocol):
-    """What `Launch` reads from the driver (the create options) and the launch state it sets there."""
+class LaunchHost(kit.LaunchHost, Protocol):
+    """What Kimi's launch sets on the driver besides `resumed` (kit.LaunchHost has the create options): Kimi's data
+    folder, the sessions it held at the spawn (a new one is found among the others) and a resumed session's folder."""
 
-    host: DriverHost
-    options: dict[str, Any]
-    cwd: str
-    env: dict[str, str]
-    args: list[str]
-    model: str | None
-    resume_token: str | None
-    resumed: bool
-    rules: Any
     home: Path
     resume_dir: Path | None
     known_sessions: set[str]
 
-    def binary(self) -> str: ...
 
-
-class Launch(kit.Launch[KimiLaunchHost]):
+class Launch(kit.Launch[LaunchHost]):
     """Kimi Code 2.1: `kimi [-S <id>] [-m M] <args>`."""
 
     VERSION = "2.1"

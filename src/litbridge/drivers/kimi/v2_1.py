@@ -38,7 +38,9 @@ class Rules(BaseRules):
     BOX_TOP_RE = re.compile(r"^\s?╭─{20,}")
     BOX_BOTTOM_RE = re.compile(r"^\s?╰─{20,}")
     EDITOR_RE = re.compile(r"^\s?│ (?:> )?(.*?)\s*│?\s*$")
-    LOADER_RE = re.compile(r"^\s{0,3}([\u2800-\u28ff])\s+(\S.*?)\s*$")
+    LOADER_RE = re.compile(r"^\s{0,3}([\u2800-\u28ff\U0001f311-\U0001f318])\s+(?:· )?(\S.*?)\s*$")
+    """The loader above the editor: a braille spinner, or (waiting for the model's first token) a moon-phase one
+    with a tip (`🌒 · Tip: ...`)."""
     OPTION_RE = re.compile(r"^\s*(▶|❯)?\s*(\d+)\. (.+?)\s*$")
     TRUST_TITLE = "Trust this folder?"
     TRUST_OPTIONS = ("Trust this folder", "Don't trust")

@@ -8,7 +8,7 @@ and one line in `RULES` below.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from litbridge.drivers import kit
 from litbridge.drivers.kimi import v2_1
@@ -25,7 +25,8 @@ class Record(kit.Record):
     SHAPE: ClassVar[str] = "jsonl"
     SOURCE: ClassVar[str] = "wire JSONL: ~/.kimi-code/sessions/wd_<dir>/session_<id>/agents/main/wire.jsonl"
 
-    def tracker(self) -> Any:
+    def tracker(self) -> WireTurns:
+        """A fresh mapping of this version's record to turn events (the driver's follower reads with it)."""
         return WireTurns()
 
 

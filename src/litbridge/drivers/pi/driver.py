@@ -11,13 +11,14 @@ screen reads idle (no `Retrying` loader) a moment later.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.paste import paste_payload
 from litbridge.drivers.pi.follow import SessionFollower
+from litbridge.drivers.pi.launch import LaunchHost
 from litbridge.drivers.pi.session import PiEvent, agent_dir, session_dir
 from litbridge.drivers.pi.v0_73 import ScreenState
 from litbridge.drivers.pi.versions import CLI
@@ -67,7 +68,10 @@ class PiDriver(EngineDriver):
         self.pending_error: tuple[str, float] | None = None
         self.zones = 0  # OSC 133 `A` marks seen: messages Pi drew
         self.marks = MarkReader()
-        self.follower = SessionFollower(host, _Dispatch(self), busy=lambda: self.engine.turn is not None)
+        # the picked Record plug-in's tracker; `use_version` hands the follower a later-known version's
+        self.follower: SessionFollower = SessionFollower(
+            host, self.record.tracker(), _Dispatch(self), busy=lambda: self.engine.turn is not None
+        )
 
     # ------------------------------------------------------------------------------------------ engine hooks
     def read_screen(self) -> ScreenState:
@@ -161,12 +165,24 @@ class PiDriver(EngineDriver):
     @staticmethod
     def replay_setup(capture: Any, home: Path) -> tuple[dict[str, Any], Path]:
         """`litbridge replay` of a Pi capture: a private HOME, the recorded session file pinned with `--session`
-        under it as the live launch would, and the folder its recorded lines go to."""
+        in its folder under that HOME (as the live launch names it), and that folder for its recorded lines.
+        A `--session` the recording passed named a file under the recorder's HOME: it is replaced."""
         env = {"HOME": str(home)}
         folder = session_dir(agent_dir(env), capture.cwd)
-        args = list(capture.args)
+        args, i = list(capture.args), 0
+        while i < len(args):
+            if args[i] == "--session":
+                del args[i : i + 2]
+            elif args[i].startswith("--session="):
+                del args[i]
+            else:
+                i += 1
         names = [name for _t, name, _line in capture.transcript[:1]]
-        if "--session" not in args and names:
+        if names:
             args += ["--session", str(folder / Path(names[0]).name)]
         options = {"env": env, "args": args, "cli_version": recorded_version(capture.chunks, CLI.logo)}
         return options, folder
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[LaunchHost] = PiDriver  # what the launch plug-ins read and set is here

@@ -2,7 +2,8 @@
 
 The file's path is known at launch (`--session <path>`), before Pi creates it with its first assistant message;
 the folder watch sees it appear. A resumed session's file is read from its current end (its history is not this
-session's turns). `session.SessionTurns` makes the events.
+session's turns). The events come from the tracker the driver's picked `Record` plug-in makes (0.73:
+`session.SessionTurns`).
 """
 
 from __future__ import annotations
@@ -15,16 +16,18 @@ from litbridge.drivers.pi.session import PiEvent, SessionTurns
 from litbridge.drivers.records import JsonlFile, RecordFollower
 
 
-class SessionFollower(RecordFollower):
+class SessionFollower(RecordFollower[SessionTurns]):
+    """`tracker` is the picked `Record` plug-in's (`driver.record.tracker()`)."""
+
     def __init__(
         self,
         host: Any,
+        tracker: SessionTurns,
         on_events: Callable[[list[PiEvent]], None],
         busy: Callable[[], bool] | None = None,
     ) -> None:
         self.file = JsonlFile()
-        self.turns = SessionTurns()
-        super().__init__(host, self.file, self.turns, on_events, busy=busy, label="pi: session")
+        super().__init__(host, self.file, tracker, on_events, busy=busy, label="pi: session")
 
     @property
     def path(self) -> Path | None:

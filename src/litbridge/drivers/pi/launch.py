@@ -13,32 +13,22 @@ import datetime as _dt
 import os
 import uuid
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 from litbridge.drivers import kit
-from litbridge.drivers.base import DriverHost, LaunchSpec
+from litbridge.drivers.base import LaunchSpec
 from litbridge.drivers.pi.session import agent_dir, find_session, session_dir
 
 ENV_DEFAULTS: dict[str, str] = {"PI_SKIP_VERSION_CHECK": "1"}
 """Set unless the caller's env sets them: no new-version notice drawn over the first frames."""
 
 
-class PiLaunchHost(Protocol):
-    """What `Launch` reads from the driver (the create options) and the launch state it sets there."""
+class LaunchHost(kit.LaunchHost, Protocol):
+    """What Pi's launch sets on the driver besides `resumed` (kit.LaunchHost has the create options): the session
+    file it names with `--session` and the resume token that names it."""
 
-    host: DriverHost
-    options: dict[str, Any]
-    cwd: str
-    env: dict[str, str]
-    args: list[str]
-    model: str | None
-    resume_token: str | None
-    resumed: bool
-    rules: Any
     session_path: Path | None
     session_token: str | None
-
-    def binary(self) -> str: ...
 
 
 def _flag_value(args: list[str], names: tuple[str, ...]) -> str | None:
@@ -51,7 +41,7 @@ def _flag_value(args: list[str], names: tuple[str, ...]) -> str | None:
     return None
 
 
-class Launch(kit.Launch[PiLaunchHost]):
+class Launch(kit.Launch[LaunchHost]):
     """Pi 0.73: `pi [--session <file>] [--model M] <args>`."""
 
     VERSION = "0.73"

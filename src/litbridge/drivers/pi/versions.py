@@ -7,7 +7,7 @@ in `RULES` below.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from litbridge.drivers import kit
 from litbridge.drivers.pi import v0_73
@@ -25,7 +25,8 @@ class Record(kit.Record):
     SHAPE: ClassVar[str] = "jsonl"
     SOURCE: ClassVar[str] = "session JSONL: ~/.pi/agent/sessions/--<cwd>--/<time>_<id>.jsonl"
 
-    def tracker(self) -> Any:
+    def tracker(self) -> SessionTurns:
+        """A fresh mapping of this version's record to turn events (the driver's follower reads with it)."""
         return SessionTurns()
 
 
