@@ -14,6 +14,7 @@ from typing import Any
 
 from litbridge.drivers.dialog import Dialog, Option
 from litbridge.drivers.kit import Rules as BaseRules
+from litbridge.drivers.screen_ops import strip_rows
 from litbridge.drivers.osc7501 import state_of
 
 __all__ = ["Dialog", "Option", "Rules", "ScreenState"]
@@ -110,8 +111,7 @@ class Rules(BaseRules):
 
     def parse_dialog(self, rows: list[str]) -> Dialog | None:
         """The modal on screen, if any (its marker row, then numbered options under it)."""
-        for i, raw in enumerate(rows):
-            row = raw.rstrip()
+        for i, row in enumerate(strip_rows(rows)):
             if not row:
                 continue
             text = row.strip()
