@@ -25,7 +25,17 @@ from typing import Any
 from litbridge import _core
 from litbridge.term import ScreenRows
 
-__all__ = ["first_kind", "first_match", "has_any", "joined", "last_kind", "last_match", "memo", "strip_rows"]
+__all__ = [
+    "first_kind",
+    "first_match",
+    "has_any",
+    "joined",
+    "last_kind",
+    "last_match",
+    "memo",
+    "needles_in",
+    "strip_rows",
+]
 
 MEMO_MAX = 4096
 """Distinct row texts remembered per memo; a memo starts over past it (a long session's scrolled rows)."""
@@ -58,45 +68,13 @@ def memo(key: Any) -> dict[str, int]:
     return m
 
 
-def py_last_kind(rows: list[str], kind: Kind, m: dict[str, int], start: int, stop: int) -> tuple[int, int]:
-    """(y, kind) of the last row in [start, stop) whose kind is not 0, else (-1, 0): the reference loop."""
-    for y in range(stop - 1, start - 1, -1):
-        r = rows[y]
-        k = m.get(r)
-        if k is None:
-            k = m[r] = kind(r)
-        if k:
-            return y, k
-    return -1, 0
-
-
-def py_first_kind(rows: list[str], kind: Kind, m: dict[str, int], start: int, stop: int) -> tuple[int, int]:
-    """(y, kind) of the first row in [start, stop) whose kind is not 0, else (-1, 0): the reference loop."""
-    for y in range(start, stop):
-        r = rows[y]
-        k = m.get(r)
-        if k is None:
-            k = m[r] = kind(r)
-        if k:
-            return y, k
-    return -1, 0
-
-
-_last, _first = py_last_kind, py_first_kind
-if _core.AVAILABLE:  # pragma: no branch - depends on the build
-    try:
-        from litbridge._core import ops as _ops
-
-        _last, _first = _ops.last_kind, _ops.first_kind
-    except ImportError:  # pragma: no cover - an older build without the ops module
-        pass
-
-
 def _bounds(rows: Sequence[str], start: int | None, stop: int | None) -> tuple[list[str], int, int]:
-    n = len(rows)
+    """`rows` as a list, and start/stop clipped to [0, len(rows)] (None: the ends; no negative indexing)."""
+    lst = rows if isinstance(rows, list) else list(rows)
+    n = len(lst)
     a = 0 if start is None else max(0, min(start, n))
     b = n if stop is None else max(0, min(stop, n))
-    return rows if isinstance(rows, list) else list(rows), a, b
+    return lst, a, b
 
 
 def last_kind(
@@ -105,8 +83,15 @@ def last_kind(
     """Scanning rows[start:stop] up: (y, kind) of the first row whose `kind` is not 0, else (None, 0). `key`
     names the memo of `kind` (see `memo`)."""
     lst, a, b = _bounds(rows, start, stop)
-    y, k = _last(lst, kind, memo(key), a, b)
-    return (None, 0) if y < 0 else (y, k)
+    m = memo(key)
+    for y in range(b - 1, a - 1, -1):
+        r = lst[y]
+        k = m.get(r)
+        if k is None:
+            k = m[r] = kind(r)
+        if k:
+            return y, k
+    return None, 0
 
 
 def first_kind(
@@ -114,13 +99,30 @@ def first_kind(
 ) -> tuple[int | None, int]:
     """Scanning rows[start:stop] down: (y, kind) of the first row whose `kind` is not 0, else (None, 0)."""
     lst, a, b = _bounds(rows, start, stop)
-    y, k = _first(lst, kind, memo(key), a, b)
-    return (None, 0) if y < 0 else (y, k)
+    m = memo(key)
+    for y in range(a, b):
+        r = lst[y]
+        k = m.get(r)
+        if k is None:
+            k = m[r] = kind(r)
+        if k:
+            return y, k
+    return None, 0
+
+
+_matchers: dict[tuple[re.Pattern[str], bool], Kind] = {}
 
 
 def _matcher(pattern: re.Pattern[str], search: bool) -> Kind:
-    test = pattern.search if search else pattern.match
-    return lambda r: 1 if test(r) is not None else 0
+    kind = _matchers.get((pattern, search))
+    if kind is None:
+        test = pattern.search if search else pattern.match
+
+        def kind(r: str) -> int:
+            return 1 if test(r) is not None else 0
+
+        _matchers[(pattern, search)] = kind
+    return kind
 
 
 def last_match(
@@ -145,6 +147,43 @@ def first_match(
 ) -> int | None:
     """The first y in rows[start:stop] whose row `pattern` matches (at its start, or anywhere with `search`)."""
     return first_kind(rows, _matcher(pattern, search), (pattern, search), start, stop)[0]
+
+
+def needles_in(rows: Sequence[str], needles: tuple[str, ...]) -> int:
+    """Bit i set iff needles[i] is in some row: `needles[i] in "\\n".join(rows)` for needles without a newline
+    (at most 63), each row text looked at once per needle set."""
+    m = memo(("needles", needles))
+    mask = 0
+    for r in rows:
+        bits = m.get(r)
+        if bits is None:
+            bits = m[r] = sum(1 << i for i, needle in enumerate(needles) if needle in r)
+        mask |= bits
+    return mask
+
+
+PURE = {
+    "memo": memo,
+    "last_kind": last_kind,
+    "first_kind": first_kind,
+    "last_match": last_match,
+    "first_match": first_match,
+    "needles_in": needles_in,
+}
+"""The pure-Python implementations (what the compiled ones are tested against)."""
+
+if _core.AVAILABLE:  # pragma: no branch - depends on the build
+    try:
+        from litbridge._core.ops import (  # type: ignore[assignment]
+            first_kind,
+            first_match,
+            last_kind,
+            last_match,
+            memo,
+            needles_in,
+        )
+    except ImportError:  # pragma: no cover - an older build without the ops module
+        pass
 
 
 def joined(rows: Sequence[str]) -> str:

@@ -15,7 +15,7 @@ from wcwidth import wcswidth
 
 from litbridge.drivers.claude.model import Dialog, Option, ScreenState
 from litbridge.drivers.kit import Rules as BaseRules
-from litbridge.drivers.screen_ops import first_match, has_any, joined, last_kind, last_match, strip_rows
+from litbridge.drivers.screen_ops import first_match, has_any, last_kind, last_match, needles_in, strip_rows
 
 
 def _strip(rows: Sequence[str]) -> list[str]:
@@ -154,8 +154,9 @@ class Screen(BaseRules):
     def classify(self, rows: Sequence[str]) -> ScreenState:
         """Classify one frame (the capture harness's rules, reference §10, plus dialog parsing)."""
         rows = _strip(rows)
-        text = joined(rows)
-        version_m = self.VERSION_RE.search(text)
+        # the first row showing the version is where a search of the whole text finds it (one row's pattern)
+        version_y = first_match(rows, self.VERSION_RE, search=True)
+        version_m = self.VERSION_RE.search(rows[version_y]) if version_y is not None else None
         version = version_m.group(1) if version_m else None
         if not any(rows):
             return ScreenState("blank")
@@ -195,21 +196,36 @@ class Dialogs(Screen):
     """Claude Code 2.1.x modals: kind, question text, options, the keys that answer them."""
 
     def _dialog_kind(self, rows: list[str]) -> str | None:
-        text = joined(rows)
-        if "Yes, I trust this folder" in text:
+        # which marker texts the screen shows (as `in "\n".join(rows)`: none holds a newline), each row looked at
+        # once per distinct text
+        found = needles_in(
+            rows,
+            (
+                "Yes, I trust this folder",
+                "Do you want to use this API key?",
+                "Bypass Permissions mode",
+                "Yes, I accept",
+                "Auto mode can't check actions in this session",
+                "Enter to stay in auto mode",
+                "Esc to cancel",
+                self.RESUME_FOOTER,
+                self.REWIND_SUB,
+            ),
+        )
+        if found & 1:
             return "trust"
-        if "Do you want to use this API key?" in text:
+        if found & 2:
             return "api_key"
-        if "Bypass Permissions mode" in text and "Yes, I accept" in text:
+        if found & 4 and found & 8:
             return "bypass"
-        if "Auto mode can't check actions in this session" in text and "Enter to stay in auto mode" in text:
+        if found & 16 and found & 32:
             return "auto_mode_unavailable"
-        if "Esc to cancel" in text and any(self.PERMISSION_Q_RE.match(r) for r in rows):
+        if found & 64 and any(self.PERMISSION_Q_RE.match(r) for r in rows):
             return "permission"
-        if self.RESUME_FOOTER in text and any(r.strip() == self.RESUME_TITLE for r in rows):
+        if found & 128 and any(r.strip() == self.RESUME_TITLE for r in rows):
             return "resume"
         if (
-            self.REWIND_SUB in text
+            found & 256
             and any(r.strip() == "Rewind" for r in rows)
             and self.find_prompt_row(rows) is None
         ):
