@@ -26,7 +26,12 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]  # run alone too: the sui
 from inputs import SMOKE  # type: ignore[import-not-found]  # noqa: E402
 
 RECORDINGS: dict[str, tuple[str, ...]] = {
-    "claude": ("s03_long_markdown_response", "s02_simple_qa", "s08a_first_session", "s02b_simple_qa_classic_tui"),
+    "claude": (
+        "s03_long_markdown_response",
+        "s02_simple_qa",
+        "s08a_first_session",
+        "s02b_simple_qa_classic_tui",
+    ),
     "codex": ("codex_long_markdown", "codex_plain_qa"),
     "gemini": ("gemini_long_markdown", "gemini_plain_qa"),
 }

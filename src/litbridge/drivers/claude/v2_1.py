@@ -224,11 +224,7 @@ class Dialogs(Screen):
             return "permission"
         if found & 128 and any(r.strip() == self.RESUME_TITLE for r in rows):
             return "resume"
-        if (
-            found & 256
-            and any(r.strip() == "Rewind" for r in rows)
-            and self.find_prompt_row(rows) is None
-        ):
+        if found & 256 and any(r.strip() == "Rewind" for r in rows) and self.find_prompt_row(rows) is None:
             return "rewind"
         return None
 

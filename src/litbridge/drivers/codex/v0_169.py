@@ -14,8 +14,8 @@ from typing import Any
 
 from litbridge.drivers.dialog import Dialog, Option
 from litbridge.drivers.kit import Rules as BaseRules
-from litbridge.drivers.screen_ops import first_kind, strip_rows
 from litbridge.drivers.osc7501 import state_of
+from litbridge.drivers.screen_ops import first_kind, strip_rows
 
 __all__ = ["Dialog", "Option", "Rules", "ScreenState"]
 
