@@ -116,3 +116,14 @@ def test_strip_rows_uses_the_frames_own_twin() -> None:
     assert screen_ops.strip_rows(rows) is rows.stripped
     assert screen_ops.strip_rows(["a  ", " b "]) == ["a", " b"]
     assert screen_ops.has_any("ab─", frozenset("─│")) and not screen_ops.has_any("ab", frozenset("─│"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(ROWS, st.sampled_from(PATTERNS))
+def test_cached_match_is_the_patterns_match(rows: list[str], pattern) -> None:
+    for _ in range(2):
+        for r in rows:
+            got, want = screen_ops.cached_match(pattern, r), pattern.match(r)
+            assert (got is None) == (want is None)
+            if want is not None:
+                assert got is not None and got.groups() == want.groups() and got.span() == want.span()

@@ -10,6 +10,7 @@ rows again. What they all do to rows is here, done once per frame or once per di
   is a dict lookup, not a regex run);
 - `last_kind` / `first_kind`: the same for the rules' own per-row tests (a spinner row, a row that ends the
   scan), memoised per rules class;
+- `cached_match`: a pattern's match object for a row (groups the rules read), once per distinct row text;
 - `has_any`: does a row hold any of a set of characters (box drawing); `joined`: the frame as one text.
 
 The loops run in the compiled core (`litbridge._core.ops`) when it is built; the functions below are the
@@ -26,6 +27,7 @@ from litbridge import _core
 from litbridge.term import ScreenRows
 
 __all__ = [
+    "cached_match",
     "first_kind",
     "first_match",
     "has_any",
@@ -184,6 +186,20 @@ if _core.AVAILABLE:  # pragma: no branch - depends on the build
         )
     except ImportError:  # pragma: no cover - an older build without the ops module
         pass
+
+
+def cached_match(pattern: re.Pattern[str], row: str) -> re.Match[str] | None:
+    """`pattern.match(row)`, run once per distinct row text (for a pattern whose groups the rules read)."""
+    m = _match_memos.get(pattern)
+    if m is None or len(m) > MEMO_MAX:
+        m = _match_memos[pattern] = {}
+    if row in m:
+        return m[row]
+    hit = m[row] = pattern.match(row)
+    return hit
+
+
+_match_memos: dict[re.Pattern[str], dict[str, re.Match[str] | None]] = {}
 
 
 def joined(rows: Sequence[str]) -> str:

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from litbridge.drivers.dialog import Dialog, Option
 from litbridge.drivers.kit import Rules as BaseRules
-from litbridge.drivers.screen_ops import last_match, strip_rows
+from litbridge.drivers.screen_ops import cached_match, last_match, strip_rows
 
 __all__ = ["Dialog", "Option", "Reading", "Rules", "ScreenState"]
 
@@ -120,7 +120,7 @@ class Rules(BaseRules):
         inner = [self._box_inner(r) for r in body]
         options: list[Option] = []
         for r in body:
-            m = self.OPTION_RE.match(r)
+            m = cached_match(self.OPTION_RE, r)  # a box row's test backtracks: once per distinct row text
             if m and r.lstrip().startswith("│") and not r.lstrip()[1:].lstrip().startswith("│"):
                 options.append(Option(str(int(m.group(2))), m.group(3).strip(), bool(m.group(1))))
         if not options:
