@@ -35,7 +35,8 @@ def extensions() -> list[Extension]:
     if NO_EXTENSIONS:
         print("litbridge: LITBRIDGE_NO_EXTENSIONS=1: building the pure-Python package", file=sys.stderr)
         return []
-    sources = sorted(glob.glob("src/litbridge/_core/*.pyx"))
+    # the terminal core first: a build that cannot compile names it (the other modules are its helpers)
+    sources = sorted(glob.glob("src/litbridge/_core/*.pyx"), key=lambda p: (not p.endswith("screen.pyx"), p))
     if not sources:
         raise SystemExit("litbridge: no src/litbridge/_core/*.pyx to build (incomplete source tree?)")
     from Cython.Build import cythonize  # a build requirement (pyproject.toml); missing means a broken env

@@ -185,6 +185,18 @@ def test_accuracy_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
 
 
 @pytest.mark.timeout(960)
+def test_screen_rules_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    """Replays of the recordings in the repository on a virtual clock: nothing to fetch, never skipped."""
+    rows = [
+        "| CLI | recording | CPU per replay | rules + tick | share | target | verdict |",
+        "| claude | **all 1** |",
+        "| codex | **all 1** |",
+        "| gemini | **all 1** |",
+    ]
+    _rows(smoke_output, "litbridge screen rules + streaming tick, CPU per replay (same run)", rows)
+
+
+@pytest.mark.timeout(960)
 def test_smoke_size_judges_no_target(smoke_output: str) -> None:
     """A single pass of a few µs is timer noise: the tables print their targets but no pass/SHORT verdict."""
     tables = [line for line in smoke_output.splitlines() if line.startswith("| ")]

@@ -6,11 +6,14 @@
 Contract (stable; the compiled implementation must keep it):
   Terminal(columns=GRID[0], lines=GRID[1], *, on_reply, on_status, on_title, on_frame_end, kitty_reply=False)
   feed(data: bytes)              feed raw PTY output; replies go to on_reply(bytes) in order
-  display -> list[str]           every row, padded to `columns` (pyte semantics)
+  display -> ScreenRows          every row, padded to `columns` (pyte semantics); one shared list per
+                                 generation (readers of a frame share it: never mutate it); `.stripped`
+                                 holds the same rows right-stripped
+  generation -> int              changes whenever a row's text (or a wrap flag) changed since it was read
   line(y) -> str                 one row
   changed_rows() -> list[(y, text)]   rows whose text changed since the previous call
   wrapped(y) -> bool             row y soft-wrapped into row y+1
-  logical_lines() -> list[str]   rows joined where soft-wrapped, right-stripped
+  logical_lines() -> ScreenRows  rows joined where soft-wrapped, right-stripped (shared as `display`)
   cursor -> (x, y, hidden)       title -> str
   modes -> dict[str, bool]       bracketed_paste, sync, alternate, mouse, focus, cursor_hidden
   in_sync_frame -> bool          inside ?2026h ... ?2026l
@@ -40,6 +43,27 @@ TitleCallback = Callable[[str], None]
 FrameCallback = Callable[[], None]
 
 
+class ScreenRows(list[str]):
+    """One frame's rows, shared by every reader of the frame (the rules read a screen many times per frame: the
+    rows are built once per change, not per call). Never mutate it. `stripped` is the same rows right-stripped
+    (the list itself when they already are), so rules that strip rows get them without a pass of their own."""
+
+    __slots__ = ("stripped", "text")
+    stripped: list[str]
+    text: str
+    """`"\\n".join(self)`, set by the first reader that needs it (`drivers.screen_ops.joined`)."""
+
+
+def _shared(rows: list[str], stripped: list[str] | None = None) -> ScreenRows:
+    out = ScreenRows(rows)
+    if stripped is None:
+        out.stripped = out
+    else:
+        out.stripped = ScreenRows(stripped)
+        out.stripped.stripped = out.stripped
+    return out
+
+
 class _PyteScreen(_pyte.Screen):
     """pyte Screen that forwards replies and titles; the fallback when the compiled core is missing."""
 
@@ -62,10 +86,6 @@ class _ScreenReaders:
     `mode << 5`, as pyte does). Subclasses say whether the alternate screen and sync output exist."""
 
     screen: _pyte.Screen | _core_screen.Screen
-
-    @property
-    def display(self) -> list[str]:
-        return self.screen.display
 
     @property
     def cursor(self) -> tuple[int, int, bool]:
@@ -125,8 +145,13 @@ class PyteTerminal(_ScreenReaders):
         self._last = [""] * lines
         self.program_status: str | None = None
         self._osc_carry = b""
+        self._gen = 0
+        self._fed = True  # something may have changed since the frame below was taken
+        self._rows = _shared([])
+        self._logical: ScreenRows | None = None
 
     def feed(self, data: bytes) -> None:
+        self._fed = True
         self.stream.feed(data)
         if self._osc_carry or b"\x1b]7501;" in data or b"\x1b" in data[-8:]:
             self._scan_osc7501(data)
@@ -154,8 +179,31 @@ class PyteTerminal(_ScreenReaders):
         )
         self._osc_carry = tail if unfinished else b""
 
+    def _frame(self) -> ScreenRows:
+        """The current frame, re-read from pyte only after a feed; a new generation only if it differs."""
+        if self._fed:
+            self._fed = False
+            rows = self.screen.display
+            if rows != self._rows:
+                old, olds = self._rows, self._rows.stripped
+                same = len(old) == len(rows)
+                stripped = [olds[y] if same and r == old[y] else r.rstrip() for y, r in enumerate(rows)]
+                self._rows = _shared(rows, stripped)
+                self._logical = None
+                self._gen += 1
+        return self._rows
+
+    @property
+    def generation(self) -> int:
+        self._frame()
+        return self._gen
+
+    @property
+    def display(self) -> ScreenRows:
+        return self._frame()
+
     def line(self, y: int) -> str:
-        return self.screen.display[y]
+        return self._frame()[y]
 
     def changed_rows(self) -> list[tuple[int, str]]:
         out = []
@@ -170,8 +218,11 @@ class PyteTerminal(_ScreenReaders):
     def wrapped(self, y: int) -> bool:
         return False
 
-    def logical_lines(self) -> list[str]:
-        return [row.rstrip() for row in self.screen.display]
+    def logical_lines(self) -> ScreenRows:
+        rows = self._frame()
+        if self._logical is None:
+            self._logical = _shared(rows.stripped)
+        return self._logical
 
     @property
     def in_sync_frame(self) -> bool:
@@ -213,6 +264,10 @@ class NativeTerminal(_ScreenReaders):
         # the C method itself: no Python frame per pty read (it takes all that the `feed` method it shadows does)
         self.feed = self._parser.feed  # type: ignore[method-assign]
         self.screen.kitty_reply = kitty_reply
+        self._gen = -1
+        self._rows = _shared([])
+        self._logical_gen = -1
+        self._logical = _shared([])
         self.on_reply, self.on_status, self.on_title, self.on_frame_end = (
             on_reply,
             on_status,
@@ -240,6 +295,18 @@ class NativeTerminal(_ScreenReaders):
     def feed(self, data: bytes) -> None:
         self._parser.feed(data)
 
+    @property
+    def generation(self) -> int:
+        return self.screen.generation
+
+    @property
+    def display(self) -> ScreenRows:
+        gen = self.screen.generation
+        if gen != self._gen:
+            self._rows = _shared(self.screen.rows(), self.screen.stripped_rows())
+            self._gen = gen
+        return self._rows
+
     def line(self, y: int) -> str:
         return self.screen.line(y)
 
@@ -249,8 +316,12 @@ class NativeTerminal(_ScreenReaders):
     def wrapped(self, y: int) -> bool:
         return self.screen.wrapped(y)
 
-    def logical_lines(self) -> list[str]:
-        return self.screen.logical_lines()
+    def logical_lines(self) -> ScreenRows:
+        gen = self.screen.generation
+        if gen != self._logical_gen:
+            self._logical = _shared(self.screen.logical_rows())
+            self._logical_gen = gen
+        return self._logical
 
     @property
     def program_status(self) -> str | None:

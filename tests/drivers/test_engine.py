@@ -479,3 +479,41 @@ def test_an_interrupt_the_cli_never_honours_is_left_to_the_host_fallback(rig, so
         ("interrupted", "")
     ]
     assert eng.turn is None
+
+
+class _Gen:
+    """A terminal that says only when its rows changed (`generation`), as `litbridge.term` does."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self.title = ""
+
+
+def test_the_screen_is_read_once_per_change_and_the_tick_skips_an_unchanged_one(rig):
+    """Output that changes no row (a cursor move, a redraw of the same text) costs no reading and no response
+    extraction: the engine keys its reading on the terminal's generation, the streaming tick on it and the turn."""
+    loop, host, hooks, eng, show, run = rig
+    term = host.terminal = _Gen()
+    reads: list[int] = []
+    asked: list[str | None] = []
+    read_screen, response_text = hooks.read_screen, hooks.response_text
+    hooks.read_screen = lambda: reads.append(1) or read_screen()  # type: ignore[method-assign]
+    hooks.response_text = lambda turn, r: asked.append(hooks.text) or response_text(turn, r)  # type: ignore[method-assign]
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+    hooks.text = "partial"
+    term.generation += 1
+    show(BUSY, 0.5)
+    assert ("replace", "partial") in host.calls
+    n_reads, n_asked = len(reads), len(asked)
+    for _ in range(5):  # output arrives, but the rows stay what they were
+        host.last_output_at = loop.time()
+        eng.on_screen()
+        run(0.2)
+    assert len(reads) == n_reads and len(asked) <= n_asked + 1
+    hooks.text = "partial and more"
+    term.generation += 1
+    show(BUSY, 0.5)
+    assert len(reads) == n_reads + 1
+    assert ("replace", "partial and more") in host.calls

@@ -12,7 +12,7 @@ from cpython.ref cimport Py_XINCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_FromKindAndData, PyUnicode_4BYTE_KIND, PyUnicode_DecodeASCII
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int32_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcpy, memmove, memset
+from libc.string cimport memchr, memcpy, memmove, memset
 
 import copy as _copy
 import unicodedata
@@ -508,6 +508,10 @@ cdef class Screen:
     cdef uint8_t* pdirty   # pyte `dirty` bits (logical rows)
     cdef uint8_t* ldirty   # changed_rows bits (logical rows)
     cdef list last_rows    # text last returned by changed_rows
+    cdef bint flushed      # changed_rows cleared dirty bits since the last snapshot (`_snapshot`)
+    cdef unsigned long long content_gen  # bumped when a snapshot finds the rows' text or wrap flags changed
+    cdef list snap_rows, snap_strip, snap_logical   # the last snapshot: rows, right-stripped, logical lines
+    cdef bytes snap_wraps
     cdef ucs4* scratch
     cdef Cursor _cursor
     cdef object _dirty
@@ -591,6 +595,7 @@ cdef class Screen:
         memset(self.ldirty, 1, lines + 1)
         self.scratch = <ucs4*>malloc((cols + 1) * sizeof(ucs4))
         self.last_rows = [None] * lines
+        self.flushed = True
         return 0
 
     def __dealloc__(self):
@@ -937,6 +942,7 @@ cdef class Screen:
         memset(self.ldirty, 1, lines + 1)
         self.scratch = <ucs4*>malloc((cols + 1) * sizeof(ucs4))
         self.last_rows = [None] * lines
+        self.flushed = True
         self._proxies = {}
         self.lines = lines
         self.columns = cols
@@ -2113,16 +2119,8 @@ cdef class Screen:
         return bool(self.g.wrapped[self.g.rowmap[y]])
 
     def logical_lines(self):
-        """Rows joined where soft-wrapped, each logical line right-stripped."""
-        cdef int y
-        out = []
-        cur = []
-        for y in range(self.lines):
-            cur.append(self._line(y))
-            if not self.g.wrapped[self.g.rowmap[y]] or y == self.lines - 1:
-                out.append("".join(cur).rstrip())
-                cur = []
-        return out
+        """Rows joined where soft-wrapped, each logical line right-stripped (a copy of `logical_rows()`)."""
+        return list(self.logical_rows())
 
     def changed_rows(self):
         """(y, text) for rows whose text changed since the previous call."""
@@ -2132,11 +2130,88 @@ cdef class Screen:
         for y in range(self.lines):
             if self.ldirty[y]:
                 self.ldirty[y] = 0
+                self.flushed = True
                 t = self._line(y)
                 if t != last[y]:
                     last[y] = t
                     out.append((y, t))
         return out
+
+    # -------- per-frame snapshots: what readers of one frame share (rows, stripped rows, logical lines)
+    cdef int _snapshot(self) except -1:
+        """Refresh the snapshot if a row's text or wrap flag may have changed since it was taken.
+
+        A change always sets a `changed_rows` bit (or `changed_rows` cleared one since: `flushed`); rows the
+        core did not re-render are the same str objects, so unchanged rows cost an identity check and keep
+        their stripped text. A touched-but-identical frame keeps its generation."""
+        cdef int y
+        cdef bint dirty = self.flushed or memchr(self.ldirty, 1, self.lines) != NULL
+        cdef bytearray wb = bytearray(self.lines)
+        cdef unsigned char* w = wb
+        for y in range(self.lines):
+            w[y] = self.g.wrapped[self.g.rowmap[y]]
+        wraps = bytes(wb)
+        old = self.snap_rows
+        if not dirty and old is not None and wraps == self.snap_wraps:
+            return 0
+        self.flushed = False
+        new = [self._line(y) for y in range(self.lines)]
+        cdef list strip
+        cdef list olds = self.snap_strip
+        cdef bint same = old is not None and len(<list>old) == self.lines and wraps == self.snap_wraps
+        if same:
+            for y in range(self.lines):
+                if new[y] is not (<list>old)[y] and new[y] != (<list>old)[y]:
+                    same = False
+                    break
+        if same:
+            return 0
+        strip = []
+        for y in range(self.lines):
+            r = new[y]
+            if old is not None and y < len(<list>old) and r is (<list>old)[y]:
+                strip.append(olds[y])
+            else:
+                strip.append(r.rstrip())
+        self.snap_rows = new
+        self.snap_strip = strip
+        self.snap_wraps = wraps
+        self.snap_logical = None
+        self.content_gen += 1
+        return 0
+
+    @property
+    def generation(self):
+        """A counter that changes whenever the rows' text (or a wrap flag) changed since it was last read."""
+        self._snapshot()
+        return self.content_gen
+
+    def rows(self):
+        """Every row (as `display`) for the current generation: one shared list per change; never mutate it."""
+        self._snapshot()
+        return self.snap_rows
+
+    def stripped_rows(self):
+        """`rows()` right-stripped, shared the same way; a row that did not change is not stripped again."""
+        self._snapshot()
+        return self.snap_strip
+
+    def logical_rows(self):
+        """`logical_lines()` for the current generation, shared the same way; never mutate it."""
+        cdef int y
+        self._snapshot()
+        if self.snap_logical is None:
+            rows = self.snap_rows
+            w = self.snap_wraps
+            out = []
+            cur = []
+            for y in range(self.lines):
+                cur.append(rows[y])
+                if not w[y] or y == self.lines - 1:
+                    out.append("".join(cur).rstrip() if len(cur) > 1 else self.snap_strip[y])
+                    cur = []
+            self.snap_logical = out
+        return self.snap_logical
 
     # -------- buffer proxy primitives (physical rows, so a row object follows its line as pyte's dicts do)
     def _phys(self, int y):

@@ -211,7 +211,9 @@ class EngineHooks:
         return data == ESC
 
     def response_text(self, turn: Turn, reading: Reading) -> str | None:
-        """The open turn's response as the screen shows it now, or None (nothing to show yet)."""
+        """The open turn's response as the screen shows it now, or None (nothing to show yet). The streaming tick
+        does not ask again while the screen (`screen_key`), the turn and its text so far are what they were at
+        the last ask whose answer was not taken: an answer must follow from those (and the driver's record)."""
         return None
 
     def status_busy(self, status: osc7501.ProgramStatus) -> bool:
@@ -264,7 +266,10 @@ class _EngineState:
         self.prev_final = ""
         self.last_change = 0.0
         self._frame = 0
-        self._cache_key: tuple[int, float] | None = None
+        self._cache_key: tuple[Any, ...] | None = None
+        self._text_key: tuple[Any, ...] | None = None
+        """What the last `response_text` read was asked on (screen, turn, its text so far): asked again on
+        the same, it would say the same, so the streaming tick skips it."""
         self._cache: Reading | None = None
         self._pending_key: tuple[Any, ...] | None = None
         self._pending_since = 0.0
@@ -305,9 +310,18 @@ class _EngineState:
         last = max(getattr(self.host, "last_output_at", 0.0) or 0.0, self.last_change)
         return self.now() - last
 
+    def screen_key(self) -> tuple[Any, ...]:
+        """What a reading depends on: the terminal's generation (it changes only when a row's text does), the
+        window title and the driver's rules. A terminal without generations: every output chunk and frame."""
+        term = getattr(self.host, "terminal", None)
+        gen = getattr(term, "generation", None)
+        if gen is None:
+            return (self._frame, getattr(self.host, "last_output_at", 0.0) or 0.0)
+        return (gen, getattr(term, "title", None), id(getattr(self.hooks, "rules", None)))
+
     def reading(self) -> Reading:
-        """The current screen's reading, computed once per frame."""
-        key = (self._frame, getattr(self.host, "last_output_at", 0.0) or 0.0)
+        """The current screen's reading, computed once per screen generation (not per call)."""
+        key = self.screen_key()
         if self._cache is None or key != self._cache_key:
             self._cache = self.hooks.read_screen()
             self._cache_key = key
@@ -803,7 +817,13 @@ class _EngineTurns(_EngineState):
         cls = self.reading()
         spinner = cls.spinner if cls.state == "busy" else None
         turn = self.turn
-        text = self.hooks.response_text(turn, cls) if turn is not None else None
+        text = None
+        if turn is not None:
+            key = (self._cache_key, id(turn), turn.started, turn.witnessed, turn.last_text, self.prev_final)
+            if key != self._text_key:
+                # the same screen for the same turn state was read last time and its text not taken: skip it
+                text = self.hooks.response_text(turn, cls)
+                self._text_key = key
         if (
             turn is not None
             and text

@@ -21,6 +21,7 @@ from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.paste import paste_payload
 from litbridge.drivers.records import Dispatch
+from litbridge.drivers.screen_ops import strip_rows
 from litbridge.drivers.versions import recorded_version
 from litbridge.keys import encode_key
 
@@ -161,7 +162,7 @@ class ClaudeDriver(EngineDriver):
 
     # ------------------------------------------------------------------------------------------ EngineHooks
     def _rows(self) -> list[str]:
-        return list(self.host.terminal.display)
+        return self.host.terminal.display
 
     def read_screen(self) -> ScreenState:
         cls = self.rules.classify(self._rows())
@@ -201,7 +202,7 @@ class ClaudeDriver(EngineDriver):
     def response_text(self, turn: Turn, reading: Any) -> str | None:
         if not turn.witnessed:
             return None
-        rows = list(self.host.terminal.logical_lines())
+        rows = self.host.terminal.logical_lines()
         needle = turn.text if len(turn.text) < 800 and turn.text.count("\n") < 8 else None
         start = self.rules.find_turn_start(rows, needle)
         if start is not None:
@@ -235,12 +236,12 @@ class ClaudeDriver(EngineDriver):
             and (not self.follower.tracker.open or quiet >= 60.0)
             and self._completion_below_prompt(turn)
         ):
-            rows = list(self.host.terminal.logical_lines())
+            rows = self.host.terminal.logical_lines()
             start = self.rules.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
             eng.complete(self.rules.extract_response(rows, start) or turn.last_text, None, "screen")
 
     def _completion_below_prompt(self, turn: Turn) -> bool:
-        rows = [r.rstrip() for r in self._rows()]
+        rows = strip_rows(self._rows())
         start = self.rules.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
         return any(self.rules.COMPLETION_RE.match(r) for r in rows[0 if start is None else start + 1 :])
 

@@ -15,10 +15,11 @@ from wcwidth import wcswidth
 
 from litbridge.drivers.claude.model import Dialog, Option, ScreenState
 from litbridge.drivers.kit import Rules as BaseRules
+from litbridge.drivers.screen_ops import first_match, has_any, last_kind, last_match, needles_in, strip_rows
 
 
 def _strip(rows: Sequence[str]) -> list[str]:
-    return [r.rstrip() for r in rows]
+    return strip_rows(rows)
 
 
 def _indent(row: str) -> int:
@@ -117,35 +118,34 @@ class Screen(BaseRules):
         return row == self.PROMPT or row.startswith(self.PROMPT + self.NBSP)
 
     def find_prompt_row(self, rows: Sequence[str]) -> int | None:
-        for y in range(len(rows) - 1, -1, -1):
-            if self.is_prompt_line(rows[y]):
-                return y
-        return None
+        return last_kind(rows, self._prompt_kind, (type(self), "prompt"))[0]
+
+    def _prompt_kind(self, row: str) -> int:
+        return 1 if self.is_prompt_line(row) else 0
 
     def _box_bounds(self, rows: list[str], prompt_row: int) -> tuple[int | None, int | None]:
         """Rows of the prompt box's top and bottom rules around `prompt_row`."""
-        top = next((y for y in range(prompt_row - 1, -1, -1) if self.RULE_RE.match(rows[y])), None)
-        bottom = next((y for y in range(prompt_row + 1, len(rows)) if self.RULE_RE.match(rows[y])), None)
+        top = last_match(rows, self.RULE_RE, 0, prompt_row)
+        bottom = first_match(rows, self.RULE_RE, prompt_row + 1)
         return top, bottom
 
     def spinner_line(self, rows: Sequence[str], end: int | None = None) -> str | None:
         """The busy spinner/progress line (`✶ Verb… (3s · ↓ 2 tokens)`), scanning up from `end`."""
         rows = _strip(rows)
         end = len(rows) if end is None else end
-        for y in range(end - 1, -1, -1):
-            r = rows[y].strip()
-            if not r:
-                continue
-            if self.SPINNER_RE.match(r):
-                return r
-            if (
-                r.startswith("●")
-                or self.COMPLETION_RE.match(r)
-                or self.is_prompt_line(rows[y])
-                or r.startswith("❯ ")
-            ):
-                return None
-        return None
+        y, kind = last_kind(rows, self._spinner_kind, (type(self), "spinner"), 0, end)
+        return rows[y].strip() if y is not None and kind == 1 else None
+
+    def _spinner_kind(self, row: str) -> int:
+        """For `spinner_line`'s scan up: 1 the spinner row, 2 a row that ends the scan, 0 keep going."""
+        r = row.strip()
+        if not r:
+            return 0
+        if self.SPINNER_RE.match(r):
+            return 1
+        if r.startswith("●") or self.COMPLETION_RE.match(r) or self.is_prompt_line(row) or r.startswith("❯ "):
+            return 2
+        return 0
 
     def parse_dialog(self, rows: Sequence[str]) -> Dialog | None:
         """The modal on the screen, or None: implemented by `Dialogs` below (`classify` needs it)."""
@@ -154,8 +154,9 @@ class Screen(BaseRules):
     def classify(self, rows: Sequence[str]) -> ScreenState:
         """Classify one frame (the capture harness's rules, reference §10, plus dialog parsing)."""
         rows = _strip(rows)
-        text = "\n".join(rows)
-        version_m = self.VERSION_RE.search(text)
+        # the first row showing the version is where a search of the whole text finds it (one row's pattern)
+        version_y = first_match(rows, self.VERSION_RE, search=True)
+        version_m = self.VERSION_RE.search(rows[version_y]) if version_y is not None else None
         version = version_m.group(1) if version_m else None
         if not any(rows):
             return ScreenState("blank")
@@ -195,24 +196,35 @@ class Dialogs(Screen):
     """Claude Code 2.1.x modals: kind, question text, options, the keys that answer them."""
 
     def _dialog_kind(self, rows: list[str]) -> str | None:
-        text = "\n".join(rows)
-        if "Yes, I trust this folder" in text:
+        # which marker texts the screen shows (as `in "\n".join(rows)`: none holds a newline), each row looked at
+        # once per distinct text
+        found = needles_in(
+            rows,
+            (
+                "Yes, I trust this folder",
+                "Do you want to use this API key?",
+                "Bypass Permissions mode",
+                "Yes, I accept",
+                "Auto mode can't check actions in this session",
+                "Enter to stay in auto mode",
+                "Esc to cancel",
+                self.RESUME_FOOTER,
+                self.REWIND_SUB,
+            ),
+        )
+        if found & 1:
             return "trust"
-        if "Do you want to use this API key?" in text:
+        if found & 2:
             return "api_key"
-        if "Bypass Permissions mode" in text and "Yes, I accept" in text:
+        if found & 4 and found & 8:
             return "bypass"
-        if "Auto mode can't check actions in this session" in text and "Enter to stay in auto mode" in text:
+        if found & 16 and found & 32:
             return "auto_mode_unavailable"
-        if "Esc to cancel" in text and any(self.PERMISSION_Q_RE.match(r) for r in rows):
+        if found & 64 and any(self.PERMISSION_Q_RE.match(r) for r in rows):
             return "permission"
-        if self.RESUME_FOOTER in text and any(r.strip() == self.RESUME_TITLE for r in rows):
+        if found & 128 and any(r.strip() == self.RESUME_TITLE for r in rows):
             return "resume"
-        if (
-            self.REWIND_SUB in text
-            and any(r.strip() == "Rewind" for r in rows)
-            and self.find_prompt_row(rows) is None
-        ):
+        if found & 256 and any(r.strip() == "Rewind" for r in rows) and self.find_prompt_row(rows) is None:
             return "rewind"
         return None
 
@@ -264,10 +276,7 @@ class Dialogs(Screen):
         return options, (blocks[0][0] if blocks else None), "\n".join(lines)
 
     def _footer_row(self, rows: list[str]) -> int | None:
-        for y in range(len(rows) - 1, -1, -1):
-            if self.DIALOG_FOOTER_RE.search(rows[y]):
-                return y
-        return None
+        return last_match(rows, self.DIALOG_FOOTER_RE, search=True)
 
     def _parse_options(self, rows: list[str], footer: int) -> tuple[list[Option], int | None]:
         """Options drawn above `footer`: the `❯` row and its siblings whose text starts in the same column."""
@@ -433,9 +442,12 @@ class Rules(Dialogs):
                     if self.RULE_RE.match(lines[y]) or self.PANEL_TOP_RE.match(lines[y]):
                         end = y
                         break
-        while end > 0 and self._is_chrome(lines[end - 1]):
-            end -= 1
-        return end
+        last, _ = last_kind(lines, self._content_kind, (type(self), "content"), 0, end)
+        return 0 if last is None else last + 1
+
+    def _content_kind(self, row: str) -> int:
+        """For `_content_end`'s scan up over trailing chrome: 1 a conversation row, 0 chrome."""
+        return 0 if self._is_chrome(row) else 1
 
     def reflow(self, rows: list[str], cols: int = 200) -> list[str]:
         """Rejoin prose rows the renderer wrapped at `cols`; box-drawn rows and list items stay as drawn.
@@ -450,7 +462,7 @@ class Rules(Dialogs):
         for row in rows:
             s = row.strip()
             ind = _indent(row)
-            boxy = any(ch in self.BOX_CHARS for ch in s)
+            boxy = has_any(s, self.BOX_CHARS)
             if (
                 out
                 and s

@@ -78,7 +78,7 @@ class CodexDriver(EngineDriver):
 
     # ------------------------------------------------------------------------------------------ engine hooks
     def read_screen(self) -> v0_169.ScreenState:
-        return self.rules.classify(list(self.host.terminal.display))
+        return self.rules.classify(self.host.terminal.display)
 
     def _title(self) -> str:
         try:
@@ -92,7 +92,7 @@ class CodexDriver(EngineDriver):
     def unknown_modal(self) -> str | None:
         if osc7501.state_of(self.engine.status) == "clear":
             return None  # Codex is exiting: the main screen's goodbye text is no modal
-        return self.rules.modal_excerpt(list(self.host.terminal.display))
+        return self.rules.modal_excerpt(self.host.terminal.display)
 
     def type_message(self, text: str) -> None:
         self.write_paste(paste_payload(text))
@@ -121,7 +121,7 @@ class CodexDriver(EngineDriver):
         """The answer as the screen shows it, until the rollout's first agent message (exact text) takes over."""
         if self.follower.tracker.parts:
             return None
-        rows = list(self.host.terminal.display)
+        rows = self.host.terminal.display
         comp = self.rules.composer_row(rows)
         text = self.rules.extract_response(rows, self.rules.find_prompt(rows, turn.text, comp), comp)
         return text or None
@@ -134,7 +134,7 @@ class CodexDriver(EngineDriver):
     async def startup(self) -> dict[str, Any]:
         self.follower.start()
         await self.engine.startup()
-        rows = list(self.host.terminal.display)
+        rows = self.host.terminal.display
         self.cli_version = self.rules.version_of(rows) or self.cli_version
         if self.cli_version and not isinstance(self.rules, CLI.pick(self.cli_version).rules):
             self.use_version(self.cli_version)
@@ -187,7 +187,7 @@ class CodexDriver(EngineDriver):
         now = self.engine.now()
         if now - max(end[1], self.follower.last_line_at) < SCREEN_FALLBACK:
             return
-        rows = list(self.host.terminal.display)
+        rows = self.host.terminal.display
         self._osc_end = None
         if end[0] == "done":
             comp = self.rules.composer_row(rows)

@@ -15,6 +15,7 @@ from typing import Any
 from litbridge.drivers.dialog import Dialog, Option
 from litbridge.drivers.kit import Rules as BaseRules
 from litbridge.drivers.osc7501 import state_of
+from litbridge.drivers.screen_ops import first_kind, strip_rows
 
 __all__ = ["Dialog", "Option", "Rules", "ScreenState"]
 
@@ -110,10 +111,15 @@ class Rules(BaseRules):
 
     def parse_dialog(self, rows: list[str]) -> Dialog | None:
         """The modal on screen, if any (its marker row, then numbered options under it)."""
-        for i, raw in enumerate(rows):
-            row = raw.rstrip()
-            if not row:
-                continue
+        stripped = strip_rows(rows)
+        i = -1
+        while True:
+            # only rows that can head a dialog (memoised per row text): every other row does nothing below
+            found, _ = first_kind(stripped, self._dialog_head_kind, (type(self), "dialog_head"), i + 1)
+            if found is None:
+                break
+            i = found
+            row = stripped[i]
             text = row.strip()
             if text in self.APPROVAL_MARKS:
                 opts, _ = self._options_below(rows, i + 1)
@@ -146,6 +152,18 @@ class Rules(BaseRules):
                 opts, _ = self._options_below(rows, i + 1)
                 return self._dialog("login", self.LOGIN_MARK, opts)
         return None
+
+    def _dialog_head_kind(self, row: str) -> int:
+        """1 for a row `parse_dialog` looks under (an approval, trust, migration or login marker), else 0."""
+        if not row:
+            return 0
+        text = row.strip()
+        return int(
+            text in self.APPROVAL_MARKS
+            or text.startswith(self.TRUST_MARK)
+            or self.MIGRATION_RE.match(row) is not None
+            or text == self.LOGIN_MARK
+        )
 
     def composer_row(self, rows: list[str]) -> int | None:
         """Index of the composer (`› …` row just above the model/cwd footer), or None (no live composer)."""

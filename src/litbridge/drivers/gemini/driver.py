@@ -65,7 +65,7 @@ class _Dispatch(Dispatch):
         self.engine.interrupted(turn.last_text or ev.text)
 
     def error(self, ev: ChatEvent, turn: Turn) -> None:
-        shown = self.driver.rules.error_lines(list(self.host.terminal.display))
+        shown = self.driver.rules.error_lines(self.host.terminal.display)
         extra = f" (the CLI showed: {shown[-1]})" if shown and shown[-1] != ev.text else ""
         self.engine.failed(ev.text + extra, "api_error")
 
@@ -98,10 +98,10 @@ class GeminiDriver(EngineDriver):
 
     # ------------------------------------------------------------------------------------------ engine hooks
     def read_screen(self) -> Reading:
-        reading: Reading = self.rules.read(list(self.host.terminal.display), self.title)
+        reading: Reading = self.rules.read(self.host.terminal.display, self.title)
         if reading.version and reading.version != self.cli_version:
             self.use_version(reading.version)  # the header of the first frame (no `gemini --version`: slow)
-            reading = self.rules.read(list(self.host.terminal.display), self.title)
+            reading = self.rules.read(self.host.terminal.display, self.title)
         return reading
 
     def dialog_keys(self, dialog: Any, index: int) -> list[str]:
@@ -117,7 +117,7 @@ class GeminiDriver(EngineDriver):
         return data in (ESC, CTRL_C)
 
     def response_text(self, turn: Turn, reading: Any) -> str | None:
-        rows = list(self.host.terminal.display)
+        rows = self.host.terminal.display
         start = self.rules.find_prompt(rows, turn.text if len(turn.text) < 800 else None)
         if start is None:
             return None
@@ -138,7 +138,7 @@ class GeminiDriver(EngineDriver):
 
     def shown(self) -> str:
         """What the live area shows right now (spinner, errors), one line per row."""
-        return self.rules.status_excerpt(list(self.host.terminal.display))
+        return self.rules.status_excerpt(self.host.terminal.display)
 
     # ------------------------------------------------------------------------------------------ lifecycle
     async def startup(self) -> dict[str, Any]:
@@ -158,7 +158,7 @@ class GeminiDriver(EngineDriver):
         return self.model or self.footer_model
 
     def _read_footer_model(self) -> None:
-        self.footer_model = self.rules.footer_model(list(self.host.terminal.display)) or self.footer_model
+        self.footer_model = self.rules.footer_model(self.host.terminal.display) or self.footer_model
 
     def on_output(self, data: bytes) -> None:
         title = getattr(self.host.terminal, "title", "") or ""

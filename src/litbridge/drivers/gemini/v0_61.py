@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from litbridge.drivers.dialog import Dialog, Option
 from litbridge.drivers.kit import Rules as BaseRules
+from litbridge.drivers.screen_ops import cached_match, last_match, strip_rows
 
 __all__ = ["Dialog", "Option", "Reading", "Rules", "ScreenState"]
 
@@ -81,14 +82,11 @@ class Rules(BaseRules):
 
     @staticmethod
     def _strip(rows: list[str]) -> list[str]:
-        return [r.rstrip() for r in rows]
+        return strip_rows(rows)
 
     def last_rule(self, rows: list[str]) -> int | None:
         """Row index of the full-width rule above the input box (the start of the live area)."""
-        for i in range(len(rows) - 1, -1, -1):
-            if self.RULE_RE.match(rows[i]):
-                return i
-        return None
+        return last_match(rows, self.RULE_RE)
 
     @staticmethod
     def _box_inner(row: str) -> str:
@@ -122,7 +120,7 @@ class Rules(BaseRules):
         inner = [self._box_inner(r) for r in body]
         options: list[Option] = []
         for r in body:
-            m = self.OPTION_RE.match(r)
+            m = cached_match(self.OPTION_RE, r)  # a box row's test backtracks: once per distinct row text
             if m and r.lstrip().startswith("│") and not r.lstrip()[1:].lstrip().startswith("│"):
                 options.append(Option(str(int(m.group(2))), m.group(3).strip(), bool(m.group(1))))
         if not options:

@@ -1,0 +1,19 @@
+"""Type stubs for `litbridge._core.ops`: compiled twins of `litbridge.drivers.screen_ops` (same signatures)."""
+
+import re
+from collections.abc import Callable, Hashable, Sequence
+
+def memo(key: Hashable) -> dict[str, int]: ...
+def last_kind(
+    rows: Sequence[str], kind: Callable[[str], int], key: Hashable, start: int | None = None, stop: int | None = None
+) -> tuple[int | None, int]: ...
+def first_kind(
+    rows: Sequence[str], kind: Callable[[str], int], key: Hashable, start: int | None = None, stop: int | None = None
+) -> tuple[int | None, int]: ...
+def last_match(
+    rows: Sequence[str], pattern: re.Pattern[str], start: int | None = None, stop: int | None = None, *, search: bool = False
+) -> int | None: ...
+def first_match(
+    rows: Sequence[str], pattern: re.Pattern[str], start: int | None = None, stop: int | None = None, *, search: bool = False
+) -> int | None: ...
+def needles_in(rows: Sequence[str], needles: tuple[str, ...]) -> int: ...

@@ -1,0 +1,71 @@
+"""A `Terminal`'s rows are one shared snapshot per change (`generation`), with their right-stripped twin.
+
+The rules read a frame many times over: the rows must be built once per change (not per read), a redraw of the
+same text must not count as a change, and a row that did not change must not be processed again. Both
+implementations (the compiled core and the pyte fallback) keep the same contract.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from litbridge import _core
+from litbridge.term import NativeTerminal, PyteTerminal, ScreenRows
+
+IMPLS = [PyteTerminal] + ([NativeTerminal] if _core.AVAILABLE else [])
+
+
+@pytest.fixture(params=IMPLS, ids=lambda c: c.implementation)
+def term(request: pytest.FixtureRequest) -> PyteTerminal | NativeTerminal:
+    t: PyteTerminal | NativeTerminal = request.param(20, 4)
+    return t
+
+
+def test_rows_are_one_shared_list_until_the_text_changes(term) -> None:
+    term.feed(b"hello\r\nworld")
+    rows, gen = term.display, term.generation
+    assert isinstance(rows, ScreenRows)
+    assert rows[0] == "hello".ljust(20) and rows[1] == "world".ljust(20)
+    assert term.display is rows and term.generation == gen
+    term.feed(b"\x1b[H")  # the cursor moved: no row changed
+    assert term.display is rows and term.generation == gen
+    term.feed(b"\rhello")  # the same text drawn again over itself
+    assert term.display is rows and term.generation == gen
+    term.feed(b"!")
+    assert term.generation != gen
+    assert term.display is not rows and term.display[0] == "hello!".ljust(20)
+
+
+def test_changed_rows_between_reads_do_not_hide_a_change(term) -> None:
+    """The session takes the changed rows between two reads of the rules: the next read still sees the change."""
+    term.feed(b"one")
+    term.changed_rows()
+    gen = term.generation
+    term.feed(b"\r\ntwo")
+    assert [t.rstrip() for _, t in term.changed_rows()] == ["two"]
+    assert term.generation != gen and term.display[1].startswith("two")
+
+
+def test_stripped_twin_and_logical_lines(term) -> None:
+    term.feed(b"a  \r\n\r\n  b c  ")
+    rows = term.display
+    assert rows.stripped == [r.rstrip() for r in rows]
+    assert rows.stripped.stripped is rows.stripped
+    assert term.logical_lines() == ["a", "", "  b c", ""]
+    assert term.logical_lines() is term.logical_lines()
+    first = rows.stripped[0]
+    term.feed(b"\x1b[4;1Hz")  # only the last row changes: the others keep their stripped text
+    assert term.display.stripped[0] is first
+    assert term.display.stripped[3] == "z"
+
+
+@pytest.mark.skipif(not _core.AVAILABLE, reason="compiled core not built")
+def test_native_logical_lines_join_soft_wrapped_rows() -> None:
+    term = NativeTerminal(5, 3)
+    term.feed(b"abcdefg \r\nxy")
+    assert term.logical_lines() == ["abcdefg", "xy"]
+    gen = term.generation
+    term.feed(b"\x1b[1;1Habcde")  # same text again, the wrap flag kept
+    assert term.generation == gen
+    term.feed(b"\x1b[2J")
+    assert term.generation != gen and all(not r for r in term.logical_lines())
