@@ -1,4 +1,5 @@
-"""Build the Cython extensions in src/litbridge/_core/ (all other metadata lives in pyproject.toml).
+"""Build the Cython extensions in src/litbridge/_core/ and src/litbridge/pty/ (all other metadata lives in
+pyproject.toml).
 
 The compiled core is required: a build that cannot compile it fails, naming the cause, instead of shipping a
 platform-tagged wheel without its `.so`. `LITBRIDGE_NO_EXTENSIONS=1` asks for the pure-Python package on
@@ -35,7 +36,7 @@ def extensions() -> list[Extension]:
     if NO_EXTENSIONS:
         print("litbridge: LITBRIDGE_NO_EXTENSIONS=1: building the pure-Python package", file=sys.stderr)
         return []
-    sources = sorted(glob.glob("src/litbridge/_core/*.pyx"))
+    sources = sorted(glob.glob("src/litbridge/_core/*.pyx")) + sorted(glob.glob("src/litbridge/pty/*.pyx"))
     if not sources:
         raise SystemExit("litbridge: no src/litbridge/_core/*.pyx to build (incomplete source tree?)")
     from Cython.Build import cythonize  # a build requirement (pyproject.toml); missing means a broken env

@@ -1,4 +1,5 @@
-"""Spawning CLIs: under a 200x50 PTY (ptyprocess / pywinpty) or with pipes, in their own process group.
+"""Spawning CLIs: under a 200x50 PTY (vfork + exec on Linux, else ptyprocess / pywinpty) or with pipes, in their
+own process group.
 
 `spawn(argv, env, cwd, transport)` returns a `ChildProcess` (see `base.py`); `child_env` builds the
 environment (nesting vars stripped, TERM/COLORTERM, then the caller's env); `resolve` finds the program.
@@ -85,8 +86,10 @@ def spawn(
     transport: str = "pty",
     columns: int = COLUMNS,
     lines: int = LINES,
+    method: str | None = None,
 ) -> ChildProcess:
-    """Start the program (argv[0] should already be resolved). Raises SpawnError."""
+    """Start the program (argv[0] should already be resolved). Raises SpawnError. `method` picks how a PTY
+    child is started on Unix (`vfork`, `fork`; default `unix.spawn_method()`), for tests and benchmarks."""
     try:
         check_exec_args(argv, env, cwd)
     except ValueError as exc:
@@ -103,4 +106,4 @@ def spawn(
         return WinPty(argv, env, cwd, columns, lines)
     from litbridge.pty.unix import UnixPty
 
-    return UnixPty(argv, env, cwd, columns, lines)
+    return UnixPty(argv, env, cwd, columns, lines, method)
