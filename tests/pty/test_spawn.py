@@ -1,7 +1,7 @@
-"""How a PTY child is started: the compiled vfork spawner (the default on Linux) and the ptyprocess fallback
-give the child the same world: its own session and process group, the PTY as its controlling terminal (Ctrl-C
-typed into it interrupts the program), a 200x50 window, the env and cwd asked for, no inherited fds, its exit
-status, and death with the process that spawned it."""
+"""How a child is started: the compiled vfork spawner (the default on Linux) and the fork fallbacks (ptyprocess
+for a PTY, subprocess for pipes) give the child the same world: its own session and process group, the PTY as
+its controlling terminal (Ctrl-C typed into it interrupts the program), a 200x50 window, the env and cwd asked
+for, no inherited fds, its exit status, and death with the process that spawned it."""
 
 from __future__ import annotations
 
@@ -31,14 +31,16 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 class Child:
-    """A spawned child's output and exit, collected on the running loop."""
+    """A spawned child's output (and stderr, for pipes) and exit, collected on the running loop."""
 
-    def __init__(self, argv: list[str], method: str, cwd: str = "/tmp", **env: str) -> None:
+    def __init__(
+        self, argv: list[str], method: str, cwd: str = "/tmp", transport: str = "pty", **env: str
+    ) -> None:
         e = _env(**env)
-        self.p = spawn([resolve(argv[0], e) or argv[0], *argv[1:]], e, cwd, method=method)
-        self.out = bytearray()
+        self.p = spawn([resolve(argv[0], e) or argv[0], *argv[1:]], e, cwd, transport, method=method)
+        self.out, self.err = bytearray(), bytearray()
         self.done: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
-        self.p.start(asyncio.get_running_loop(), self.out.extend, self.done.set_result)
+        self.p.start(asyncio.get_running_loop(), self.out.extend, self.done.set_result, self.err.extend)
 
     async def seen(self, text: bytes, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
@@ -57,7 +59,8 @@ def test_vfork_is_the_default_on_linux(monkeypatch: pytest.MonkeyPatch) -> None:
     assert spawn_method() == "fork", "the ptyprocess path stays reachable"
 
 
-def test_default_spawn_runs_no_python_in_a_copy_of_the_daemon(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["pty", "pipes"])
+def test_default_spawn_runs_no_python_in_a_copy_of_the_daemon(tmp_path: Path, transport: str) -> None:
     """A fork copies the daemon and runs Python in the copy until exec (cost growing with the daemon, and
     at-fork hooks firing); the default path never forks the interpreter."""
     marker = tmp_path / "forked"
@@ -70,7 +73,7 @@ def test_default_spawn_runs_no_python_in_a_copy_of_the_daemon(tmp_path: Path) ->
 
         async def main():
             env = child_env(base={{"PATH": os.environ["PATH"]}})
-            p = spawn(["/bin/sh", "-c", "exit 3"], env, "/tmp")
+            p = spawn(["/bin/sh", "-c", "exit 3"], env, "/tmp", {transport!r})
             done = asyncio.get_running_loop().create_future()
             p.start(asyncio.get_running_loop(), lambda b: None, done.set_result)
             print("exit", await asyncio.wait_for(done, 20))
@@ -113,12 +116,39 @@ async def test_window_env_cwd_and_exit_status(method: str, tmp_path: Path) -> No
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("method", METHODS)
-async def test_no_fd_of_the_daemon_reaches_the_child(method: str) -> None:
+async def test_pipes_child_own_group_no_tty_streams_env_cwd_status(method: str, tmp_path: Path) -> None:
+    script = (
+        '[ -t 0 ] || echo notty; pwd; echo "foo=$FOO"; echo oops >&2; read line; echo "got $line"; exit 4'
+    )
+    c = Child(["sh", "-c", script], method, str(tmp_path), "pipes", FOO="bar")
+    pid = c.p.pid
+    assert os.getsid(pid) == pid and os.getpgid(pid) == pid != os.getpgid(0)
+    c.p.write(b"hello\n")
+    c.p.close_stdin()
+    assert await c.exit() == 4
+    assert bytes(c.out) == f"notty\n{tmp_path}\nfoo=bar\ngot hello\n".encode()
+    assert bytes(c.err) == b"oops\n"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("method", METHODS)
+async def test_pipes_close_stdin_gives_eof(method: str) -> None:
+    c = Child(["cat"], method, transport="pipes")
+    c.p.write(b"a" * 300_000)  # more than a pipe holds: some of it is still queued
+    c.p.close_stdin()
+    assert await c.exit() == 0
+    assert bytes(c.out) == b"a" * 300_000
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("transport", ["pty", "pipes"])
+@pytest.mark.parametrize("method", METHODS)
+async def test_no_fd_of_the_daemon_reaches_the_child(method: str, transport: str) -> None:
     r, w = os.pipe()
     os.set_inheritable(r, True)  # even one the daemon left inheritable
     try:
         code = "import os; print('fds', sorted(int(f) for f in os.listdir('/proc/self/fd')))"
-        c = Child([sys.executable, "-c", code], method)
+        c = Child([sys.executable, "-c", code], method, transport=transport)
         assert await c.exit() == 0
         assert b"fds [0, 1, 2, 3]" in c.out, bytes(c.out)  # 3: listdir's own
     finally:
@@ -155,16 +185,20 @@ import os, sys, time
 from litbridge.pty import child_env, spawn
 
 env = child_env(base={"PATH": os.environ["PATH"]})
-p = spawn(["/bin/sh", "-c", "trap '' HUP TERM INT; while :; do sleep 0.2; done"], env, "/tmp", method=sys.argv[1])
+argv = ["/bin/sh", "-c", "trap '' HUP TERM INT PIPE; while :; do sleep 0.2; done"]
+p = spawn(argv, env, "/tmp", sys.argv[2], method=sys.argv[1])
 print(p.pid, flush=True)
 time.sleep(300)
 """
 
 
+@pytest.mark.parametrize("transport", ["pty", "pipes"])
 @pytest.mark.parametrize("method", METHODS)
-def test_child_dies_with_the_process_that_spawned_it(method: str) -> None:
+def test_child_dies_with_the_process_that_spawned_it(method: str, transport: str) -> None:
     """kill -9 of the spawning process: the child, which ignores the terminal's hangup, is killed anyway."""
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, method], stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, method, transport], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert parent.stdout is not None
         pid = int(parent.stdout.readline())

@@ -1,11 +1,10 @@
 """Unix PTY host: spawn under a GRID (200x50) PTY in the child's own session and process group, with the PTY
 as its controlling terminal; on Linux the child is killed if the daemon dies (PR_SET_PDEATHSIG).
 
-Two ways to start the child, same result. On Linux the compiled `_spawn` (vfork + execve: nothing of the
-daemon is copied, so a spawn costs the same at 50 MB as at 500 MB); elsewhere, in the pure-Python package, or
-with `LITBRIDGE_SPAWN=fork`, ptyprocess (fork, then Python in the child until exec). Reads are event-driven
-(`loop.add_reader` on the master fd); the exit is noticed through the pidfd / waitpid watcher in `base.py`,
-and we reap the child ourselves (ptyprocess's own wait/close is not used).
+Two ways to start the child, same result (`spawner.py`): on Linux the compiled vfork + exec spawner, elsewhere,
+in the pure-Python package, or with `LITBRIDGE_SPAWN=fork`, ptyprocess (fork, then Python in the child until
+exec). Reads are event-driven (`loop.add_reader` on the master fd); the exit is noticed through the pidfd /
+waitpid watcher in `base.py`, and we reap the child ourselves (ptyprocess's own wait/close is not used).
 """
 
 from __future__ import annotations
@@ -13,31 +12,16 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
-import signal
 import struct
-import sys
 import termios
 
 from ptyprocess import PtyProcess
 
 from litbridge.protocol.spec import GRID
 from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, parent_death_preexec
+from litbridge.pty.spawner import METHODS, check_method, spawn_method, vfork_spawn
 
-try:
-    from litbridge.pty import _spawn
-except ImportError:  # the pure-Python package (LITBRIDGE_NO_EXTENSIONS=1)
-    _spawn = None  # type: ignore[assignment]
-
-METHODS = ("vfork", "fork")
-
-
-def spawn_method() -> str:
-    """`vfork` where the compiled spawner works, else `fork` (ptyprocess); `LITBRIDGE_SPAWN=fork` forces the
-    fork path (a fallback kept for comparison and for platforms without the compiled spawner)."""
-    if os.environ.get("LITBRIDGE_SPAWN") == "fork" or _spawn is None or not _spawn.available():
-        return "fork"
-    return "vfork"
+__all__ = ["METHODS", "UnixPty", "spawn_method"]
 
 
 class UnixPty(ChildProcess):
@@ -55,9 +39,7 @@ class UnixPty(ChildProcess):
         method: str | None = None,
     ) -> None:
         super().__init__()
-        self.method = method or spawn_method()
-        if self.method not in METHODS:
-            raise ValueError(f"unknown spawn method {self.method!r}")
+        self.method = check_method(method)
         self._proc: PtyProcess | None = None
         env = {**env, TAG_VAR: self.tag}
         try:
@@ -123,30 +105,10 @@ def _spawn_vfork(
     """Open a PTY of `columns` x `lines` and start `argv` on its slave through the compiled spawner;
     -> (pid, master fd). The slave is closed here once the child has it, so the master reads EIO when the
     child and everything it started have let go of the terminal."""
-    program = argv[0]
-    if os.sep not in program:  # a bare name: looked up on the child's PATH, as execvpe would
-        found = shutil.which(program, path=env.get("PATH", os.defpath))
-        if found is None:
-            raise FileNotFoundError(f"The command was not found or was not executable: {program}.")
-        program = found
     master, slave = os.openpty()
     try:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
-        if slave < 3:  # a daemon started with stdio closed: the child's dup2s onto 0-2 must not hit it
-            high = fcntl.fcntl(slave, fcntl.F_DUPFD_CLOEXEC, 3)
-            os.close(slave)
-            slave = high
-        pid = _spawn.spawn(
-            os.fsencode(program),
-            [os.fsencode(a) for a in argv],
-            [os.fsencode(f"{k}={v}") for k, v in env.items()],
-            None if cwd is None else os.fsencode(cwd),
-            slave,
-            slave,
-            slave,
-            slave,
-            int(signal.SIGKILL) if sys.platform.startswith("linux") else 0,
-        )
+        pid = vfork_spawn(argv, env, cwd, (slave, slave, slave), slave)
     except BaseException:
         os.close(master)
         raise
