@@ -14,9 +14,10 @@ import signal
 import sys
 
 try:
-    from litbridge.pty import _spawn
+    from litbridge.pty._spawn import available as _available
+    from litbridge.pty._spawn import spawn as _cspawn
 except ImportError:  # the pure-Python package (LITBRIDGE_NO_EXTENSIONS=1)
-    _spawn = None  # type: ignore[assignment]
+    _available = _cspawn = None  # type: ignore[assignment]
 
 METHODS = ("vfork", "fork")
 
@@ -24,7 +25,7 @@ METHODS = ("vfork", "fork")
 def spawn_method() -> str:
     """`vfork` where the compiled spawner works, else `fork`; `LITBRIDGE_SPAWN=fork` forces the fork path (a
     fallback kept for comparison and for platforms without the compiled spawner)."""
-    if os.environ.get("LITBRIDGE_SPAWN") == "fork" or _spawn is None or not _spawn.available():
+    if os.environ.get("LITBRIDGE_SPAWN") == "fork" or _available is None or not _available():
         return "fork"
     return "vfork"
 
@@ -42,7 +43,7 @@ def vfork_spawn(
     """Start `argv` with `fds` as its stdin/stdout/stderr (and `ctty`, a terminal's slave, as its controlling
     terminal) through the compiled spawner; -> pid once it has been exec'd. Raises OSError / ValueError.
     The caller keeps (and closes) its fds."""
-    assert _spawn is not None
+    assert _cspawn is not None
     program = argv[0]
     if os.sep not in program:  # a bare name: looked up on the child's PATH, as execvpe would
         found = shutil.which(program, path=env.get("PATH", os.defpath))
@@ -57,7 +58,7 @@ def vfork_spawn(
 
                 high[fd] = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
         stdin, stdout, stderr = (high.get(fd, fd) for fd in fds)
-        return _spawn.spawn(
+        return _cspawn(
             os.fsencode(program),
             [os.fsencode(a) for a in argv],
             [os.fsencode(f"{k}={v}") for k, v in env.items()],
