@@ -1,4 +1,5 @@
-"""Build the Cython extensions in src/litbridge/_core/ (all other metadata lives in pyproject.toml).
+"""Build the Cython extensions in src/litbridge/_core/ and src/litbridge/pty/ (all other metadata lives in
+pyproject.toml).
 
 The compiled core is required: a build that cannot compile it fails, naming the cause, instead of shipping a
 platform-tagged wheel without its `.so`. `LITBRIDGE_NO_EXTENSIONS=1` asks for the pure-Python package on
@@ -37,6 +38,7 @@ def extensions() -> list[Extension]:
         return []
     # the terminal core first: a build that cannot compile names it (the other modules are its helpers)
     sources = sorted(glob.glob("src/litbridge/_core/*.pyx"), key=lambda p: (not p.endswith("screen.pyx"), p))
+    sources += sorted(glob.glob("src/litbridge/pty/*.pyx"))
     if not sources:
         raise SystemExit("litbridge: no src/litbridge/_core/*.pyx to build (incomplete source tree?)")
     from Cython.Build import cythonize  # a build requirement (pyproject.toml); missing means a broken env

@@ -2,7 +2,7 @@
 
 Runs `python -m pytest benchmarks -p benchmark` with LITBRIDGE_BENCH_SMOKE=1 once, in a subprocess, exactly the
 documented benchmark command, and checks that each suite's measurements came out (emulator vs pyte, daemon,
-Codex and Gemini drivers, web view, state accuracy) and that no verdict is drawn at that size.
+spawn paths, Codex and Gemini drivers, web view, state accuracy) and that no verdict is drawn at that size.
 """
 
 from __future__ import annotations
@@ -110,6 +110,19 @@ def test_daemon_benchmarks_run_at_smoke_size(smoke_output: str) -> None:
         "| streamed answer | append client: bytes / answer size |",
     ]
     _rows(smoke_output, "litbridge daemon (same run)", rows)
+
+
+@pytest.mark.timeout(960)
+def test_spawn_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    """fork (ptyprocess) against the compiled vfork spawner: needs nothing fetched, never skipped on Linux."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the compiled spawner is Linux-only")
+    rows = [
+        "| spawn latency p50 | RSS ",
+        "| sessions spawned per second | 5 creates, one connection |",
+        "| sessions ready per second | 5 creates, one connection |",
+    ]
+    _rows(smoke_output, "litbridge spawn, fork vs vfork (same run)", rows)
 
 
 @pytest.mark.timeout(960)

@@ -80,8 +80,9 @@ def test_wheel_ships_the_stripped_core_and_licence_but_no_c(tmp_path: Path) -> N
     names = zf.namelist()
     assert not [n for n in names if n.endswith((".c", ".html"))], names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
-    for typing_file in ("litbridge/py.typed", "litbridge/_core/screen.pyi"):
+    for typing_file in ("litbridge/py.typed", "litbridge/_core/screen.pyi", "litbridge/pty/_spawn.pyi"):
         assert typing_file in names
+    assert [n for n in names if n.startswith("litbridge/pty/_spawn.") and n.endswith(".so")], names
     (so_name,) = [n for n in names if n.startswith("litbridge/_core/screen.") and n.endswith(".so")]
     so = tmp_path / "screen.so"
     so.write_bytes(zf.read(so_name))
@@ -171,6 +172,7 @@ def test_sdist_carries_what_the_wheel_tests_read(tmp_path: Path) -> None:
         "tests/fixtures/captures/claude/README.md",
         "tests/fixtures/captures/gemini/README.md",
         "benchmarks/inputs.py",
+        "src/litbridge/pty/_spawn.pyx",
         "docs/protocol.md",
         "pyproject.toml",
     ):

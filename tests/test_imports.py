@@ -57,8 +57,9 @@ FRONT_ENDS = ("litbridge.daemon.attach", "litbridge.web", "litbridge.fleet.daemo
 
 
 def _module_files() -> dict[str, Path]:
+    """Every module of the package: its .py files and its compiled (.pyx) extensions."""
     files = {}
-    for path in SRC.rglob("*.py"):
+    for path in [*SRC.rglob("*.py"), *SRC.rglob("*.pyx")]:
         parts = path.relative_to(SRC.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         files[name] = path
@@ -77,6 +78,9 @@ def _import_graph() -> dict[str, set[str]]:
 
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
+        if path.suffix == ".pyx":  # a compiled extension: imports none of the package's modules
+            graph[name] = set()
+            continue
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets: set[str | None] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):

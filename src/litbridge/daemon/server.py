@@ -53,6 +53,8 @@ MAX_RESUME_TOKENS = 1000
 STOP_WATCH_EVERY = 1.0  # seconds between checks for stopped (SIGSTOP) CLIs
 # Seconds between checks that our lock file is still in place (a tmp cleaner or `rm` may remove it).
 LOCK_CHECK_EVERY = float(os.environ.get("LITBRIDGE_LOCK_CHECK", "5"))
+# `create`s of one control connection in flight at once; the next create waits for one of them to finish.
+CONCURRENT_CREATES = 32
 
 
 class Daemon:
@@ -242,6 +244,8 @@ class Daemon:
             self._conn_tasks.add(task)
         peer = "tcp" if tcp else "unix"
         client = Client(self.hub, writer, peer)
+        creates: set[asyncio.Task[None]] = set()
+        cancelled = False
         try:
             if not tcp and not self.peer_ok(writer):
                 writer.write(encode(ev.error("peer uid differs from the daemon's", "unauthorized")))
@@ -275,15 +279,20 @@ class Daemon:
                     except ProtocolError as exc:
                         client.send_event(ev.error(exc.message, exc.code))
                     else:
-                        await self.handle(client, msg)
+                        await self._run_command(client, msg, creates)
                 client.release()  # its first command is handled: its held events may go now
                 await client.wait_room()  # error replies obey the same backpressure as everything else
                 await asyncio.sleep(0)  # one command at a time: other connections and sessions run in between
         except (ConnectionError, OSError) as exc:
             log.debug("control connection ended: %s", exc)
         except asyncio.CancelledError:
-            pass
+            cancelled = True
         finally:
+            if creates:  # a create in flight is finished (or, at shutdown, cancelled) as it was when awaited
+                if cancelled:
+                    for t in creates:
+                        t.cancel()
+                await asyncio.gather(*creates, return_exceptions=True)
             if client.closed:
                 self.hub.detach(client)
             else:
@@ -348,6 +357,23 @@ class Daemon:
         return sum(1 for s in self.sessions.values() if not s.dead)
 
     # ------------------------------------------------------------------ commands
+    async def _run_command(self, client: Client, msg: Any, creates: set[asyncio.Task[None]]) -> None:
+        """One command of a control connection. `create`s run side by side (up to CONCURRENT_CREATES): the
+        next line is read while a create waits for its git worktree, its CLI's `--version` or its spawn. Any
+        other command first waits for the connection's creates in flight, so it sees what they did exactly as
+        when every create was awaited in turn (a `send` right after its `create` finds the session)."""
+        if isinstance(msg, dict) and msg.get("cmd") == "create":
+            while len(creates) >= CONCURRENT_CREATES:
+                await asyncio.wait(set(creates), return_when=asyncio.FIRST_COMPLETED)
+            task = asyncio.get_running_loop().create_task(self.handle(client, msg))
+            creates.add(task)
+            task.add_done_callback(creates.discard)
+            await asyncio.sleep(0)  # its synchronous start (the key registered) runs before the next line
+            return
+        if creates:
+            await asyncio.wait(set(creates))
+        await self.handle(client, msg)
+
     async def handle(self, client: Client, msg: Any) -> None:
         """Run one command; every failure becomes an `error` reply to this client."""
         re = msg.get("id") if isinstance(msg, dict) else None

@@ -1,4 +1,5 @@
-"""Spawning CLIs: under a 200x50 PTY (ptyprocess / pywinpty) or with pipes, in their own process group.
+"""Spawning CLIs: under a 200x50 PTY or with pipes, in their own process group (vfork + exec on Linux, else
+ptyprocess / subprocess; pywinpty on Windows).
 
 `spawn(argv, env, cwd, transport)` returns a `ChildProcess` (see `base.py`); `child_env` builds the
 environment (nesting vars stripped, TERM/COLORTERM, then the caller's env); `resolve` finds the program.
@@ -85,8 +86,10 @@ def spawn(
     transport: str = "pty",
     columns: int = COLUMNS,
     lines: int = LINES,
+    method: str | None = None,
 ) -> ChildProcess:
-    """Start the program (argv[0] should already be resolved). Raises SpawnError."""
+    """Start the program (argv[0] should already be resolved). Raises SpawnError. `method` picks how a child
+    is started on Unix (`vfork`, `fork`; default `spawner.spawn_method()`), for tests and benchmarks."""
     try:
         check_exec_args(argv, env, cwd)
     except ValueError as exc:
@@ -96,11 +99,11 @@ def spawn(
     if transport == "pipes":
         from litbridge.pty.pipes import PipeProcess
 
-        return PipeProcess(argv, env, cwd)
+        return PipeProcess(argv, env, cwd, method)
     if sys.platform == "win32":  # pragma: no cover
         from litbridge.pty.windows import WinPty
 
         return WinPty(argv, env, cwd, columns, lines)
     from litbridge.pty.unix import UnixPty
 
-    return UnixPty(argv, env, cwd, columns, lines)
+    return UnixPty(argv, env, cwd, columns, lines, method)

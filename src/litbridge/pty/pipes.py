@@ -1,7 +1,8 @@
 """Pipes host: a program with stdin/stdout/stderr pipes in its own session and process group.
 
 For drivers with `transport="pipes"` (e.g. `rift --serve`): stdout bytes go to `on_output`, stderr bytes
-to `on_stderr`; the same exit watching, kill and reaping as the PTY host. No terminal here.
+to `on_stderr`; the same exit watching, kill and reaping as the PTY host. No terminal here. Started like the
+PTY host (`spawner.py`): the compiled vfork + exec spawner on Linux, else `subprocess` (fork + preexec_fn).
 """
 
 from __future__ import annotations
@@ -11,38 +12,48 @@ import os
 import subprocess
 
 from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, parent_death_preexec
+from litbridge.pty.spawner import check_method, vfork_spawn
 
 
 class PipeProcess(ChildProcess):
     transport = "pipes"
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None) -> None:
+    def __init__(
+        self, argv: list[str], env: dict[str, str], cwd: str | None, method: str | None = None
+    ) -> None:
         super().__init__()
+        self.method = check_method(method)
+        self._proc: subprocess.Popen[bytes] | None = None
+        env = {**env, TAG_VAR: self.tag}
         try:
-            self._proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env={**env, TAG_VAR: self.tag},
-                start_new_session=True,
-                preexec_fn=parent_death_preexec(),
-            )
+            if self.method == "vfork":
+                self.pid, (self._in, self._out, self._err) = _spawn_vfork(argv, env, cwd)
+            else:
+                self._proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=env,
+                    start_new_session=True,
+                    preexec_fn=parent_death_preexec(),
+                )
+                self.pid = self._proc.pid
+                assert self._proc.stdin and self._proc.stdout and self._proc.stderr
+                self._in, self._out, self._err = (
+                    self._proc.stdin.fileno(),
+                    self._proc.stdout.fileno(),
+                    self._proc.stderr.fileno(),
+                )
         except (OSError, ValueError) as exc:
             raise SpawnError(f"spawn failed: {exc}") from exc
-        self.pid = self._proc.pid
         self.pgid = self.pid
-        assert self._proc.stdin and self._proc.stdout and self._proc.stderr
-        self._in, self._out, self._err = (
-            self._proc.stdin.fileno(),
-            self._proc.stdout.fileno(),
-            self._proc.stderr.fileno(),
-        )
         for fd in (self._in, self._out, self._err):
             os.set_blocking(fd, False)
         self._write_fd = self._in
         self._open: set[int] = set()
+        self._in_closed = False
 
     def close_stdin(self) -> None:
         """EOF for the child after everything queued so far is written."""
@@ -59,9 +70,18 @@ class PipeProcess(ChildProcess):
                 self.loop.remove_writer(self._write_fd)
                 self._writer_armed = False
             self._write_fd = None
-            with contextlib.suppress(OSError):
+            self._close_in()
+
+    def _close_in(self) -> None:
+        if self._in_closed:
+            return
+        self._in_closed = True
+        with contextlib.suppress(OSError):
+            if self._proc is not None:
                 assert self._proc.stdin is not None
                 self._proc.stdin.close()
+            else:
+                os.close(self._in)
 
     def _start_io(self) -> None:
         assert self.loop is not None
@@ -97,8 +117,35 @@ class PipeProcess(ChildProcess):
     def _close_io(self) -> None:
         for fd in list(self._open):
             self._stop(fd)
+        if self._proc is None:
+            self._close_in()
+            for fd in (self._out, self._err):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._out = self._err = -1
+            return
         self._proc.returncode = self.exit_code if self.exit_code is not None else -1
         for f in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
             with contextlib.suppress(OSError):
                 if f is not None:
                     f.close()
+
+
+def _spawn_vfork(argv: list[str], env: dict[str, str], cwd: str | None) -> tuple[int, tuple[int, int, int]]:
+    """Three pipes and the child on their far ends; -> (pid, (stdin writer, stdout reader, stderr reader))."""
+    ours: list[int] = []
+    theirs: list[int] = []
+    try:
+        for child_reads in (True, False, False):
+            r, w = os.pipe()
+            ours.append(w if child_reads else r)
+            theirs.append(r if child_reads else w)
+        pid = vfork_spawn(argv, env, cwd, (theirs[0], theirs[1], theirs[2]))
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    return pid, (ours[0], ours[1], ours[2])

@@ -1,19 +1,27 @@
-"""Unix PTY host over ptyprocess: spawn under a GRID (200x50) PTY (setsid -> own session and process group; on Linux
-the child is killed if the daemon dies).
+"""Unix PTY host: spawn under a GRID (200x50) PTY in the child's own session and process group, with the PTY
+as its controlling terminal; on Linux the child is killed if the daemon dies (PR_SET_PDEATHSIG).
 
-Reads are event-driven (`loop.add_reader` on the master fd); the exit is noticed through the pidfd /
+Two ways to start the child, same result (`spawner.py`): on Linux the compiled vfork + exec spawner, elsewhere,
+in the pure-Python package, or with `LITBRIDGE_SPAWN=fork`, ptyprocess (fork, then Python in the child until
+exec). Reads are event-driven (`loop.add_reader` on the master fd); the exit is noticed through the pidfd /
 waitpid watcher in `base.py`, and we reap the child ourselves (ptyprocess's own wait/close is not used).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import struct
+import termios
 
 from ptyprocess import PtyProcess
 
 from litbridge.protocol.spec import GRID
 from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, parent_death_preexec
+from litbridge.pty.spawner import METHODS, check_method, spawn_method, vfork_spawn
+
+__all__ = ["METHODS", "UnixPty", "spawn_method"]
 
 
 class UnixPty(ChildProcess):
@@ -28,22 +36,28 @@ class UnixPty(ChildProcess):
         cwd: str | None,
         columns: int = GRID[0],
         lines: int = GRID[1],
+        method: str | None = None,
     ) -> None:
         super().__init__()
+        self.method = check_method(method)
+        self._proc: PtyProcess | None = None
+        env = {**env, TAG_VAR: self.tag}
         try:
-            self._proc = PtyProcess.spawn(
-                argv,
-                cwd=cwd,
-                env={**env, TAG_VAR: self.tag},
-                dimensions=(lines, columns),
-                preexec_fn=parent_death_preexec(),
-            )
+            if self.method == "vfork":
+                self.pid, self.fd = _spawn_vfork(argv, env, cwd, columns, lines)
+            else:
+                self._proc = PtyProcess.spawn(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    dimensions=(lines, columns),
+                    preexec_fn=parent_death_preexec(),
+                )
+                self._proc.delayafterclose = 0
+                self.pid, self.fd = self._proc.pid, self._proc.fd
         except (OSError, ValueError) as exc:
             raise SpawnError(f"spawn failed: {exc}") from exc
-        self._proc.delayafterclose = 0
-        self.pid = self._proc.pid
-        self.pgid = self.pid  # forkpty -> setsid: the child leads its own session and group
-        self.fd = self._proc.fd
+        self.pgid = self.pid  # setsid: the child leads its own session and group
         os.set_blocking(self.fd, False)
         self._write_fd = self.fd
         self._reading = False
@@ -71,13 +85,36 @@ class UnixPty(ChildProcess):
 
     def _close_io(self) -> None:
         self._stop_reading()
-        if not self._closed:
-            self._closed = True
-            self._proc.terminated = True  # we reaped it; keep ptyprocess from waiting again
-            self._proc.exitstatus = self.exit_code
+        if self._closed:
+            return
+        self._closed = True
+        if self._proc is None:
             with contextlib.suppress(OSError):
-                self._proc.fileobj.close()
-            self._proc.closed = True
+                os.close(self.fd)
+            return
+        self._proc.terminated = True  # we reaped it; keep ptyprocess from waiting again
+        self._proc.exitstatus = self.exit_code
+        with contextlib.suppress(OSError):
+            self._proc.fileobj.close()
+        self._proc.closed = True
+
+
+def _spawn_vfork(
+    argv: list[str], env: dict[str, str], cwd: str | None, columns: int, lines: int
+) -> tuple[int, int]:
+    """Open a PTY of `columns` x `lines` and start `argv` on its slave through the compiled spawner;
+    -> (pid, master fd). The slave is closed here once the child has it, so the master reads EIO when the
+    child and everything it started have let go of the terminal."""
+    master, slave = os.openpty()
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+        pid = vfork_spawn(argv, env, cwd, (slave, slave, slave), slave)
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    return pid, master
 
 
 def _readable(fd: int) -> bool:

@@ -1,0 +1,211 @@
+# cython: language_level=3
+"""Start a program without copying the daemon's page tables: `vfork` + `execve` (Linux).
+
+A `fork` copies the page tables of the whole daemon (milliseconds at a few hundred MB, growing with it), and the
+forked Python child then touches its copy-on-write heap before it reaches `exec`. Here the child borrows the
+parent's memory until `execve` and runs only system calls in C: reset caught signals, `setsid`, take the
+terminal as its controlling TTY, `dup2` stdio, close every other fd, `chdir`, `PR_SET_PDEATHSIG`, `execve`.
+An error in any step is written to memory the parent reads once the child has gone (vfork shares it), and the
+child is reaped. Elsewhere than Linux `available()` is False and the caller keeps its fork-based path.
+"""
+
+from libc.stdlib cimport free, malloc
+from libc.string cimport strerror
+from cpython.bytes cimport PyBytes_AS_STRING
+
+cdef extern from *:
+    """
+    #if defined(__linux__)
+    #ifndef _GNU_SOURCE
+    #define _GNU_SOURCE
+    #endif
+    #include <errno.h>
+    #include <fcntl.h>
+    #include <signal.h>
+    #include <sys/ioctl.h>
+    #include <sys/prctl.h>
+    #include <sys/resource.h>
+    #include <sys/syscall.h>
+    #include <sys/types.h>
+    #include <sys/wait.h>
+    #include <unistd.h>
+    #ifndef SYS_close_range
+    #define SYS_close_range 436  /* the same number on every architecture that has it (kernel 5.9+) */
+    #endif
+    #define LB_SPAWN_AVAILABLE 1
+
+    /* What the child reports through the shared memory of vfork: errno and the step that failed. */
+    struct lb_spawn_err { volatile int err; volatile int step; };
+
+    static void lb_close_from_3(void) {
+        if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0) return;
+        struct rlimit rl;  /* an old kernel: close one by one up to the soft limit (capped, as ptyprocess) */
+        long top = 1048576;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < top)
+            top = (long)rl.rlim_cur;
+        for (long fd = 3; fd < top; fd++) close((int)fd);
+    }
+
+    /* Runs in the vfork child on the parent's stack: system calls only, never returns. */
+    static __attribute__((noreturn, noinline)) void lb_child(
+        const char *path, char *const argv[], char *const envp[], const char *cwd,
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, pid_t parent,
+        const sigset_t *mask, struct lb_spawn_err *out)
+    {
+        int step = 1;
+        struct sigaction dfl, old;
+        dfl.sa_handler = SIG_DFL;
+        dfl.sa_flags = 0;
+        sigemptyset(&dfl.sa_mask);
+        /* the daemon's handlers must not run in here (they would write to its memory): default them; what the
+           daemon ignores stays ignored, as across a fork + exec */
+        for (int sig = 1; sig < NSIG; sig++) {
+            if (sig == SIGKILL || sig == SIGSTOP) continue;
+            if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL)
+                sigaction(sig, &dfl, NULL);
+        }
+        if (pthread_sigmask(SIG_SETMASK, mask, NULL) != 0) goto fail;
+        step = 2;
+        if (setsid() < 0) goto fail;
+        step = 3;
+        if (ctty >= 0 && ioctl(ctty, TIOCSCTTY, 0) < 0) goto fail;
+        step = 4;
+        if (dup2(fd0, 0) < 0 || dup2(fd1, 1) < 0 || dup2(fd2, 2) < 0) goto fail;
+        lb_close_from_3();
+        step = 5;
+        if (cwd != NULL && chdir(cwd) < 0) goto fail;
+        step = 6;
+        if (pdeathsig > 0) {
+            if (prctl(PR_SET_PDEATHSIG, pdeathsig, 0, 0, 0) < 0) goto fail;
+            if (getppid() != parent) { errno = ESRCH; goto fail; }  /* the daemon died before the prctl */
+        }
+        step = 7;
+        execve(path, argv, envp);
+    fail:
+        out->err = errno;
+        out->step = step;
+        _exit(127);
+    }
+
+    /* -> the child's pid, or -1 with *err (errno) and *step set; a child that failed is reaped. The fds are
+       >= 3 (the caller makes sure) so the dup2s cannot clobber one another. */
+    static pid_t lb_spawn(
+        const char *path, char *const argv[], char *const envp[], const char *cwd,
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int *err, int *step)
+    {
+        struct lb_spawn_err out;
+        sigset_t all, old;
+        pid_t parent = getpid();
+        out.err = 0;
+        out.step = 0;
+        sigfillset(&all);
+        if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0) { *err = errno; *step = 0; return -1; }
+        pid_t pid = vfork();
+        if (pid == 0)
+            lb_child(path, argv, envp, cwd, fd0, fd1, fd2, ctty, pdeathsig, parent, &old, &out);
+        int fork_errno = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (pid < 0) { *err = fork_errno; *step = 0; return -1; }
+        if (out.err != 0) {
+            int status;
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+            *err = out.err;
+            *step = out.step;
+            return -1;
+        }
+        return pid;
+    }
+    #else
+    #include <errno.h>
+    #define LB_SPAWN_AVAILABLE 0
+    static long lb_spawn(
+        const char *path, char *const argv[], char *const envp[], const char *cwd,
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int *err, int *step)
+    {
+        *err = ENOSYS;
+        *step = 0;
+        return -1;
+    }
+    #endif
+    """
+    int LB_SPAWN_AVAILABLE
+    long lb_spawn(
+        const char *path, char **argv, char **envp, const char *cwd,
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int *err, int *step
+    ) nogil
+
+
+STEPS = (
+    "vfork",
+    "restoring the signal mask",
+    "setsid",
+    "taking the controlling terminal",
+    "dup2 of stdin/stdout/stderr",
+    "chdir to the working directory",
+    "setting the parent-death signal",
+    "exec",
+)
+
+
+def available() -> bool:
+    """True where `spawn` works (Linux)."""
+    return bool(LB_SPAWN_AVAILABLE)
+
+
+cdef char **_cstrings(list items) except NULL:
+    """A NULL-terminated char* array pointing into `items` (bytes, kept alive by the caller)."""
+    cdef Py_ssize_t i, n = len(items)
+    cdef char **out = <char **>malloc((n + 1) * sizeof(char *))
+    if out == NULL:
+        raise MemoryError()
+    for i in range(n):
+        out[i] = PyBytes_AS_STRING(items[i])
+    out[n] = NULL
+    return out
+
+
+def spawn(
+    bytes path,
+    list argv,
+    list env,
+    object cwd,
+    int stdin_fd,
+    int stdout_fd,
+    int stderr_fd,
+    int ctty_fd=-1,
+    int pdeathsig=0,
+) -> int:
+    """Start `path` with `argv` and `env` (lists of bytes, env as b"NAME=value") in a new session, the three fds
+    as its stdin/stdout/stderr (each >= 3), `ctty_fd` (a terminal's slave, or -1) as its controlling terminal,
+    nothing else open, in `cwd` (bytes or None), `pdeathsig` (0: none) sent to it when the calling thread dies.
+    Returns the pid once the program has been exec'd; raises OSError naming the step that failed."""
+    for fd in (stdin_fd, stdout_fd, stderr_fd):
+        if fd < 3:
+            raise ValueError(f"fd {fd} would be clobbered by the child's dup2s: pass fds >= 3")
+    for item in argv:
+        if not isinstance(item, bytes) or b"\0" in item:
+            raise ValueError("argv items must be bytes without NUL")
+    for item in env:
+        if not isinstance(item, bytes) or b"\0" in item or b"=" not in item:
+            raise ValueError("env items must be bytes NAME=value without NUL")
+    if b"\0" in path or (cwd is not None and (not isinstance(cwd, bytes) or b"\0" in cwd)):
+        raise ValueError("path and cwd must be bytes without NUL")
+    cdef char **c_argv = _cstrings(argv)
+    cdef char **c_env = NULL
+    cdef const char *c_path = PyBytes_AS_STRING(path)
+    cdef const char *c_cwd = NULL if cwd is None else PyBytes_AS_STRING(cwd)
+    cdef int err = 0, step = 0
+    cdef long pid
+    try:
+        c_env = _cstrings(env)
+        with nogil:
+            pid = lb_spawn(
+                c_path, c_argv, c_env, c_cwd, stdin_fd, stdout_fd, stderr_fd, ctty_fd, pdeathsig, &err, &step
+            )
+    finally:
+        free(c_argv)
+        free(c_env)
+    if pid < 0:
+        what = STEPS[step] if 0 <= step < len(STEPS) else f"step {step}"
+        raise OSError(err, f"{strerror(err).decode('utf-8', 'replace')} ({what})")
+    return pid
