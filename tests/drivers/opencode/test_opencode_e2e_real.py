@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from typing import Any
 
 import pytest
-from lbd_helpers import EventClient
+from lbd_helpers import EventClient, processes_left, processes_with_home
 from mock_chat import MockChat
 from opencode_helpers import TERMINAL, OpencodeHome
 
@@ -118,20 +117,12 @@ async def test_answer_approval_deny_interrupt_error(lb: EventClient, key: str, o
     assert end["event"] == "complete" and end["content"] == "Recovered.", end
     check_invariants(lb, key)
 
-    # kill: no process left
-    pid = ready.get("pid")
+    # kill: no process of the session (its private HOME) is left
+    assert processes_with_home(oc_home.home), "opencode should be running before the kill"
     begin = len(lb.events)
     await lb.send("kill", session=key)
     await lb.session_event(key, ("exited", "killed", "closed"), start=begin, timeout=30)
-    if pid:
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            await asyncio.sleep(0.1)
-        else:
-            raise AssertionError(f"opencode pid {pid} still alive after kill")
+    assert await processes_left(oc_home.home) == []
 
 
 async def test_two_sessions_in_one_folder_then_resume(lb: EventClient, key: str, oc_home: OpencodeHome,
