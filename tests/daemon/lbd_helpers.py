@@ -160,6 +160,35 @@ def wait_listening(d: DaemonProc, timeout: float = WAIT) -> None:
     raise RuntimeError(f"daemon did not listen within {timeout}s:\n{d.log()}")
 
 
+def processes_with_home(home: Path | str) -> list[int]:
+    """Pids of live processes whose environment has HOME=<home>: every process a session starts inherits the
+    session's private HOME, so this finds the CLI and anything it spawned, whatever it was re-parented to."""
+    needle = f"HOME={home}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if needle in env:
+            found.append(int(entry))
+    return found
+
+
+async def processes_left(home: Path | str, timeout: float = 15.0) -> list[int]:
+    """`processes_with_home(home)` once it is empty, or what is still there after `timeout` seconds (after a kill,
+    the process group takes a moment to go)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = processes_with_home(home)
+        if not left or time.monotonic() > deadline:
+            return left
+        await asyncio.sleep(0.1)
+
+
 class ServeDaemon:
     """`python -m litbridge serve` for the real-CLI driver suites (claude, codex, gemini): socket, log, HOME and
     XDG_RUNTIME_DIR all in `base`, the environment whitelisted - only the `passthrough` variables of ours, plus

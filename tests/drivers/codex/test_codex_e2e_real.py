@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
-from pathlib import Path
 
 import pytest
 from codex_env import CodexHome, create_cmd, make_home, shell_approval_script
+from lbd_helpers import processes_left, processes_with_home
 from mock_openai import output_text, tool_outputs, user_texts
 
 pytestmark = pytest.mark.asyncio
@@ -49,23 +48,6 @@ LONG_MARKDOWN = "\n".join(
 )
 
 
-def _processes_with_home(home: Path) -> list[int]:
-    """Pids of live processes whose environment has HOME=<home> (every process of the session inherits it)."""
-    needle = f"HOME={home}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                env = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if needle in env:
-            found.append(int(entry))
-    return found
-
-
 async def test_plain_qa_exact_content_then_kill_leaves_no_process(lb, key, codex_home, mock) -> None:
     mock.push({"label": "q1", "text": "The capital of France is **Paris**."})
     ready = await lb.create(create_cmd(key, codex_home, mock))
@@ -88,15 +70,11 @@ async def test_plain_qa_exact_content_then_kill_leaves_no_process(lb, key, codex
     assert [r["thread_source"] for r in mock.requests if not r["main"]] == ["thread_title"]
     await asyncio.sleep(0.5)
     assert len(lb.since(key, 0, "complete")) == 1 and len(lb.since(key, 0, "accepted")) == 1
-    assert _processes_with_home(codex_home.home), "the Codex process should be running before the kill"
+    assert processes_with_home(codex_home.home), "the Codex process should be running before the kill"
     start = len(lb.events)
     await lb.send("kill", session=key)
     await lb.session_event(key, "killed", start=start)
-    for _ in range(50):
-        if not _processes_with_home(codex_home.home):
-            break
-        await asyncio.sleep(0.1)
-    assert _processes_with_home(codex_home.home) == []
+    assert await processes_left(codex_home.home) == []
 
 
 async def test_long_markdown_answer_is_exact(lb, key, codex_home, mock) -> None:
@@ -256,11 +234,7 @@ async def test_trust_dialog_is_answered_and_login_screen_is_an_error(lb, key, co
     )
     err = await lb.session_event(f"{key}-login", "error", start=start, timeout=90)
     assert "codex login" in err["message"]
-    for _ in range(50):
-        if not _processes_with_home(bare.home):
-            break
-        await asyncio.sleep(0.1)
-    assert _processes_with_home(bare.home) == []
+    assert await processes_left(bare.home) == []
 
 
 async def test_kill_during_a_running_command_leaves_no_process(lb, key, codex_home, mock) -> None:
@@ -279,18 +253,14 @@ async def test_kill_during_a_running_command_leaves_no_process(lb, key, codex_ho
     q = await lb.session_event(key, "question", start=start, timeout=90)
     await lb.send("answer", session=key, question_id=q["question_id"], digit="1")
     for _ in range(100):
-        if any(b"sleep\x00171" in _cmdline(p) for p in _processes_with_home(codex_home.home)):
+        if any(b"sleep\x00171" in _cmdline(p) for p in processes_with_home(codex_home.home)):
             break
         await asyncio.sleep(0.1)
-    assert any(b"sleep\x00171" in _cmdline(p) for p in _processes_with_home(codex_home.home))
+    assert any(b"sleep\x00171" in _cmdline(p) for p in processes_with_home(codex_home.home))
     start = len(lb.events)
     await lb.send("kill", session=key)
     await lb.session_event(key, "killed", start=start)
-    for _ in range(50):
-        if not _processes_with_home(codex_home.home):
-            break
-        await asyncio.sleep(0.1)
-    assert [_cmdline(p) for p in _processes_with_home(codex_home.home)] == []
+    assert [_cmdline(p) for p in await processes_left(codex_home.home)] == []
 
 
 def _cmdline(pid: int) -> bytes:

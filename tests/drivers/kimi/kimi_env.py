@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from lbd_helpers import EventClient, ServeDaemon
-from pi_env import processes_with_home  # noqa: F401 - re-exported
 
 CONFIG = """default_model = "mock"
 default_permission_mode = "manual"

@@ -5,10 +5,9 @@ scenarios; generous timeouts, no timing asserts.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from kimi_env import create_cmd, processes_with_home
+from kimi_env import create_cmd
+from lbd_helpers import processes_left, processes_with_home
 from mock_chat import content_text
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.real_kimi]
@@ -113,11 +112,7 @@ async def test_kimi_trust_turns_approval_deny_interrupt_error_queue_and_kill(
     start = len(lb.events)
     await lb.send("kill", session=key)
     await lb.session_event(key, "killed", start=start)
-    for _ in range(100):
-        if not processes_with_home(kimi_home.home):
-            break
-        await asyncio.sleep(0.1)
-    assert processes_with_home(kimi_home.home) == []
+    assert await processes_left(kimi_home.home) == []
 
 
 async def test_kimi_twenty_quick_turns_then_kill_store_resume_resumes(lb, key, kimi_home, mock) -> None:

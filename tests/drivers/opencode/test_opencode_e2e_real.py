@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from typing import Any
 
 import pytest
-from lbd_helpers import EventClient
+from lbd_helpers import EventClient, processes_left, processes_with_home
 from mock_chat import MockChat
 from opencode_helpers import TERMINAL, OpencodeHome
 
@@ -27,7 +26,9 @@ async def create(lb: EventClient, key: str, home: OpencodeHome, **extra: Any) ->
     return await lb.session_event(key, ("ready", "error"), start=begin, timeout=240)
 
 
-async def turn(lb: EventClient, key: str, text: str, timeout: float = 120) -> tuple[dict[str, Any], dict[str, Any]]:
+async def turn(
+    lb: EventClient, key: str, text: str, timeout: float = 120
+) -> tuple[dict[str, Any], dict[str, Any]]:
     begin = len(lb.events)
     await lb.send("send", session=key, content=text)
     acc = await lb.session_event(key, "accepted", start=begin)
@@ -67,7 +68,11 @@ async def test_answer_approval_deny_interrupt_error(lb: EventClient, key: str, o
 
     # approval: asked (numbered by the driver), answered by digit, the tool ran, the turn completed
     mock.push(
-        {"label": "call", "text": "I'll create the file.", "tool_calls": [bash("touch made.txt && echo hi-there")]},
+        {
+            "label": "call",
+            "text": "I'll create the file.",
+            "tool_calls": [bash("touch made.txt && echo hi-there")],
+        },
         {"label": "after", "text": "Done: the file was created."},
     )
     begin = len(lb.events)
@@ -118,20 +123,12 @@ async def test_answer_approval_deny_interrupt_error(lb: EventClient, key: str, o
     assert end["event"] == "complete" and end["content"] == "Recovered.", end
     check_invariants(lb, key)
 
-    # kill: no process left
-    pid = ready.get("pid")
+    # kill: no process of the session (its private HOME) is left
+    assert processes_with_home(oc_home.home), "opencode should be running before the kill"
     begin = len(lb.events)
     await lb.send("kill", session=key)
     await lb.session_event(key, ("exited", "killed", "closed"), start=begin, timeout=30)
-    if pid:
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            await asyncio.sleep(0.1)
-        else:
-            raise AssertionError(f"opencode pid {pid} still alive after kill")
+    assert await processes_left(oc_home.home) == []
 
 
 async def test_two_sessions_in_one_folder_then_resume(lb: EventClient, key: str, oc_home: OpencodeHome,
@@ -141,9 +138,34 @@ async def test_two_sessions_in_one_folder_then_resume(lb: EventClient, key: str,
               {"label": "b", "when": "bravo question", "text": "Answer for B."})  # fmt: skip
     ra, rb = await asyncio.gather(create(lb, a, oc_home), create(lb, b, oc_home))
     assert ra["event"] == "ready" and rb["event"] == "ready", (ra, rb)
-    (_, end_a), (_, end_b) = await asyncio.gather(turn(lb, a, "alpha question"), turn(lb, b, "bravo question"))
+    (_, end_a), (_, end_b) = await asyncio.gather(
+        turn(lb, a, "alpha question"), turn(lb, b, "bravo question")
+    )
     assert end_a["content"] == "Answer for A." and end_b["content"] == "Answer for B."  # records never cross
     assert len(oc_home.rows("SELECT id FROM session")) == 2
+
+    # queueing on b: two sends back to back end in order, each with its own answer
+    mock.push({"label": "q1", "text": "First queued."}, {"label": "q2", "text": "Second queued."})
+    begin = len(lb.events)
+    await lb.send("send", session=b, content="queued one")
+    await lb.send("send", session=b, content="queued two")
+    ends: list[dict[str, Any]] = []
+    while len(ends) < 2:
+        start = ends[-1]["_index"] + 1 if ends else begin
+        ends.append(await lb.session_event(b, TERMINAL, start=start, timeout=120))
+    assert [(e["event"], e["content"]) for e in ends] == [
+        ("complete", "First queued."),
+        ("complete", "Second queued."),
+    ]
+
+    # 20 quick turns on b: each ends with its own exact answer (no dark turn)
+    mock.push(*({"label": f"n{i}", "text": f"Quick answer {i}."} for i in range(20)))
+    dark = []
+    for i in range(20):
+        _acc, end = await turn(lb, b, f"quick {i}")
+        if end["event"] != "complete" or end["content"] != f"Quick answer {i}.":
+            dark.append((i, end))
+    assert dark == []
     check_invariants(lb, a)
     check_invariants(lb, b)
 

@@ -6,7 +6,6 @@ PATH, and the shared real-CLI client whose every event is checked against `litbr
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,23 +59,6 @@ def create_cmd(key: str, h: PiHome, **kw: Any) -> dict[str, Any]:
     }
     cmd.update(kw)
     return cmd
-
-
-def processes_with_home(home: Path) -> list[int]:
-    """Pids of live processes whose environment has HOME=<home> (every process of the session inherits it)."""
-    needle = f"HOME={home}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                env = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if needle in env:
-            found.append(int(entry))
-    return found
 
 
 class Daemon(ServeDaemon):

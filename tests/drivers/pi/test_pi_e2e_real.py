@@ -5,11 +5,11 @@ timeouts, no timing asserts.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
-from pi_env import create_cmd, processes_with_home
+from lbd_helpers import processes_left, processes_with_home
+from pi_env import create_cmd
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.real_pi]
 
@@ -96,11 +96,7 @@ async def test_pi_turns_tools_interrupt_error_queue_and_kill(lb, key, pi_home, m
     start = len(lb.events)
     await lb.send("kill", session=key)
     await lb.session_event(key, "killed", start=start)
-    for _ in range(100):
-        if not processes_with_home(pi_home.home):
-            break
-        await asyncio.sleep(0.1)
-    assert processes_with_home(pi_home.home) == []
+    assert await processes_left(pi_home.home) == []
 
 
 async def test_pi_twenty_quick_turns_then_kill_store_resume_resumes(lb, key, pi_home, mock) -> None:

@@ -5,18 +5,26 @@ What is opencode's own lives here and in its plug-ins: the launch line and the s
 selected option only its colour shows, so the driver hands the rules a look at the cells), the interrupt (Esc
 twice: the first only arms it), and the SQLite session store (`store.py`, `follow.py`) whose rows end each turn:
 the prompt, tool calls, the exact answer, usage, an abort or an API error.
+
+The first opencode started on a user's data folder creates and migrates its database; a second one started on
+it meanwhile can hang before it draws anything (observed on 1.18.33: its log stops at `init`, for minutes, while
+the first one migrates and starts). Sessions of this daemon that would start on a database another of its
+sessions is creating wait until that first start is over (`prepare`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.drivers.engine import Timing, Turn
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.opencode.follow import StoreFollower, session_exists
+from litbridge.drivers.opencode.launch import LaunchHost, flag_value
 from litbridge.drivers.opencode.v1_18 import Reading
 from litbridge.drivers.opencode.versions import CLI
 from litbridge.drivers.paste import paste_payload
@@ -35,6 +43,9 @@ TIMING = Timing(
     tick=0.25,
 )
 
+_first_starts: dict[Path, asyncio.Event] = {}
+"""Databases a session of this daemon is creating (its opencode's first start), set when that start is over."""
+
 
 class OpencodeDriver(EngineDriver):
     """opencode (1.18.x) under a 200x50 PTY."""
@@ -45,12 +56,42 @@ class OpencodeDriver(EngineDriver):
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options, Timing(**TIMING.__dict__))
         self.session_dir: str | None = None
-        self.store = StoreFollower(
-            host, self.env, self.cwd, self._wanted, Dispatch(self.engine, host), busy=lambda: self.engine.turn is not None
+        self.store = self.follower = StoreFollower(
+            host,
+            self.env,
+            self.cwd,
+            self._wanted,
+            self.record.tracker(),
+            Dispatch(self.engine, host),
+            busy=lambda: self.engine.turn is not None,
         )
         self._first_text: str | None = None
+        self._creating: Path | None = None  # the database this session's first start creates
 
     # ------------------------------------------------------------------------------------------ launch
+    async def prepare(self) -> None:
+        """Before the spawn: wait while another session of this daemon is creating the same database (bounded by
+        the start-up timeout); start as its creator when there is none yet."""
+        await super().prepare()
+        db = self.store.db
+        if db is None:
+            return
+        pending = _first_starts.get(db)
+        if pending is not None:
+            self.host.log.info("opencode: waiting for another session's first start on %s", db)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(pending.wait(), self.engine.timing.startup_timeout)
+        elif not db.exists():
+            _first_starts[db] = asyncio.Event()
+            self._creating = db
+
+    def _first_start_over(self) -> None:
+        db, self._creating = self._creating, None
+        if db is not None:
+            done = _first_starts.pop(db, None)
+            if done is not None:
+                done.set()
+
     def resume_exists(self, sid: str) -> bool:
         return session_exists(self.store.db, sid)
 
@@ -58,8 +99,6 @@ class OpencodeDriver(EngineDriver):
         spec = super().launch()
         resume = None
         if self.resumed:
-            from litbridge.drivers.opencode.launch import flag_value
-
             resume = flag_value(spec.argv[1:], ("--session", "-s"))
         self.store.begin(resume)
         return spec
@@ -119,10 +158,13 @@ class OpencodeDriver(EngineDriver):
             if self.engine.exited:
                 raise DriverError(exc.code, f"{exc.message}: {self.screen_excerpt()}") from None
             raise
+        finally:
+            self._first_start_over()
         self.store.start()
         return self.ready_fields()
 
     def on_exit(self, exit_code: int | None) -> None:
+        self._first_start_over()
         super().on_exit(exit_code)
         self.store.close()
         if self.session_dir:
@@ -149,8 +191,13 @@ class OpencodeDriver(EngineDriver):
 
     async def stop(self, store_resume: bool) -> str | None:
         token = await super().stop(store_resume)
+        self._first_start_over()
         self.store.close()
         return token
 
     def info_fields(self) -> dict[str, Any]:
         return {"opencode_session_id": self.store.session_id, **super().info_fields()}
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[LaunchHost] = OpencodeDriver  # what the launch plug-ins read and set is here

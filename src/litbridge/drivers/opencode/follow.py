@@ -45,9 +45,10 @@ def session_exists(path: Path | None, sid: str) -> bool:
         probe.close()
 
 
-class StoreFollower(RecordFollower):
+class StoreFollower(RecordFollower[SessionTurns]):
     """One session's rows. `wanted()` gives the first send's text (None before any send, "" for a prompt typed
-    into opencode itself); `on_events` gets each batch of turn events."""
+    into opencode itself); `tracker` is the picked `Record` plug-in's (`driver.record.tracker()`, a
+    `store.SessionTurns`); `on_events` gets each batch of turn events."""
 
     def __init__(
         self,
@@ -55,13 +56,13 @@ class StoreFollower(RecordFollower):
         env: dict[str, str],
         cwd: str,
         wanted: Callable[[], str | None],
+        tracker: SessionTurns,
         on_events: Callable[[list[Any]], None],
         busy: Callable[[], bool] | None = None,
     ) -> None:
         self.db = db_path({**os.environ, **env})
         self.rows = SqliteRows(self.db or Path(os.devnull), EVENTS_SQL, "rid")
-        self.turns = SessionTurns()
-        super().__init__(host, self.rows, self.turns, on_events, busy=busy, label="opencode: store")
+        super().__init__(host, self.rows, tracker, on_events, busy=busy, label="opencode: store")
         self.cwd = os.path.realpath(cwd)
         self.wanted = wanted
         self.session_id: str | None = None
@@ -126,7 +127,8 @@ class StoreFollower(RecordFollower):
             self.candidates.clear()
         if not rows:
             return []
-        events = self.turns.feed(rows)
+        self.fed = True
+        events = self.tracker.feed(rows)
         if events:
             self.on_events(events)
         return events
@@ -148,7 +150,9 @@ class StoreFollower(RecordFollower):
             if len(fits) > 1 and not self._ambiguous_logged:
                 self._ambiguous_logged = True
                 self.host.log.warning(
-                    "opencode: %d new sessions in %s fit this session's first prompt; waiting", len(fits), self.cwd
+                    "opencode: %d new sessions in %s fit this session's first prompt; waiting",
+                    len(fits),
+                    self.cwd,
                 )
             return None
         self._claim(fits[0].sid)

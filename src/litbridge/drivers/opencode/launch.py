@@ -27,19 +27,11 @@ SESSION_ENV = {"OPENCODE_DISABLE_AUTOUPDATE": "true"}
 """No self-update (and restart) in the middle of a session."""
 
 
-class _Host(Protocol):
-    """What the launch reads and sets on its driver (no import of the driver module: no cycle)."""
+class LaunchHost(kit.LaunchHost, Protocol):
+    """What opencode's launch sets on the driver besides `resumed`: the private folder of the session's config (the
+    driver removes it at exit); and what it asks it: whether a stored session id is still in the database."""
 
-    options: dict[str, Any]
-    args: list[str]
-    env: dict[str, str]
-    cwd: str
-    model: str | None
-    resume_token: str | None
-    resumed: bool
     session_dir: str | None
-
-    def binary(self) -> str: ...
 
     def resume_exists(self, sid: str) -> bool: ...
 
@@ -69,7 +61,7 @@ def flag_value(args: list[str], names: tuple[str, ...]) -> str | None:
     return None
 
 
-class Launch(kit.Launch[_Host]):
+class Launch(kit.Launch[LaunchHost]):
     """opencode 1.18."""
 
     VERSION = "1.18"

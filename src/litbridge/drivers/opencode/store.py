@@ -24,9 +24,7 @@ from typing import Any
 
 from litbridge.drivers.records import UsageTally, tokens
 
-EVENTS_SQL = (
-    "SELECT rowid AS rid, aggregate_id AS sid, type, data FROM event WHERE rowid > :cursor ORDER BY rowid LIMIT 2000"
-)
+EVENTS_SQL = "SELECT rowid AS rid, aggregate_id AS sid, type, data FROM event WHERE rowid > :cursor ORDER BY rowid LIMIT 2000"
 """New event rows of every session (while this session's id is not known yet)."""
 SESSION_EVENTS_SQL = (
     "SELECT rowid AS rid, aggregate_id AS sid, type, data FROM event "
@@ -163,7 +161,9 @@ class SessionTurns:
         if ptype == "step-finish":
             t = part.get("tokens") or {}
             cache = t.get("cache") or {}
-            self.usage.put(pid, tokens(t.get("input"), t.get("output"), cache.get("read"), cache.get("write")))
+            self.usage.put(
+                pid, tokens(t.get("input"), t.get("output"), cache.get("read"), cache.get("write"))
+            )
             return []
         if ptype != "tool":
             return []
@@ -173,7 +173,9 @@ class SessionTurns:
         out: list[StoreEvent] = []
         if status in ("running", "completed", "error") and call not in self.tools_started:
             self.tools_started.add(call)
-            out.append(StoreEvent("tool_use", str(part.get("tool") or ""), {"id": call, "input": state.get("input")}))
+            out.append(
+                StoreEvent("tool_use", str(part.get("tool") or ""), {"id": call, "input": state.get("input")})
+            )
         if status in ("completed", "error") and call not in self.tools_done:
             self.tools_done.add(call)
             is_error = status == "error"
@@ -204,5 +206,9 @@ class Candidate:
                 self.user_ids.add(str(info["id"]))
         elif kind.startswith("message.part.updated") and self.first_prompt is None:
             part = payload.get("part") or {}
-            if part.get("messageID") in self.user_ids and part.get("type") == "text" and not part.get("synthetic"):
+            if (
+                part.get("messageID") in self.user_ids
+                and part.get("type") == "text"
+                and not part.get("synthetic")
+            ):
                 self.first_prompt = str(part.get("text") or "")

@@ -31,7 +31,9 @@ class Record(kit.Record):
 
 RULES: dict[str, type[v1_18.Rules]] = {"1.18": v1_18.Rules}
 
-LOGO_VERSION_RE = re.compile(rb"(?:OpenCode|commands)(?:\x1b\[[0-9;?]*[A-Za-z]|[ \x00-\x1f])*(?:OpenCode )?(\d+\.\d+\.\d+)")
+LOGO_VERSION_RE = re.compile(
+    rb"(?:OpenCode|commands)(?:\x1b\[[0-9;?]*[A-Za-z]|[ \x00-\x1f])*(?:OpenCode )?(\d+\.\d+\.\d+)"
+)
 """The version in raw output (`• OpenCode 1.18.33`, or the home screen's `... 1.18.33`): what a replay reads."""
 
 CLI = kit.CliSpec(
