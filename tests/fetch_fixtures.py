@@ -446,7 +446,9 @@ class NpmFixture:
             return False
         needs = "node/npm" if self.runtime == "node" else "npm"
         if any(shutil.which(tool) is None for tool in needs.split("/")):
-            print(f"fetch_fixtures: {needs} not available; real {self.tests} tests will skip", file=sys.stderr)
+            print(
+                f"fetch_fixtures: {needs} not available; real {self.tests} tests will skip", file=sys.stderr
+            )
             return False
         if not self.path().exists():
             # install scripts run for the Node programs: their optional native deps (node-pty) are what the
