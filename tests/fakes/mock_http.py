@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import socket
 import threading
 import time
 import uuid
@@ -291,6 +292,22 @@ class MockHandler(BaseHTTPRequestHandler):
             "scripted": scripted,
             "body": body,
         }
+
+
+def leave_mid_stream(port: int, path: str, body: Any, marker: bytes) -> None:
+    """POST `body` as JSON to `path` on the mock at `port`, read the answer until `marker` arrived, then close the
+    connection: a client that goes away mid-answer (the mock logs `client_gone`)."""
+    payload = json.dumps(body).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(
+            b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(payload), payload)
+        )
+        got = b""
+        while marker not in got:
+            chunk = sock.recv(65536)
+            assert chunk, got
+            got += chunk
 
 
 def load_script(path: str | Path) -> list[dict[str, Any]]:
