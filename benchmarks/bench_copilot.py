@@ -23,17 +23,12 @@ from pathlib import Path
 import pytest
 from mock_chat import MockChat  # type: ignore[import-not-found]
 
-from cli_latency import CREATES, TURNS, Row, create_ready, latency_rows, ms, report, startup_rows, turn  # type: ignore[import-not-found]
+from cli_latency import CREATES, TURNS, create_ready, latency_rows, ms, report, startup_rows, turn  # type: ignore[import-not-found]
 from daemon_support import Conn, daemon, pct  # type: ignore[import-not-found]
 from fetch_fixtures import copilot_binary, copilot_missing  # type: ignore[import-not-found]
 
-ROWS: list[Row] = []
+ROWS, _report = report("copilot", "litbridge + real Copilot CLI 1.0.102 (same run)")
 pytestmark = pytest.mark.timeout(1800)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _report(request: pytest.FixtureRequest) -> None:
-    report(request, "copilot", "litbridge + real Copilot CLI 1.0.102 (same run)", ROWS)
 
 
 def _create(conn: Conn, name: str, home: Path, mock: MockChat) -> float:

@@ -21,17 +21,12 @@ from pathlib import Path
 import pytest
 from mock_gemini import MockGemini  # type: ignore[import-not-found]
 
-from cli_latency import CREATES, TURNS, Row, create_ready, latency_rows, report, startup_rows, turn  # type: ignore[import-not-found]
+from cli_latency import CREATES, TURNS, create_ready, latency_rows, report, startup_rows, turn  # type: ignore[import-not-found]
 from daemon_support import daemon  # type: ignore[import-not-found]
 from fetch_fixtures import gemini_launcher, gemini_missing  # type: ignore[import-not-found]
 
-ROWS: list[Row] = []
+ROWS, _report = report("gemini", "litbridge + real Gemini CLI 0.61.0 (same run)")
 pytestmark = pytest.mark.timeout(1800)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _report(request: pytest.FixtureRequest) -> None:
-    report(request, "gemini", "litbridge + real Gemini CLI 0.61.0 (same run)", ROWS)
 
 
 def _home(base: Path, name: str) -> tuple[Path, Path]:

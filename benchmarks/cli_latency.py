@@ -24,8 +24,10 @@ def ms(v: float | None) -> str:
     return "-" if v is None else f"{v * 1000:,.1f}"
 
 
-def report(request: pytest.FixtureRequest, suite: str, title: str, rows: list[Row]) -> None:
-    """Publish `rows` as a `| case | value | note |` table at the end of the run (nothing when empty)."""
+def report(suite: str, title: str) -> tuple[list[Row], Any]:
+    """The bench's rows and the module fixture that publishes them as a `| case | value | note |` table at the end
+    of the run (nothing when empty): `ROWS, _report = report("copilot", "...")`."""
+    rows: list[Row] = []
 
     def table() -> str | None:
         if not rows:
@@ -34,7 +36,11 @@ def report(request: pytest.FixtureRequest, suite: str, title: str, rows: list[Ro
             f"| {a} | {b} | {c} |" for a, b, c in rows
         )
 
-    report_at_end(request, suite, title, table)
+    @pytest.fixture(scope="module", autouse=True)
+    def _report(request: pytest.FixtureRequest) -> None:
+        report_at_end(request, suite, title, table)
+
+    return rows, _report
 
 
 def create_ready(conn: Conn, name: str, cli: str, cwd: Path, env: dict[str, str]) -> float:
