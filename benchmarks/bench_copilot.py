@@ -23,29 +23,12 @@ from pathlib import Path
 import pytest
 from mock_chat import MockChat  # type: ignore[import-not-found]
 
+from cli_latency import CREATES, TURNS, create_ready, latency_rows, ms, report, startup_rows, turn  # type: ignore[import-not-found]
 from daemon_support import Conn, daemon, pct  # type: ignore[import-not-found]
 from fetch_fixtures import copilot_binary, copilot_missing  # type: ignore[import-not-found]
-from report import SMOKE, report_at_end  # type: ignore[import-not-found]
 
-TURNS = 3 if SMOKE else 30
-CREATES = 1 if SMOKE else 5
-ROWS: list[tuple[str, str, str]] = []
+ROWS, _report = report("copilot", "litbridge + real Copilot CLI 1.0.102 (same run)")
 pytestmark = pytest.mark.timeout(1800)
-
-
-def _ms(v: float | None) -> str:
-    return "-" if v is None else f"{v * 1000:,.1f}"
-
-
-def _table() -> str | None:
-    if not ROWS:
-        return None
-    return "| case | value | note |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in ROWS)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _report(request: pytest.FixtureRequest) -> None:
-    report_at_end(request, "copilot", "litbridge + real Copilot CLI 1.0.102 (same run)", _table)
 
 
 def _create(conn: Conn, name: str, home: Path, mock: MockChat) -> float:
@@ -61,12 +44,7 @@ def _create(conn: Conn, name: str, home: Path, mock: MockChat) -> float:
         "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "128000",
         "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS": "8192",
     }
-    t0 = time.monotonic()
-    conn.cmd("create", session=name, cli="copilot", working_dir=str(cwd), env=env)
-    r = conn.wait(lambda e: e.get("session") == name and e["event"] in ("ready", "error"), timeout=120)
-    if r.ev["event"] != "ready":
-        raise RuntimeError(f"create failed: {r.ev}")
-    return r.at - t0
+    return create_ready(conn, name, "copilot", cwd, env)
 
 
 def test_copilot_complete_latency_and_startup(tmp_path: Path) -> None:
@@ -87,33 +65,14 @@ def test_copilot_complete_latency_and_startup(tmp_path: Path) -> None:
             if i:
                 conn.cmd("kill", session=f"c{i}")
         for i in range(TURNS):
-            label = f"t{i}"
-            mock.push({"label": label, "text": f"Answer number {i}: the value is {i * 7}.", "chunk": 12})
-            conn.cmd("send", session="c0", content=f"Question {i}?")
-            r = conn.wait(
-                lambda e: e.get("session") == "c0" and e["event"] in ("complete", "turn_error"), 120
-            )
-            if r.ev["event"] != "complete":
-                raise RuntimeError(f"turn {i} failed: {r.ev}")
-            done = mock.wait_for_event("done", label, timeout=10)
+            r = turn(conn, mock, "c0", i)
+            done = mock.wait_for_event("done", f"t{i}", timeout=10)
             latencies.append(r.at + wall_minus_mono - done["t"])
             (record,) = (tmp_path / "h0" / ".copilot" / "session-state").glob("*/events.jsonl")
             shares.append(r.at + wall_minus_mono - record.stat().st_mtime_ns / 1e9)
         conn.cmd("kill", session="c0")
-    note = f"{len(latencies)} turns, 1 session, 2-core VM shared with other work"
-    ROWS.append(("mock's last byte → complete, p50", f"{_ms(pct(latencies, 50))} ms", note))
-    ROWS.append(("mock's last byte → complete, p99", f"{_ms(pct(latencies, 99))} ms", note))
-    ROWS.append(
-        ("mock's last byte → complete, min/max", f"{_ms(min(latencies))} / {_ms(max(latencies))} ms", "")
-    )
-    ROWS.append(("events.jsonl write → complete, p50", f"{_ms(pct(shares, 50))} ms", "the daemon's share"))
-    ROWS.append(("events.jsonl write → complete, p99", f"{_ms(pct(shares, 99))} ms", "file mtime (ns)"))
-    ROWS.append(
-        (
-            "create → ready, p50",
-            f"{_ms(pct(startups, 50))} ms",
-            f"{len(startups)} creates (trust dialog answered)",
-        )
-    )
-    ROWS.append(("create → ready, max", f"{_ms(max(startups))} ms", ""))
+    ROWS.extend(latency_rows("mock's last byte → complete", latencies))
+    ROWS.append(("events.jsonl write → complete, p50", f"{ms(pct(shares, 50))} ms", "the daemon's share"))
+    ROWS.append(("events.jsonl write → complete, p99", f"{ms(pct(shares, 99))} ms", "file mtime (ns)"))
+    ROWS.extend(startup_rows(startups, "trust dialog answered"))
     assert len(latencies) == TURNS

@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,27 +180,6 @@ def npm_install(prefix: Path, package: str, what: str, *, scripts: bool = False)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def claude_binary() -> Path:
-    return CLAUDE_DIR / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
-
-
-def fetch_claude() -> bool:
-    if claude_binary().exists():
-        return True
-    if _offline(f"Claude Code {CLAUDE_VERSION}"):
-        return False
-    if sys.platform != "linux" or shutil.which("npm") is None:
-        print("fetch_fixtures: npm not available; real Claude Code tests will skip", file=sys.stderr)
-        return False
-    if not npm_install(CLAUDE_DIR, f"@anthropic-ai/claude-code@{CLAUDE_VERSION}", "Claude Code"):
-        return False
-    if not claude_binary().exists():
-        print("fetch_fixtures: npm installed Claude Code without its linux-x64 binary", file=sys.stderr)
-        return False
-    claude_binary().chmod(0o755)
-    return True
-
-
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -332,124 +312,6 @@ def fetch_system_packages(assume_yes: bool = False) -> dict[str, bool]:
     return found
 
 
-def codex_binary() -> Path:
-    """The native musl binary the platform package carries (no Node launcher in between)."""
-    return (
-        CODEX_DIR
-        / "node_modules"
-        / "@openai"
-        / "codex-linux-x64"
-        / "vendor"
-        / "x86_64-unknown-linux-musl"
-        / "bin"
-        / "codex"
-    )
-
-
-def _codex_platform() -> str | None:
-    """Why this machine cannot run the fetched Codex binary (linux-x64 only), or None."""
-    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
-        return f"the Codex {CODEX_VERSION} fixture is the linux-x64 binary"
-    return None
-
-
-def codex_unavailable() -> str | None:
-    """Why the real Codex CLI tests cannot run here, or None when the binary is installed."""
-    if _codex_platform():
-        return _codex_platform()
-    if not codex_binary().exists():
-        return f"Codex CLI {CODEX_VERSION} not fetched (run tests/fetch_fixtures.py; needs npm)"
-    return None
-
-
-def fetch_codex() -> bool:
-    """`@openai/codex@0.169.0` (launcher + the linux-x64 platform package); the postinstall is not needed."""
-    if codex_binary().exists():
-        return True
-    if _codex_platform():
-        print(f"fetch_fixtures: {_codex_platform()}; real Codex tests will skip", file=sys.stderr)
-        return False
-    if _offline(f"Codex CLI {CODEX_VERSION}"):
-        return False
-    if shutil.which("npm") is None:
-        print("fetch_fixtures: npm not available; real Codex tests will skip", file=sys.stderr)
-        return False
-    if not npm_install(CODEX_DIR, f"@openai/codex@{CODEX_VERSION}", "Codex CLI"):
-        return False
-    if not codex_binary().exists():
-        print("fetch_fixtures: npm installed Codex CLI without its linux-x64 binary", file=sys.stderr)
-        return False
-    codex_binary().chmod(0o755)
-    return True
-
-
-def gemini_script() -> Path:
-    """The Gemini CLI entry point (`bundle/gemini.js`, run with node)."""
-    return GEMINI_DIR / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
-
-
-def gemini_launcher() -> Path:
-    """The `gemini` launcher npm links in `node_modules/.bin` (a `cli` path whose basename picks the Gemini
-    driver; its folder is what goes on a daemon's PATH)."""
-    return GEMINI_DIR / "node_modules" / ".bin" / "gemini"
-
-
-def gemini_missing() -> str | None:
-    """Why the real Gemini CLI tests cannot run (None when they can)."""
-    if shutil.which("node") is None:
-        return "node is not on PATH (the Gemini CLI is a Node program)"
-    if not gemini_script().exists():
-        return f"Gemini CLI {GEMINI_VERSION} not installed in {GEMINI_DIR}: run tests/fetch_fixtures.py"
-    return None
-
-
-def fetch_gemini() -> bool:
-    if gemini_script().exists():
-        return True
-    if _offline(f"the Gemini CLI {GEMINI_VERSION}"):
-        return False
-    if shutil.which("npm") is None or shutil.which("node") is None:
-        print("fetch_fixtures: node/npm not available; real Gemini CLI tests will skip", file=sys.stderr)
-        return False
-    # install scripts run: the optional native deps (node-pty) are what the recordings were made with
-    if not npm_install(GEMINI_DIR, f"@google/gemini-cli@{GEMINI_VERSION}", "the Gemini CLI", scripts=True):
-        return False
-    if not gemini_script().exists():
-        print("fetch_fixtures: npm installed the Gemini CLI without bundle/gemini.js", file=sys.stderr)
-        return False
-    return True
-
-
-def pi_launcher() -> Path:
-    """The `pi` launcher npm links in `node_modules/.bin` (its basename picks the Pi driver)."""
-    return PI_DIR / "node_modules" / ".bin" / "pi"
-
-
-def pi_missing() -> str | None:
-    """Why the real Pi tests cannot run (None when they can)."""
-    if shutil.which("node") is None:
-        return "node is not on PATH (Pi is a Node program)"
-    if not pi_launcher().exists():
-        return f"Pi {PI_VERSION} not installed in {PI_DIR}: run tests/fetch_fixtures.py"
-    return None
-
-
-def fetch_pi() -> bool:
-    if pi_launcher().exists():
-        return True
-    if _offline(f"Pi {PI_VERSION}"):
-        return False
-    if shutil.which("npm") is None or shutil.which("node") is None:
-        print("fetch_fixtures: node/npm not available; real Pi tests will skip", file=sys.stderr)
-        return False
-    if not npm_install(PI_DIR, f"@mariozechner/pi-coding-agent@{PI_VERSION}", "Pi", scripts=True):
-        return False
-    if not pi_launcher().exists():
-        print("fetch_fixtures: npm installed Pi without its launcher", file=sys.stderr)
-        return False
-    return True
-
-
 def node22_bin() -> Path:
     """The folder holding a Node 22 `node` (`<cache>/node-22.x/bin`): put it first on a session's PATH for a CLI
     that needs Node >= 22 (the system's may be older); `node22_missing()` says whether it is there."""
@@ -510,117 +372,200 @@ def fetch_node22() -> bool:
     return node22_missing() is None
 
 
-def kimi_launcher() -> Path:
-    """The `kimi` launcher npm links in `node_modules/.bin` (its basename picks the Kimi driver)."""
-    return KIMI_DIR / "node_modules" / ".bin" / "kimi"
+def _linux_x64() -> bool:
+    return sys.platform == "linux" and os.uname().machine in ("x86_64", "amd64")
 
 
-def kimi_missing() -> str | None:
-    """Why the real Kimi Code tests cannot run (None when they can): Kimi needs Node >= 22.19 (`node22_bin()`)."""
-    if node22_missing():
-        return node22_missing()
-    if not kimi_launcher().exists():
-        return f"Kimi Code {KIMI_VERSION} not installed in {KIMI_DIR}: run tests/fetch_fixtures.py"
-    return None
+@dataclass(frozen=True)
+class NpmFixture:
+    """A real CLI the tests run, installed from npm into its own cache entry: one row a CLI, so each one's
+    `*_missing()` and `fetch_*()` say the same things the same way."""
 
+    what: str
+    """How the messages name it: `the Gemini CLI`, `Pi`."""
+    tests: str
+    """How `real ... tests will skip` names its tests: `Gemini CLI`, `Codex`."""
+    package: str
+    version: str
+    entry: str
+    """The module global holding its cache entry (`CODEX_DIR`), read at each call so a test can point it elsewhere."""
+    file: str
+    """What its tests run (or what proves it installed), inside the entry."""
+    runtime: str = "native"
+    """`native`: a linux-x64 binary (made executable, no install scripts); `node`: a Node program (the system's
+    node; install scripts run); `node22`: one that needs Node >= 22 (`node22_bin()`; install scripts run)."""
+    part: str = "its linux-x64 binary"
+    """What `npm installed ... without` names when npm succeeded but `file` is not there."""
+    extras: tuple[tuple[str, str, str], ...] = ()
+    """More npm packages at the same version, each `(folder in the entry, package, what)`."""
 
-def fetch_kimi() -> bool:
-    if kimi_launcher().exists():
+    def prefix(self) -> Path:
+        path: Path = globals()[self.entry]
+        return path
+
+    def path(self) -> Path:
+        return self.prefix() / self.file
+
+    def extra_dir(self, folder: str) -> Path:
+        return self.prefix() / folder
+
+    def _extras_missing(self) -> list[tuple[str, str, str]]:
+        return [e for e in self.extras if not (self.extra_dir(e[0]) / "node_modules" / e[1]).is_dir()]
+
+    def _platform(self) -> str | None:
+        """Why this machine cannot run a native fixture (linux-x64 only), or None."""
+        if self.runtime == "native" and not _linux_x64():
+            return f"the {self.tests} {self.version} fixture is the linux-x64 binary"
+        return None
+
+    def missing(self) -> str | None:
+        """Why its real tests cannot run here (None when they can)."""
+        name = self.what.removeprefix("the ")
+        if self._platform():
+            return self._platform()
+        if self.runtime == "node" and shutil.which("node") is None:
+            return f"node is not on PATH ({self.what} is a Node program)"
+        if self.runtime == "node22" and node22_missing():
+            return node22_missing()
+        if not self.path().exists():
+            if self.runtime == "native":
+                return f"{name} {self.version} not fetched (run tests/fetch_fixtures.py; needs npm)"
+            return f"{name} {self.version} not installed in {self.prefix()}: run tests/fetch_fixtures.py"
+        for folder, _, what in self._extras_missing():
+            return f"{what} not fetched into {self.extra_dir(folder)} (run tests/fetch_fixtures.py)"
+        return None
+
+    def fetch(self) -> bool:
+        """Install it (and its extras) unless the cache holds them; False, said, when it cannot."""
+        if self.path().exists() and not self._extras_missing():
+            return True
+        if self._platform():
+            print(f"fetch_fixtures: {self._platform()}; real {self.tests} tests will skip", file=sys.stderr)
+            return False
+        if _offline(f"{self.what} {self.version}"):
+            return False
+        needs = "node/npm" if self.runtime == "node" else "npm"
+        if any(shutil.which(tool) is None for tool in needs.split("/")):
+            print(
+                f"fetch_fixtures: {needs} not available; real {self.tests} tests will skip", file=sys.stderr
+            )
+            return False
+        if not self.path().exists():
+            # install scripts run for the Node programs: their optional native deps (node-pty) are what the
+            # recordings were made with
+            scripts = self.runtime != "native"
+            if not npm_install(self.prefix(), f"{self.package}@{self.version}", self.what, scripts=scripts):
+                return False
+            if not self.path().exists():
+                print(f"fetch_fixtures: npm installed {self.what} without {self.part}", file=sys.stderr)
+                return False
+            if self.runtime == "native":
+                self.path().chmod(0o755)
+        for folder, package, what in self._extras_missing():
+            if not npm_install(self.extra_dir(folder), f"{package}@{self.version}", what):
+                return False
         return True
-    if _offline(f"Kimi Code {KIMI_VERSION}"):
-        return False
-    if shutil.which("npm") is None:
-        print("fetch_fixtures: npm not available; real Kimi Code tests will skip", file=sys.stderr)
-        return False
-    if not npm_install(KIMI_DIR, f"@moonshot-ai/kimi-code@{KIMI_VERSION}", "Kimi Code", scripts=True):
-        return False
-    if not kimi_launcher().exists():
-        print("fetch_fixtures: npm installed Kimi Code without its launcher", file=sys.stderr)
-        return False
-    return True
-def opencode_binary() -> Path:
-    """The native binary the platform package carries (no Node launcher in between)."""
-    return OPENCODE_DIR / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
+
+
+CLAUDE = NpmFixture(
+    "Claude Code",
+    "Claude Code",
+    "@anthropic-ai/claude-code",
+    CLAUDE_VERSION,
+    "CLAUDE_DIR",
+    "node_modules/@anthropic-ai/claude-code-linux-x64/claude",
+)
+CODEX = NpmFixture(
+    "Codex CLI",
+    "Codex",
+    "@openai/codex",
+    CODEX_VERSION,
+    "CODEX_DIR",
+    # the native musl binary the platform package carries (no Node launcher in between)
+    "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+)
+GEMINI = NpmFixture(
+    "the Gemini CLI",
+    "Gemini CLI",
+    "@google/gemini-cli",
+    GEMINI_VERSION,
+    "GEMINI_DIR",
+    "node_modules/@google/gemini-cli/bundle/gemini.js",  # its entry point, run with node
+    runtime="node",
+    part="bundle/gemini.js",
+)
+PI = NpmFixture(
+    "Pi",
+    "Pi",
+    "@mariozechner/pi-coding-agent",
+    PI_VERSION,
+    "PI_DIR",
+    "node_modules/.bin/pi",  # the launcher npm links (its basename picks the Pi driver)
+    runtime="node",
+    part="its launcher",
+)
+KIMI = NpmFixture(
+    "Kimi Code",
+    "Kimi Code",
+    "@moonshot-ai/kimi-code",
+    KIMI_VERSION,
+    "KIMI_DIR",
+    "node_modules/.bin/kimi",  # the launcher npm links (its basename picks the Kimi driver)
+    runtime="node22",  # Node >= 22.19
+    part="its launcher",
+)
+OPENCODE = NpmFixture(
+    "opencode",
+    "opencode",
+    "opencode-ai",
+    OPENCODE_VERSION,
+    "OPENCODE_DIR",
+    "node_modules/opencode-linux-x64/bin/opencode",
+    # what opencode installs into a fresh config folder at every start (~64 MB from the registry); a test seeds
+    # the session's config folder from it, so its tests run offline
+    extras=(("plugin", "@opencode-ai/plugin", "opencode's plugin package"),),
+)
+COPILOT = NpmFixture(
+    "the Copilot CLI",
+    "Copilot CLI",
+    "@github/copilot",
+    COPILOT_VERSION,
+    "COPILOT_DIR",
+    "node_modules/@github/copilot-linux-x64/copilot",
+)
+
+# The names the tests import: a fixture's file, why its tests cannot run (None when they can), and its fetch.
+claude_binary = CLAUDE.path
+fetch_claude = CLAUDE.fetch
+codex_binary = CODEX.path
+codex_unavailable = CODEX.missing
+fetch_codex = CODEX.fetch
+gemini_script = GEMINI.path
+gemini_missing = GEMINI.missing
+fetch_gemini = GEMINI.fetch
+pi_launcher = PI.path
+pi_missing = PI.missing
+fetch_pi = PI.fetch
+kimi_launcher = KIMI.path
+kimi_missing = KIMI.missing
+fetch_kimi = KIMI.fetch
+opencode_binary = OPENCODE.path
+opencode_missing = OPENCODE.missing
+fetch_opencode = OPENCODE.fetch
+copilot_binary = COPILOT.path
+copilot_missing = COPILOT.missing
+fetch_copilot = COPILOT.fetch
+
+
+def gemini_launcher() -> Path:
+    """The `gemini` launcher npm links in `node_modules/.bin` (a `cli` path whose basename picks the Gemini
+    driver; its folder is what goes on a daemon's PATH)."""
+    return GEMINI_DIR / "node_modules" / ".bin" / "gemini"
 
 
 def opencode_plugin_dir() -> Path:
-    """An npm prefix holding `@opencode-ai/plugin` at the binary's version: what opencode installs into a fresh
-    config folder at every start (~64 MB from the registry); a test seeds the session's config folder from it."""
-    return OPENCODE_DIR / "plugin"
-
-
-def opencode_missing() -> str | None:
-    """Why the real opencode tests cannot run here (None when they can)."""
-    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
-        return f"the opencode {OPENCODE_VERSION} fixture is the linux-x64 binary"
-    if not opencode_binary().exists():
-        return f"opencode {OPENCODE_VERSION} not fetched (run tests/fetch_fixtures.py; needs npm)"
-    if not (opencode_plugin_dir() / "node_modules" / "@opencode-ai" / "plugin").is_dir():
-        return f"opencode's plugin package not fetched into {opencode_plugin_dir()} (run tests/fetch_fixtures.py)"
-    return None
-
-
-def fetch_opencode() -> bool:
-    """`opencode-ai@1.18.33` (launcher + the linux-x64 platform package; no postinstall), and the plugin package
-    it would otherwise download at every start in a fresh config folder."""
-    if opencode_missing() is None:
-        return True
-    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
-        print(f"fetch_fixtures: {opencode_missing()}; real opencode tests will skip", file=sys.stderr)
-        return False
-    if _offline(f"opencode {OPENCODE_VERSION}"):
-        return False
-    if shutil.which("npm") is None:
-        print("fetch_fixtures: npm not available; real opencode tests will skip", file=sys.stderr)
-        return False
-    if not opencode_binary().exists():
-        if not npm_install(OPENCODE_DIR, f"opencode-ai@{OPENCODE_VERSION}", "opencode"):
-            return False
-        if not opencode_binary().exists():
-            print("fetch_fixtures: npm installed opencode without its linux-x64 binary", file=sys.stderr)
-            return False
-        opencode_binary().chmod(0o755)
-    plugin = opencode_plugin_dir()
-    if not (plugin / "node_modules" / "@opencode-ai" / "plugin").is_dir():
-        if not npm_install(plugin, f"@opencode-ai/plugin@{OPENCODE_VERSION}", "opencode's plugin package"):
-            return False
-    return opencode_missing() is None
-def copilot_binary() -> Path:
-    """The native binary the linux-x64 platform package carries (no Node launcher in between)."""
-    return COPILOT_DIR / "node_modules" / "@github" / "copilot-linux-x64" / "copilot"
-
-
-def copilot_missing() -> str | None:
-    """Why the real Copilot CLI tests cannot run here, or None when the binary is installed."""
-    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
-        return f"the Copilot CLI {COPILOT_VERSION} fixture is the linux-x64 binary"
-    if not copilot_binary().exists():
-        return f"Copilot CLI {COPILOT_VERSION} not fetched (run tests/fetch_fixtures.py; needs npm)"
-    return None
-
-
-def fetch_copilot() -> bool:
-    """`@github/copilot@1.0.102` (launcher + the linux-x64 platform package); no install scripts."""
-    if copilot_binary().exists():
-        return True
-    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
-        print(
-            "fetch_fixtures: the Copilot CLI fixture is linux-x64 only; real Copilot tests will skip",
-            file=sys.stderr,
-        )
-        return False
-    if _offline(f"the Copilot CLI {COPILOT_VERSION}"):
-        return False
-    if shutil.which("npm") is None:
-        print("fetch_fixtures: npm not available; real Copilot CLI tests will skip", file=sys.stderr)
-        return False
-    if not npm_install(COPILOT_DIR, f"@github/copilot@{COPILOT_VERSION}", "the Copilot CLI"):
-        return False
-    if not copilot_binary().exists():
-        print("fetch_fixtures: npm installed the Copilot CLI without its linux-x64 binary", file=sys.stderr)
-        return False
-    copilot_binary().chmod(0o755)
-    return True
+    """An npm prefix holding `@opencode-ai/plugin` at the binary's version (see OPENCODE's extras)."""
+    return OPENCODE.extra_dir("plugin")
 
 
 def main(argv: list[str] | None = None) -> int:

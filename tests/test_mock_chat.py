@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 from mock_chat import DEFAULT_TEXT, SIDE_TEXT, MockChat, last_user_text, tool_results, user_texts
+from mock_http import leave_mid_stream
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 TOOLS = [{"type": "function", "function": {"name": "shell", "parameters": {"type": "object"}}}]
@@ -260,18 +260,7 @@ def test_stream_error_truncate_and_drop(mock: MockChat) -> None:
 
 def test_client_disconnect_mid_stream_is_logged(mock: MockChat) -> None:
     mock.push({"label": "slow", "text": "word " * 200, "chunk": 5, "delay": 0.05})
-    sock = socket.create_connection(("127.0.0.1", mock.port), timeout=5)
-    payload = json.dumps(body()).encode()
-    sock.sendall(
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload)
-    )
-    got = b""
-    while b"data: " not in got:
-        chunk = sock.recv(65536)
-        assert chunk, got
-        got += chunk
-    sock.close()
+    leave_mid_stream(mock.port, "/v1/chat/completions", body(), b"data: ")
     assert mock.wait_for_event("client_gone", "slow", timeout=30)
     assert not any(e["event"] == "done" for e in mock.events)
 

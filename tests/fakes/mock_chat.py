@@ -162,39 +162,13 @@ class MockChat(MockServer):
         text = (system_text(body) + "\n" + "\n".join(user_texts(body))).lower()
         return any(m in text for m in self.side_markers)
 
-    def _next_entry(self, main: bool, user_text: str = "") -> tuple[dict[str, Any], bool]:
-        """Pick the entry for a request; returns (entry, from_script). An entry with `when` answers only a
-        request whose last user text contains it (concurrent sessions); the others are served in order."""
-        with self._lock:
-            if not main:
-                return {"label": "side", "text": self.side_text}, False
-            for i, e in enumerate(self._script):
-                if e.get("when") and user_text and e["when"] in user_text:
-                    return self._script.pop(i), True
-            plain = [e for e in self._script if not e.get("when")]
-            if not plain:
-                return {"label": "default", "text": self.default_text}, False
-            return self._serve_head(plain[0])
+    def _side_entry(self) -> dict[str, Any]:
+        return {"label": "side", "text": self.side_text}
 
     def side_requests(self) -> list[dict[str, Any]]:
         """The side requests (title generation etc.) seen so far."""
         with self._lock:
             return [r for r in self.requests if r.get("side")]
-
-    def wait_for_event(self, event: str, label: str | None = None, timeout: float = 60.0) -> dict[str, Any]:
-        """Block until the mock has sent `event` (for an entry labelled `label`); returns its log record."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for e in self.events:
-                    if e["event"] == event and (label is None or e.get("label") == label):
-                        return e
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(
-                        f"mock never sent {event} ({label}): {[e['event'] for e in self.events]}"
-                    )
-                self._changed.wait(left)
 
 
 class _Handler(MockHandler):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import socket
 import threading
 import time
 import uuid
@@ -120,12 +121,24 @@ class MockServer:
             self._served_times = 0
         return head, True
 
-    def _next_entry(self, main: bool) -> tuple[dict[str, Any], bool]:
-        """Pick the entry for a request; returns (entry, from_script)."""
+    def _side_entry(self) -> dict[str, Any]:
+        """What a side request (one the script never answers) gets; a mock with its own side text overrides it."""
+        return {"label": "default", "text": self.default_text}
+
+    def _next_entry(self, main: bool, user_text: str = "") -> tuple[dict[str, Any], bool]:
+        """Pick the entry for a request; returns (entry, from_script). An entry with `when` answers only a
+        request whose last user text contains it (concurrent sessions; for the mocks that pass `user_text`); the
+        others are served in order."""
         with self._lock:
-            if not main or not self._script:
+            if not main:
+                return self._side_entry(), False
+            for i, e in enumerate(self._script):
+                if e.get("when") and user_text and e["when"] in user_text:
+                    return self._script.pop(i), True
+            plain = [e for e in self._script if not e.get("when")]
+            if not plain:
                 return {"label": "default", "text": self.default_text}, False
-            return self._serve_head(self._script[0])
+            return self._serve_head(plain[0])
 
     # -- log ---------------------------------------------------------------------------------------------------
     def main_requests(self) -> list[dict[str, Any]]:
@@ -148,6 +161,21 @@ class MockServer:
                     raise TimeoutError(
                         f"mock saw {len(got)} requests, wanted {n}: "
                         f"{[(r['path'], r['label']) for r in self.requests]}"
+                    )
+                self._changed.wait(left)
+
+    def wait_for_event(self, event: str, label: str | None = None, timeout: float = 60.0) -> dict[str, Any]:
+        """Block until the mock has sent `event` (for an entry labelled `label`); returns its log record."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for e in self.events:
+                    if e["event"] == event and (label is None or e.get("label") == label):
+                        return e
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"mock never sent {event} ({label}): {[e['event'] for e in self.events]}"
                     )
                 self._changed.wait(left)
 
@@ -264,6 +292,22 @@ class MockHandler(BaseHTTPRequestHandler):
             "scripted": scripted,
             "body": body,
         }
+
+
+def leave_mid_stream(port: int, path: str, body: Any, marker: bytes) -> None:
+    """POST `body` as JSON to `path` on the mock at `port`, read the answer until `marker` arrived, then close the
+    connection: a client that goes away mid-answer (the mock logs `client_gone`)."""
+    payload = json.dumps(body).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(
+            b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(payload), payload)
+        )
+        got = b""
+        while marker not in got:
+            chunk = sock.recv(65536)
+            assert chunk, got
+            got += chunk
 
 
 def load_script(path: str | Path) -> list[dict[str, Any]]:

@@ -142,34 +142,8 @@ class MockOpenAI(MockServer):
         """The provider `base_url` (Codex appends `/responses`)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def _next_entry(self, main: bool, user_text: str = "") -> tuple[dict[str, Any], bool]:
-        """Pick the entry for a request; returns (entry, from_script). An entry with `when` answers only a
-        request whose last user text contains it (concurrent sessions); the others are served in order."""
-        with self._lock:
-            if not main:
-                return {"label": "title", "text": self.title_text}, False
-            for i, e in enumerate(self._script):
-                if e.get("when") and user_text and e["when"] in user_text:
-                    return self._script.pop(i), True
-            plain = [e for e in self._script if not e.get("when")]
-            if not plain:
-                return {"label": "default", "text": self.default_text}, False
-            return self._serve_head(plain[0])
-
-    def wait_for_event(self, event: str, label: str | None = None, timeout: float = 60.0) -> dict[str, Any]:
-        """Block until the mock has sent `event` (for an entry labelled `label`); returns its log record."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for e in self.events:
-                    if e["event"] == event and (label is None or e.get("label") == label):
-                        return e
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(
-                        f"mock never sent {event} ({label}): {[e['event'] for e in self.events]}"
-                    )
-                self._changed.wait(left)
+    def _side_entry(self) -> dict[str, Any]:
+        return {"label": "title", "text": self.title_text}
 
 
 class _Handler(MockHandler):

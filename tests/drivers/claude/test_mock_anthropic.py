@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 FAKES = Path(__file__).resolve().parents[2] / "fakes"
 
 from mock_anthropic import DEFAULT_TEXT, MockAnthropic, last_user_text, tool_results  # noqa: E402
+from mock_http import leave_mid_stream  # noqa: E402
 
 TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
 
@@ -232,23 +231,8 @@ def test_last_user_text_and_tool_results_helpers() -> None:
 
 def test_client_disconnect_mid_stream_is_logged(mock: MockAnthropic) -> None:
     mock.push({"label": "slow", "text": "word " * 200, "chunk": 5, "delay": 0.05})
-    sock = socket.create_connection(("127.0.0.1", mock.port), timeout=5)
-    payload = json.dumps(agent_body()).encode()
-    sock.sendall(
-        b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload)
-    )
-    got = b""
-    while b"message_start" not in got:
-        chunk = sock.recv(65536)
-        assert chunk, got
-        got += chunk
-    sock.close()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not any(e["event"] == "client_gone" for e in mock.events):
-        time.sleep(0.05)
-    gone = [e for e in mock.events if e["event"] == "client_gone"]
-    assert gone and gone[0]["label"] == "slow"
+    leave_mid_stream(mock.port, "/v1/messages", agent_body(), b"message_start")
+    assert mock.wait_for_event("client_gone", "slow", timeout=30)
     assert not any(e["event"] == "message_stop" for e in mock.events)
 
 
