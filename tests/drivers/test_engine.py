@@ -517,3 +517,31 @@ def test_the_screen_is_read_once_per_change_and_the_tick_skips_an_unchanged_one(
     show(BUSY, 0.5)
     assert len(reads) == n_reads + 1
     assert ("replace", "partial and more") in host.calls
+
+
+def test_a_change_the_text_generation_misses_still_gives_a_new_reading() -> None:
+    """A selection moved by colour only (opencode's permission prompt) leaves every row's text, and so the
+    terminal's generation, as it was: the driver's `screen_key_extra` makes the engine read the screen again."""
+    from types import SimpleNamespace
+
+    colour = ["a"]
+    reads: list[str] = []
+    term = SimpleNamespace(generation=7, title=None)
+
+    class Hooks:
+        rules = None
+
+        def screen_key_extra(self) -> tuple[str, ...]:
+            return (colour[0],)
+
+        def read_screen(self) -> str:
+            reads.append(colour[0])
+            return colour[0]
+
+    eng = TurnEngine.__new__(TurnEngine)
+    eng.host = SimpleNamespace(terminal=term)
+    eng.hooks = Hooks()
+    eng._cache, eng._cache_key = None, None
+    assert eng.reading() == "a" and eng.reading() == "a" and reads == ["a"]
+    colour[0] = "b"
+    assert eng.reading() == "b" and reads == ["a", "b"]

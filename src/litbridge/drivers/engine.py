@@ -312,12 +312,15 @@ class _EngineState:
 
     def screen_key(self) -> tuple[Any, ...]:
         """What a reading depends on: the terminal's generation (it changes only when a row's text does), the
-        window title and the driver's rules. A terminal without generations: every output chunk and frame."""
+        window title, the driver's rules, and whatever else of the screen they read (the driver's optional
+        `screen_key_extra()`, e.g. the colours of the cells that show a selection). A terminal without
+        generations: every output chunk and frame."""
         term = getattr(self.host, "terminal", None)
         gen = getattr(term, "generation", None)
         if gen is None:
             return (self._frame, getattr(self.host, "last_output_at", 0.0) or 0.0)
-        return (gen, getattr(term, "title", None), id(getattr(self.hooks, "rules", None)))
+        extra = getattr(self.hooks, "screen_key_extra", None)  # what the rules read besides text (colours)
+        return (gen, getattr(term, "title", None), id(getattr(self.hooks, "rules", None)), extra() if extra else ())
 
     def reading(self) -> Reading:
         """The current screen's reading, computed once per screen generation (not per call)."""

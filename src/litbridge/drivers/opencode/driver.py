@@ -55,6 +55,7 @@ class OpencodeDriver(EngineDriver):
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options, Timing(**TIMING.__dict__))
+        self._probed: list[tuple[int, int]] = []  # the cells the last reading asked the colour of
         self.session_dir: str | None = None
         self.store = self.follower = StoreFollower(
             host,
@@ -104,7 +105,16 @@ class OpencodeDriver(EngineDriver):
         return spec
 
     # ------------------------------------------------------------------------------------------ engine hooks
+    def screen_key_extra(self) -> tuple[bool, ...]:
+        """The highlight of the cells the last reading probed: moving the selection changes only colours, which
+        the terminal's text generation does not see (the engine re-reads the screen when this changes)."""
+        return tuple(self._cell_highlight(y, x) for y, x in self._probed)
+
     def _highlight(self, y: int, x: int) -> bool:
+        self._probed.append((y, x))
+        return self._cell_highlight(y, x)
+
+    def _cell_highlight(self, y: int, x: int) -> bool:
         """The cell is drawn on the selected option's background (differs from the cell two columns left, which is
         the gap before an option)."""
         try:
@@ -115,9 +125,11 @@ class OpencodeDriver(EngineDriver):
 
     def read_screen(self) -> Reading:
         rows = list(self.host.terminal.display)
+        self._probed = []
         reading: Reading = self.rules.read(rows, None, self._highlight)
         if reading.version and reading.version != self.cli_version:
             self.use_version(reading.version)
+            self._probed = []
             reading = self.rules.read(rows, None, self._highlight)
         return reading
 
