@@ -172,11 +172,7 @@ def test_pi_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
     reason = pi_missing()
     if reason:
         pytest.skip(reason)
-    rows = [
-        "| mock's last byte → complete, p50 |",
-        "| session JSONL write → complete, p50 |",
-        "| create → ready, p50 |",
-    ]
+    rows = ["| mock's last byte → complete, p50 |", "| create → ready, p50 |"]
     _rows(smoke_output, "litbridge + real Pi 0.73.1 (same run)", rows)
 
 
