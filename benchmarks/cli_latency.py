@@ -1,4 +1,4 @@
-"""What the real-CLI latency benchmarks share (bench_copilot, bench_gemini): a table of rows, `create` -> `ready`,
+"""What the real-CLI latency benchmarks share (bench_copilot, bench_gemini, bench_pi, bench_kimi): a table of rows, `create` -> `ready`,
 one scripted turn through a real `litbridge serve`, and the p50/p99 rows, so each bench keeps only its CLI's
 set-up and what it stamps the end of a turn with."""
 
@@ -43,10 +43,10 @@ def report(suite: str, title: str) -> tuple[list[Row], Any]:
     return rows, _report
 
 
-def create_ready(conn: Conn, name: str, cli: str, cwd: Path, env: dict[str, str]) -> float:
-    """Seconds from `create` written to `ready` read."""
+def create_ready(conn: Conn, name: str, cli: str, cwd: Path, env: dict[str, str], **fields: Any) -> float:
+    """Seconds from `create` written to `ready` read; `fields`: more `create` fields (`args`, `model`, ...)."""
     t0 = time.monotonic()
-    conn.cmd("create", session=name, cli=cli, working_dir=str(cwd), env=env)
+    conn.cmd("create", session=name, cli=cli, working_dir=str(cwd), env=env, **fields)
     r = conn.wait(lambda e: e.get("session") == name and e["event"] in ("ready", "error"), timeout=120)
     if r.ev["event"] != "ready":
         raise RuntimeError(f"create failed: {r.ev}")

@@ -165,6 +165,34 @@ def test_copilot_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
 
 
 @pytest.mark.timeout(960)
+def test_pi_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    """Against the real Pi, offline (the benchmark skips, saying why, where it was not fetched)."""
+    from fetch_fixtures import pi_missing
+
+    reason = pi_missing()
+    if reason:
+        pytest.skip(reason)
+    rows = ["| mock's last byte → complete, p50 |", "| create → ready, p50 |"]
+    _rows(smoke_output, "litbridge + real Pi 0.73.1 (same run)", rows)
+
+
+@pytest.mark.timeout(960)
+def test_kimi_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    """Against the real Kimi Code on the Node 22 fixture, offline (the benchmark skips, saying why, without them)."""
+    from fetch_fixtures import kimi_missing, node22_missing
+
+    reason = kimi_missing() or node22_missing()
+    if reason:
+        pytest.skip(reason)
+    rows = [
+        "| mock's last byte → complete, p50 |",
+        "| wire.jsonl write → complete, p50 |",
+        "| create → ready, p50 |",
+    ]
+    _rows(smoke_output, "litbridge + real Kimi Code 2.1.0 (same run)", rows)
+
+
+@pytest.mark.timeout(960)
 def test_web_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
     if chromium_binary() is None:
         pytest.skip("no Chromium (tests/fetch_fixtures.py installs it as root)")
