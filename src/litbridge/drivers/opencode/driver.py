@@ -29,6 +29,7 @@ from litbridge.drivers.opencode.v1_18 import Reading
 from litbridge.drivers.opencode.versions import CLI
 from litbridge.drivers.paste import paste_payload
 from litbridge.drivers.records import Dispatch
+from litbridge.drivers.versions import recorded_version
 
 ESC = b"\x1b"
 SECOND_ESC = 0.25  # seconds between the two Esc of an interrupt (one write of both is read as Alt+Esc)
@@ -181,6 +182,18 @@ class OpencodeDriver(EngineDriver):
         if self._first_text is not None:
             return self._first_text
         return "" if self.engine.turn is not None else None
+
+    @staticmethod
+    def replay_setup(capture: Any, home: Path) -> tuple[dict[str, Any], Path]:
+        """`litbridge replay` of an opencode capture: a private HOME whose database is created empty from the
+        recorded schema (`Capture.replay_sqlite`) and gets the recorded `event` rows at their times; the data folder
+        and the database are named in the env, so a user's own `XDG_DATA_HOME`/`OPENCODE_DB` is not read."""
+        dbs = capture.replay_sqlite(home)
+        env = {"HOME": str(home), "XDG_DATA_HOME": str(home / ".local" / "share")}
+        if dbs:
+            env["OPENCODE_DB"] = str(dbs[0])
+        options = {"env": env, "cli_version": recorded_version(capture.chunks, CLI.logo)}
+        return options, home / "transcripts"
 
     # ------------------------------------------------------------------------------------------ stop/info
     def transcript_path(self) -> Path | None:
