@@ -29,7 +29,6 @@ from litbridge.drivers.opencode.v1_18 import Reading
 from litbridge.drivers.opencode.versions import CLI
 from litbridge.drivers.paste import paste_payload
 from litbridge.drivers.records import Dispatch
-from litbridge.drivers.versions import recorded_version
 
 ESC = b"\x1b"
 SECOND_ESC = 0.25  # seconds between the two Esc of an interrupt (one write of both is read as Alt+Esc)
@@ -178,10 +177,13 @@ class OpencodeDriver(EngineDriver):
         await super().submit(text)
 
     def _wanted(self) -> str | None:
-        """For the follower: the first send's text; "" once a prompt was typed into opencode itself."""
+        """For the follower: the first send's text; "" once a prompt was typed into opencode itself (a turn is
+        open, or the screen shows this opencode working with no send: an attached user, or a replay, typed it)."""
         if self._first_text is not None:
             return self._first_text
-        return "" if self.engine.turn is not None else None
+        if self.engine.turn is not None or self.host.state in ("thinking", "responding", "dialog"):
+            return ""
+        return None
 
     @staticmethod
     def replay_setup(capture: Any, home: Path) -> tuple[dict[str, Any], Path]:
@@ -192,8 +194,7 @@ class OpencodeDriver(EngineDriver):
         env = {"HOME": str(home), "XDG_DATA_HOME": str(home / ".local" / "share")}
         if dbs:
             env["OPENCODE_DB"] = str(dbs[0])
-        options = {"env": env, "cli_version": recorded_version(capture.chunks, CLI.logo)}
-        return options, home / "transcripts"
+        return {"env": env}, home / "transcripts"  # the version: read from the first frame, as live
 
     # ------------------------------------------------------------------------------------------ stop/info
     def transcript_path(self) -> Path | None:
