@@ -4,16 +4,17 @@ Every recording in `tests/fixtures/captures/<cli>/` is replayed through the real
 clock (`litbridge.replay.replay`, what `litbridge replay --fast` runs) and its `state` events are mapped to three
 classes: `idle`, `working` (`thinking` / `responding`) and `question` (`dialog`); `starting`, `dead` and `stopped`
 are "other". The truth comes from the record the CLI itself saved during the recording (Claude's transcript,
-Codex's rollout, Gemini's chat file, Pi's session file, Kimi Code's wire log), never from the screen or from litbridge:
+Codex's rollout, Gemini's chat file, Pi's session file, Kimi Code's wire log, opencode's `event` rows), never from the screen or from litbridge:
 
 - **turn start**: the user's entry (Claude: a `user` entry with typed text, not a tool result, an interrupt marker
   or a local slash command; Codex: `task_started`; Gemini: a `user` entry with text; Copilot: `user.message`; Pi: a
-  `user` message; Kimi: `turn.prompt`).
+  `user` message; Kimi: `turn.prompt`; opencode: a `user` message).
 - **turn end**: the final assistant entry (Claude: an `assistant` entry whose `stop_reason` is not `tool_use`, its
   `[Request interrupted` marker or its `turn_duration`; Codex: `task_complete` / `turn_aborted`; Gemini: a `gemini`
   entry whose last version has no tool call, or its `Request cancelled` info entry; Copilot: the `assistant.turn_end`
   of a model call whose `assistant.message` asked for no tool, `abort` or `session.error`; Pi: an assistant message
-  whose `stopReason` is not `toolUse`; Kimi: `turn.ended`). A tool call: Pi's `toolCall` part to its `toolResult`;
+  whose `stopReason` is not `toolUse`; Kimi: `turn.ended`; opencode: an assistant message completed with an error,
+  a finish other than `tool-calls` or a rejected tool). A tool call: Pi's `toolCall` part to its `toolResult`;
   Kimi's approval request (`interaction.request`, before the call is logged) or `tool.call` to its `tool.result`.
 - **question**: a tool call is pending (its call entry is in, its result is not) *and* the recorder pressed a key
   that answered it before the result: the record does not say "approval asked", the recording's key log does
@@ -59,7 +60,7 @@ from litbridge.replay import Capture, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "tests" / "fixtures" / "captures"
-CLIS = ("claude", "codex", "gemini", "copilot", "pi", "kimi")
+CLIS = ("claude", "codex", "gemini", "copilot", "pi", "kimi", "opencode")
 
 IDLE, WORKING, QUESTION = "idle", "working", "question"
 State = str | None  # one of the three classes, or None: other (starting, dead, stopped) / nothing yet
@@ -471,6 +472,54 @@ def kimi_marks(cap: Capture) -> list[Mark]:
     return marks
 
 
+def opencode_marks(cap: Capture) -> list[Mark]:
+    """opencode's `event` table (the rows `sqlite_watch.jsonl` recorded), on the objects' own epoch-ms stamps (a
+    row's watch `t` when it has none): a `user` message starts a turn (`time.created`); an assistant message ends it
+    when it completes (`time.completed`) with an error (an interrupt, an API error), a finish other than
+    `tool-calls`, or a rejected tool call; a `tool` part opens a tool (`state.time.start`) until its state is
+    `completed` / `error` (`state.time.end`)."""
+    t0 = start_wall(cap)
+    marks: list[Mark] = []
+    seen: set[tuple[str, str]] = set()
+    rejected: set[str] = set()  # assistant messages with a rejected tool call
+
+    def at(stamp: Any, fallback: float) -> float:
+        return stamp / 1000 - t0 if isinstance(stamp, (int, float)) else fallback
+
+    for r in cap.sqlite:
+        if r.table != "event":
+            continue
+        try:
+            data = orjson.loads(str(r.row.get("data") or ""))
+        except orjson.JSONDecodeError:
+            continue
+        kind = str(r.row.get("type") or "")
+        info = data.get("info") if isinstance(data.get("info"), dict) else {}
+        part = data.get("part") if isinstance(data.get("part"), dict) else {}
+        if kind.startswith("message.updated") and info.get("id"):
+            mid, times = str(info["id"]), info.get("time") or {}
+            if info.get("role") == "user" and ("start", mid) not in seen:
+                seen.add(("start", mid))
+                marks.append(Mark(at(times.get("created"), r.t), "turn_start"))
+            elif info.get("role") == "assistant" and times.get("completed") and ("end", mid) not in seen:
+                seen.add(("end", mid))
+                if info.get("error") or info.get("finish") != "tool-calls" or mid in rejected:
+                    marks.append(Mark(at(times.get("completed"), r.t), "turn_end"))
+        elif kind.startswith("message.part.updated") and part.get("type") == "tool":
+            call = str(part.get("callID") or part.get("id"))
+            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            times = state.get("time") or {}
+            if ("tool", call) not in seen:
+                seen.add(("tool", call))
+                marks.append(Mark(at(times.get("start"), r.t), "tool_start", call))
+            if state.get("status") in ("completed", "error") and ("done", call) not in seen:
+                seen.add(("done", call))
+                marks.append(Mark(at(times.get("end"), r.t), "tool_end", call))
+                if "rejected" in str(state.get("error") or ""):
+                    rejected.add(str(part.get("messageID")))
+    return marks
+
+
 MARKS = {
     "claude": claude_marks,
     "codex": codex_marks,
@@ -478,6 +527,7 @@ MARKS = {
     "copilot": copilot_marks,
     "pi": pi_marks,
     "kimi": kimi_marks,
+    "opencode": opencode_marks,
 }
 
 

@@ -108,6 +108,23 @@ def test_pi_and_kimi_truth_from_their_records(cli: str, name: str, turns: int, q
         assert any(t0 < q0 < q1 < t1 for t0, t1 in truth.turns)
 
 
+@pytest.mark.parametrize(
+    ("name", "questions"), [("opencode_plain_qa", 0), ("opencode_approval", 1), ("opencode_interrupt", 0)]
+)
+def test_opencode_truth_from_its_event_rows(name: str, questions: int) -> None:
+    """opencode's recorded `event` rows give each turn's start (the user message) and end (the assistant message
+    that completes it, an abort included); its permission (answered by the recorder's Enter) is a question from the
+    tool part to that key."""
+    from litbridge.replay import Capture
+
+    truth, end = acc.truth_of(Capture.load(acc.CAPTURES / "opencode" / name), "opencode")
+    assert len(truth.turns) == 1 and truth.unknown == []
+    assert 0 < truth.turns[0][0] < truth.turns[0][1] < end
+    assert len(truth.questions) == questions
+    for q0, q1 in truth.questions:
+        assert any(t0 < q0 < q1 < t1 for t0, t1 in truth.turns)
+
+
 def _recordings() -> list[object]:
     return [
         pytest.param(cli, path, id=f"{cli}/{path.name}") for cli in acc.CLIS for path in acc.recordings(cli)

@@ -215,6 +215,28 @@ def test_fleet_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
 
 
 @pytest.mark.timeout(960)
+def test_opencode_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    """Against the real opencode binary, offline (the benchmark skips, saying why, where it was not fetched); its
+    recordings are in the accuracy table."""
+    from fetch_fixtures import opencode_missing  # its own import line: other benches' lines stay as they are
+
+    _rows(
+        smoke_output,
+        "litbridge state accuracy against the CLIs' own records (same run)",
+        ["| opencode | 1 (1) |"],
+    )
+    reason = opencode_missing()
+    if reason:
+        pytest.skip(reason)
+    rows = [
+        "| mock's last byte → complete, p50 |",
+        "| database write → complete, p50 |",
+        "| create → ready, p50 |",
+    ]
+    _rows(smoke_output, "litbridge + real opencode 1.18.33 (same run)", rows)
+
+
+@pytest.mark.timeout(960)
 def test_accuracy_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
     """Replays of the recordings in the repository on a virtual clock: nothing to fetch, never skipped."""
     rows = ["| CLI | recordings (scored) | turns | right state |", "| claude | 1 (1) |", "| codex | 1 (1) |"]

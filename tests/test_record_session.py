@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 import record_session
 from lbd_helpers import check_event
 
-from litbridge.replay import Capture, replay
+from litbridge.replay import Capture, RecordedChild, replay
+from litbridge.vclock import VirtualTimeLoop
 
 TOY = r"""
 import json, os, select, sqlite3, sys, termios, time, tty
@@ -92,7 +93,10 @@ sys.exit(3)
 
 STEPS = [
     {"wait": r"^ready>$", "timeout": 60},
-    {"quiet": 1.2, "timeout": 60},  # idle long enough for the generic driver's start-up settle (the replay's ready)
+    {
+        "quiet": 1.2,
+        "timeout": 60,
+    },  # idle long enough for the generic driver's start-up settle (the replay's ready)
     {"snapshot": "idle"},
     {"say": "héllo 你好 🙂?", "label": "q1"},
     {"wait": r"got: héllo 你好 🙂\?", "timeout": 60},
@@ -112,6 +116,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict
     home, out = base / "home", base / "cap"
     (home / ".toy" / "sessions").mkdir(parents=True)
     (home / ".toy" / "sessions" / "s1.jsonl").write_text('{"type": "earlier"}\n')  # a resumed session's past
+    with sqlite3.connect(home / ".toy" / "toy.db") as db:  # a row there before the spawn: not recorded
+        db.execute("CREATE TABLE said (text TEXT)")
+        db.execute("INSERT INTO said VALUES ('earlier')")
     toy = base / "toy.py"
     toy.write_text(TOY)
     meta = record_session.record(
@@ -124,6 +131,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict
         watch=[".toy/sessions/**/*.jsonl"],
         snapshot_files=[".toy/*.db"],
         transcripts_base=home / ".toy",
+        watch_sqlite={".toy/*.db": ["said"]},
     )
     return home, out, meta
 
@@ -206,7 +214,46 @@ def test_record_files_are_watched_and_copied(recorded: tuple[Path, Path, dict]) 
     assert cap.transcript_dirs == {"s1.jsonl": "sessions"}
     db = out / "transcripts" / "toy.db"
     with sqlite3.connect(db) as conn:
-        assert [r[0] for r in conn.execute("SELECT text FROM said")] == ["héllo 你好 🙂?", "two\nlines"]
+        assert [r[0] for r in conn.execute("SELECT text FROM said")] == [
+            "earlier",
+            "héllo 你好 🙂?",
+            "two\nlines",
+        ]
+
+
+def test_sqlite_rows_are_recorded_as_they_come_and_replayed_at_their_times(
+    recorded: tuple[Path, Path, dict], tmp_path: Path
+) -> None:
+    """A watched table's new rows, each with the time the poller saw it (the row there before the spawn left out),
+    and its schema; `Capture.replay_sqlite` creates the table empty and the replay inserts the rows at their times,
+    with their rowids."""
+    _, out, _ = recorded
+    cap = Capture.load(out)
+    assert cap.sqlite_schema == {"toy.db": {"said": ["CREATE TABLE said (text TEXT)"]}}
+    assert [(r.db, r.table, r.rowid, r.row) for r in cap.sqlite] == [
+        ("toy.db", "said", 2, {"text": "héllo 你好 🙂?"}),
+        ("toy.db", "said", 3, {"text": "two\nlines"}),
+    ]
+    said = [t for t, _name, line in cap.transcript if json.loads(line)["type"] == "user"]
+    assert [round(r.t, 1) for r in cap.sqlite] == pytest.approx([round(t, 1) for t in said], abs=0.3)
+    (db,) = cap.replay_sqlite(tmp_path)
+    assert db == tmp_path / "toy.db" and cap.sqlite_root == tmp_path
+    seen: list[list[tuple[int, str]]] = []
+
+    def look(_data: bytes) -> None:
+        with sqlite3.connect(db) as conn:
+            seen.append(conn.execute("SELECT rowid, text FROM said").fetchall())
+
+    loop = VirtualTimeLoop()
+    child = RecordedChild(cap, tmp_path / "t", tail=0.0)
+    try:
+        child.start(loop, look, lambda _code: loop.stop())
+        loop.run_forever()
+    finally:
+        loop.close()
+    before = [rows for rows, (t, _) in zip(seen, cap.chunks, strict=True) if t < cap.sqlite[0].t]
+    assert before and all(rows == [] for rows in before)  # nothing before its recorded time
+    assert seen[-1] == [(2, "héllo 你好 🙂?"), (3, "two\nlines")]
 
 
 def test_screens_are_pyte_renderings(recorded: tuple[Path, Path, dict]) -> None:

@@ -9,7 +9,10 @@ the recorder pressed is seen as one. What the session writes to the child is kep
 otherwise ignored: the recording already holds how the CLI reacted.
 
 Where a CLI keeps its transcript, and which options make the driver read it as it was recorded, is the driver's
-own knowledge: its `replay_setup(capture, home)` hook (this module knows no CLI).
+own knowledge: its `replay_setup(capture, home)` hook (this module knows no CLI). A CLI whose record is a SQLite
+database (`sqlite_watch.jsonl`: the rows of its append-only tables with the time each was seen) is replayed the same
+way: the hook calls `capture.replay_sqlite(root)`, which creates the databases under `root` from the recorded
+schema, and the rows are inserted at their times.
 
 Runs on recorded timing, or on a virtual clock (`fast`) where timers fire in order without sleeping.
 """
@@ -18,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +41,17 @@ DEFAULT_PROGRAM = DEFAULT_CLI  # a recording that names no program was made with
 
 
 @dataclass
+class SqliteRow:
+    """One row of a watched SQLite table (`sqlite_watch.jsonl`): when it was seen, where, and its columns."""
+
+    t: float
+    db: str  # the database's path relative to the recorder's transcripts base (its HOME)
+    table: str
+    rowid: int
+    row: dict[str, Any]
+
+
+@dataclass
 class Capture:
     """One recording: output chunks, typed keys, transcript lines with the time they hit the disk, metadata."""
 
@@ -46,6 +62,9 @@ class Capture:
     transcript_dirs: dict[str, str] = field(default_factory=dict)  # file name -> folder under transcripts/
     meta: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    sqlite: list[SqliteRow] = field(default_factory=list)  # rows of watched SQLite tables, with the time seen
+    sqlite_schema: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # db -> table -> CREATE ...
+    sqlite_root: Path | None = None  # where `Capture.replay_sqlite` put the databases (None: rows not played)
 
     @property
     def cwd(self) -> str:
@@ -85,6 +104,7 @@ class Capture:
         cap = cls(p.name, chunks, meta=meta, path=p)
         cap._load_keys(p)
         cap._load_transcript(p)
+        cap._load_sqlite(p)
         return cap
 
     @classmethod
@@ -108,6 +128,7 @@ class Capture:
         cap.path = folder
         cap._load_keys(folder)
         cap._load_transcript(folder)
+        cap._load_sqlite(folder)
         return cap
 
     def _load_keys(self, folder: Path) -> None:
@@ -119,6 +140,36 @@ class Capture:
                 k = orjson.loads(raw)
                 if not str(k.get("label", "")).startswith("auto-reply"):
                     self.keys.append((float(k["t"]), base64.b64decode(k["b64"])))
+
+    def replay_sqlite(self, root: Path) -> list[Path]:
+        """For a driver's `replay_setup`: create the watched SQLite databases under `root` (their paths as recorded,
+        relative to the recorder's HOME), empty, from the recorded schema; the replay then inserts each recorded row
+        at its time. Returns the databases' paths."""
+        out: list[Path] = []
+        for db, tables in self.sqlite_schema.items():
+            path = root / db
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+                for statements in tables.values():
+                    for sql in statements:
+                        conn.execute(sql)
+            out.append(path)
+        self.sqlite_root = root
+        return out
+
+    def _load_sqlite(self, folder: Path) -> None:
+        f = folder / "sqlite_watch.jsonl"
+        if not f.exists():
+            return
+        for raw in f.read_bytes().splitlines():
+            if not raw.strip():
+                continue
+            w = orjson.loads(raw)
+            db, table = str(w["db"]), str(w["table"])
+            if "schema" in w:
+                self.sqlite_schema.setdefault(db, {})[table] = [str(x) for x in w["schema"]]
+            elif "row" in w:
+                self.sqlite.append(SqliteRow(float(w["t"]), db, table, int(w["rowid"]), dict(w["row"])))
 
     def _load_transcript(self, folder: Path) -> None:
         watch = folder / "transcript_watch.jsonl"
@@ -185,6 +236,7 @@ class RecordedChild:
         self._on_exit: Callable[[int | None], None] = lambda c: None
         self._handles: list[asyncio.TimerHandle] = []
         self._exit_future: asyncio.Future[int | None] | None = None
+        self._dbs: dict[str, sqlite3.Connection] = {}
 
     @property
     def alive(self) -> bool:
@@ -209,6 +261,10 @@ class RecordedChild:
         n = len(steps)
         for i, (t, name, line) in enumerate(cap.transcript):
             steps.append((t, n + i, functools.partial(self._append, name, line)))
+        if cap.sqlite_root is not None:
+            n = len(steps)
+            for i, row in enumerate(cap.sqlite):
+                steps.append((row.t, n + i, functools.partial(self._insert, cap.sqlite_root, row)))
         steps.sort(key=lambda s: (s[0], s[1]))
         prev = -1.0
         for t, _, fn in steps:
@@ -222,10 +278,28 @@ class RecordedChild:
         with open(self.transcript_dir / name, "ab") as fh:
             fh.write(line)
 
+    def _insert(self, root: Path, row: SqliteRow) -> None:
+        """One recorded row into its table, with its rowid (a reader's cursor), committed at once."""
+        conn = self._dbs.get(row.db)
+        if conn is None:
+            conn = self._dbs[row.db] = sqlite3.connect(root / row.db, isolation_level=None)
+        names = list(row.row)
+        values = [
+            base64.b64decode(v["b64"]) if isinstance(v, dict) and set(v) == {"b64"} else v
+            for v in row.row.values()
+        ]
+        cols = ", ".join(f'"{n}"' for n in ["rowid", *names])
+        marks = ", ".join("?" * (len(names) + 1))
+        conn.execute(f'INSERT INTO "{row.table}" ({cols}) VALUES ({marks})', [row.rowid, *values])
+
     def _exit(self, code: int | None = None) -> None:
         if self.exited:
             return
         self.exited = True
+        for conn in self._dbs.values():
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        self._dbs.clear()
         self.exit_code = self.capture.exit_code if code is None else code
         for h in self._handles:
             h.cancel()

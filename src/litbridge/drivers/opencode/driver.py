@@ -189,10 +189,24 @@ class OpencodeDriver(EngineDriver):
         await super().submit(text)
 
     def _wanted(self) -> str | None:
-        """For the follower: the first send's text; "" once a prompt was typed into opencode itself."""
+        """For the follower: the first send's text; "" once a prompt was typed into opencode itself (a turn is
+        open, or the screen shows this opencode working with no send: an attached user, or a replay, typed it)."""
         if self._first_text is not None:
             return self._first_text
-        return "" if self.engine.turn is not None else None
+        if self.engine.turn is not None or self.host.state in ("thinking", "responding", "dialog"):
+            return ""
+        return None
+
+    @staticmethod
+    def replay_setup(capture: Any, home: Path) -> tuple[dict[str, Any], Path]:
+        """`litbridge replay` of an opencode capture: a private HOME whose database is created empty from the
+        recorded schema (`Capture.replay_sqlite`) and gets the recorded `event` rows at their times; the data folder
+        and the database are named in the env, so a user's own `XDG_DATA_HOME`/`OPENCODE_DB` is not read."""
+        dbs = capture.replay_sqlite(home)
+        env = {"HOME": str(home), "XDG_DATA_HOME": str(home / ".local" / "share")}
+        if dbs:
+            env["OPENCODE_DB"] = str(dbs[0])
+        return {"env": env}, home / "transcripts"  # the version: read from the first frame, as live
 
     # ------------------------------------------------------------------------------------------ stop/info
     def transcript_path(self) -> Path | None:
