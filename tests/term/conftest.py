@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import json
 import random
+import sys
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -25,6 +26,7 @@ def _load_fetch_fixtures() -> ModuleType:
     spec = importlib.util.spec_from_file_location("litbridge_fetch_fixtures", TESTS / "fetch_fixtures.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # registered first: its dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
 
