@@ -23,6 +23,7 @@ BUILTIN: dict[str, str] = {
     "claude": "litbridge.drivers.claude.driver:ClaudeDriver",
     "codex": "litbridge.drivers.codex.driver:CodexDriver",
     "gemini": "litbridge.drivers.gemini.driver:GeminiDriver",
+    "qwen": "litbridge.drivers.qwen.driver:QwenDriver",
     "rift": "litbridge.drivers.rift.driver:RiftDriver",
 }
 """Built-in drivers: `cli` name -> "module:Class"."""
