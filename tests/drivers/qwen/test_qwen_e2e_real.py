@@ -92,55 +92,54 @@ async def test_answer_approval_deny_interrupt_error(lb, key, qwen_home, mock) ->
     check_invariants(lb, key)
 
 
-def _descendants(pid: int) -> list[int]:
+def _processes_in(folder: str) -> list[int]:
+    """Processes whose working directory is `folder` (the CLI and everything it started there)."""
     out = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
+                if os.readlink(f"/proc/{entry}/cwd") == folder:
+                    out.append(int(entry))
+            except OSError:
                 continue
-            if ppid == pid:
-                out += [int(entry), *_descendants(int(entry))]
     return out
 
 
 async def test_queue_quick_turns_resume_and_kill(lb, key, qwen_home, mock) -> None:
     n = 20
     mock.push(*({"label": f"t{i}", "text": f"answer {i}?"} for i in range(n)))
-    ready = await lb.create(create_cmd(key, qwen_home))
-    pid = ready.get("pid")
+    await lb.create(create_cmd(key, qwen_home))
+    assert _processes_in(str(qwen_home.cwd))
     begin = len(lb.events)
     for i in range(n):  # all sent at once: the session queues them
         await lb.send("send", session=key, content=f"quick {i}")
-    ends = []
+    ends: list[dict] = []
     for _ in range(n):
-        ends.append(await lb.session_event(key, TERMINAL, start=(ends[-1]["_index"] + 1) if ends else begin,
-                                           timeout=120))  # fmt: skip
+        start = ends[-1]["_index"] + 1 if ends else begin
+        ends.append(await lb.session_event(key, TERMINAL, start=start, timeout=120))
     assert [e["event"] for e in ends] == ["complete"] * n, ends
     assert [e["content"] for e in ends] == [f"answer {i}?" for i in range(n)]
-    dark = [e for e in ends if e.get("source") != "transcript"]
+    dark = [e for e in ends if e.get("source") != "transcript"]  # every turn's answer came from the record
     assert not dark, dark
+    assert sum(1 for e in lb.since(key, begin, "accepted") if e.get("queued")) > 0
     check_invariants(lb, key)
 
-    # kill storing the resume token, then resume the conversation
+    # kill storing the resume token: nothing of the CLI is left; a create of the key resumes the conversation
     begin = len(lb.events)
     await lb.send("kill", session=key, store_resume=True)
-    ended = await lb.session_event(key, ("exited", "killed", "session_ended"), start=begin, timeout=30)
-    token = ended.get("resume_token") or ended.get("resume")
-    if pid:
-        for _ in range(50):
-            if not _descendants(pid) and not os.path.exists(f"/proc/{pid}"):
-                break
-            await asyncio.sleep(0.2)
-        assert not os.path.exists(f"/proc/{pid}"), "the CLI outlived kill"
-    assert token, ended
+    killed = await lb.session_event(key, "killed", start=begin, timeout=30)
+    assert killed.get("resume_stored") is True, killed
+    for _ in range(50):
+        if not _processes_in(str(qwen_home.cwd)):
+            break
+        await asyncio.sleep(0.2)
+    assert not _processes_in(str(qwen_home.cwd)), "a process of the CLI outlived kill"
     mock.push({"label": "resumed", "text": "I remember."})
-    key2 = key + "-r"
-    ready = await lb.create(create_cmd(key2, qwen_home, resume_token=token))
-    assert ready["event"] == "ready"
-    end = await lb.turn(key2, "do you remember?")
+    ready = await lb.create(create_cmd(key, qwen_home))
+    assert ready["resumed"] is True, ready
+    end = await lb.turn(key, "do you remember?")
     assert end["event"] == "complete" and end["content"] == "I remember.", end
     history = json.dumps(mock.main_requests()[-1]["body"]["messages"], ensure_ascii=False)
-    assert "quick 19" in history  # the resumed conversation went to the API
+    assert "quick 19" in history and "answer 19?" in history  # the resumed conversation went to the API
+    assert len(qwen_home.chat_files()) == 1  # `--resume` appends to the same chat file
+    check_invariants(lb, key)
