@@ -43,6 +43,10 @@ _DIALOG_EVENTS = frozenset(
 PATH_SHOWN = 240  # characters of a PATH an error message shows
 
 
+FOCUS_IN, FOCUS_OUT = b"\x1b[I", b"\x1b[O"
+"""The focus events a terminal sends while focus reporting (DECSET 1004) is on."""
+
+
 def _short_path(path: str) -> str:
     """`path` for a message: whole when short, else its first entries and how many more."""
     if len(path) <= PATH_SHOWN:
@@ -148,6 +152,8 @@ class Session:
         self._early_writes: list[bytes] = []  # written while _spawning, flushed to the child when attached
         self.program_status: dict[str, str] | None = None  # the last OSC 7501 report, read
         self.worktree: Any = None  # the daemon's `worktrees.Worktree` when the CLI runs in one
+        self.focused = False  # an attach controller is attached: the CLI's terminal has the user's focus
+        self._focus_reporting = False  # the CLI enabled focus reporting (DECSET 1004)
         self._real_terminal = Terminal(
             ptymod.COLUMNS,
             ptymod.LINES,
@@ -333,12 +339,33 @@ class Session:
             self.terminal.feed(data)
         except Exception:  # an emulator bug must not cost the driver, the viewers or the session
             self.log.exception("terminal.feed")
+        self._check_focus_reporting()
         try:
             self.driver.on_output(data)
         except Exception:
             self.log.exception("driver.on_output")
         self._tee(data)
         self._schedule_eval()
+
+    def _check_focus_reporting(self) -> None:
+        """A CLI that enables focus reporting (DECSET 1004) is told at once whether its terminal has focus: out
+        while no attach controller is attached (some CLIs ring the bell or notify for an approval only when
+        unfocused), in while one is; `set_focus` reports the changes after that."""
+        try:
+            on = bool(self.terminal.modes.get("focus"))
+        except Exception:  # an emulator without the mode: nothing to report
+            return
+        if on and not self._focus_reporting:
+            self.write(FOCUS_IN if self.focused else FOCUS_OUT)
+        self._focus_reporting = on
+
+    def set_focus(self, focused: bool) -> None:
+        """An attach controller came (True) or the last one went (False): a CLI with focus reporting on hears
+        focus-in / focus-out (`CSI I` / `CSI O`)."""
+        if focused != self.focused:
+            self.focused = focused
+            if self._focus_reporting:
+                self.write(FOCUS_IN if focused else FOCUS_OUT)
 
     def _on_pipe_output(self, data: bytes) -> None:
         self.last_output_at = self.loop.time()
