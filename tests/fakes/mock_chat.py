@@ -42,7 +42,7 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mock_http import ClientGone, MockHandler, MockServer, load_script, run_main
@@ -73,7 +73,7 @@ ERROR_MESSAGES = {
     500: "The server had an error while processing your request (mock)",
 }
 
-SidePredicate = Callable[[dict[str, Any], Mapping[str, str]], bool]
+SidePredicate = Callable[[dict[str, Any], Any], bool]  # (request body, request headers) -> side?
 
 
 def content_text(content: Any) -> str:
@@ -153,7 +153,7 @@ class MockChat(MockServer):
         """The `base_url` a client takes (it appends `/chat/completions`)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def default_side(self, body: dict[str, Any], headers: Mapping[str, str]) -> bool:
+    def default_side(self, body: dict[str, Any], headers: Any) -> bool:
         """Side when the model is a side model, or the system/user text carries a side marker."""
         if body.get("model") in self.side_models:
             return True
@@ -285,17 +285,17 @@ class _Handler(MockHandler):
         created = int(time.time())
         rfield = str(entry.get("reasoning_field") or "reasoning_content")
         if not body.get("stream"):
-            message: dict[str, Any] = {"role": "assistant", "content": text}
+            reply: dict[str, Any] = {"role": "assistant", "content": text}
             if reasoning is not None:
-                message[rfield] = reasoning
+                reply[rfield] = reasoning
             if calls:
-                message["tool_calls"] = [_call_object(c, c["arguments"]) for c in calls]
+                reply["tool_calls"] = [_call_object(c, c["arguments"]) for c in calls]
             completion = {
                 "id": cid,
                 "object": "chat.completion",
                 "created": created,
                 "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "choices": [{"index": 0, "message": reply, "finish_reason": finish, "logprobs": None}],
                 "usage": usage,
             }
             self._send_json(200, completion, dict(entry.get("headers") or {}))
