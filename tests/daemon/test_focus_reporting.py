@@ -95,6 +95,26 @@ async def test_unattended_cli_that_enables_focus_reporting_hears_focus_out_then_
 
 
 @pytest.mark.asyncio
+async def test_the_daemons_own_keys_are_followed_by_focus_out_again_while_unattended() -> None:
+    """A CLI may take any key as the user being back (Qwen Code does): a send or an answer typed by the daemon
+    into an unattended session is followed by focus-out; an attached controller's keys are not."""
+    s, d = await session()
+    try:
+        await until(lambda: reported(d) == [FOCUS_OUT])
+        s.write(b"a")
+        s.write(b"b")
+        await until(lambda: len(reported(d)) >= 3)
+        await asyncio.sleep(0.5)  # one focus-out after the last key, not one per key
+        assert b"".join(reported(d)) == FOCUS_OUT + b"61" + b"62" + FOCUS_OUT
+        s.set_focus(True)
+        s.write_raw(b"c")
+        await asyncio.sleep(0.6)
+        assert b"".join(reported(d)).endswith(FOCUS_IN + b"63")
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
 async def test_a_cli_without_focus_reporting_hears_nothing() -> None:
     s, d = await session("off")
     try:
@@ -137,6 +157,7 @@ async def test_attach_controller_focuses_the_session_and_leaving_unfocuses_it(tm
         await until(lambda: reported(d) == [FOCUS_OUT, FOCUS_IN, FOCUS_OUT])
         assert not s.focused
         viewer_w.close()
+        del r, viewer_r
     finally:
         server.close()
         attach.close_all()

@@ -1,5 +1,6 @@
 """Following this session's Qwen chat file: the Gemini follower (`gemini/follow.ChatFollower`) with Qwen's place
-for it (`projects/<sanitized cwd>/chats/<session id>.jsonl`) and Qwen's parser (`chats.QwenChatTurns`)."""
+for it (`projects/<sanitized cwd>/chats/<session id>.jsonl`) and Qwen's parser (`chats.QwenChatTurns`). Unlike
+Gemini's, the file does not exist before the first prompt: only a file there at the start is history."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ class QwenChatFollower(ChatFollower):
         self.tailer = self.source = ChatTailer()  # type: ignore[assignment]
         self.turns = self.parser = QwenChatTurns()  # type: ignore[assignment]
         self.label = "qwen: chat"
+        self._at_start = False
+
+    def start(self, delay: float | None = None) -> None:
+        self._at_start = True  # a file found now is a resumed conversation's history
+        try:
+            super().start(delay)
+        finally:
+            self._at_start = False
 
     def chat_dir(self) -> Path:
         return chats_dir(self.home, self.cwd)
@@ -34,8 +43,10 @@ class QwenChatFollower(ChatFollower):
         if path is None:
             return False
         self.tailer.pin(path, from_start=True)
-        # what the file already holds (a resumed conversation) is replayed silently
-        self.turns.feed(self.tailer.poll())
-        self.turns.finish()
+        if self._at_start:
+            # what the file already holds when the session starts (a resumed conversation) is replayed silently;
+            # a file that appears later (Qwen creates it at the first prompt) is read as it comes
+            self.turns.feed(self.tailer.poll())
+            self.turns.finish()
         self.host.log.info("qwen: chat file %s", path)
         return True
