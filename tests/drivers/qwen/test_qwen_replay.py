@@ -75,7 +75,10 @@ def test_replay_approval_question_carries_the_command() -> None:
     assert [o["digit"] for o in q[0]["options"]] == ["1", "2", "3", "4"]
     assert q[0]["options"][0] == {"digit": "1", "label": "Yes, allow once", "selected": True}
     assert q[0]["options"][3]["label"] == "No, suggest changes (esc)"
-    assert q[0]["detail"] == "Shell touch made.txt && echo hi-there (test approvals)\ntouch made.txt && echo hi-there"
+    assert (
+        q[0]["detail"]
+        == "Shell touch made.txt && echo hi-there (test approvals)\ntouch made.txt && echo hi-there"
+    )
     uses = [e for e in events if e["event"] == "tool_use"]
     results = [e for e in events if e["event"] == "tool_result"]
     assert [u["name"] for u in uses] == ["run_shell_command"] * 2
@@ -160,7 +163,14 @@ def test_chat_parser_on_the_recorded_tool_turns() -> None:
     events = turns.feed(chat_lines("qwen_approval"))
     kinds = [e.kind for e in events]
     assert kinds.count("prompt") == 2
-    assert kinds[: kinds.index("prompt", 1)] == ["prompt", "text", "tool_use", "tool_result", "text", "answer"]
+    assert kinds[: kinds.index("prompt", 1)] == [
+        "prompt",
+        "text",
+        "tool_use",
+        "tool_result",
+        "text",
+        "answer",
+    ]
     answer = next(e for e in events if e.kind == "answer")
     assert answer.text == "I'll create the file.\n\nDone: the file was created."
     assert answer.data["usage"]["input_tokens"] > 0

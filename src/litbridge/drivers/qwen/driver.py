@@ -19,7 +19,7 @@ from litbridge.drivers.engine import Turn
 from litbridge.drivers.gemini.driver import GeminiDriver, _Dispatch
 from litbridge.drivers.gemini.launch import flag_value
 from litbridge.drivers.gemini.v0_61 import Reading
-from litbridge.drivers.qwen.chats import find_chat_file, project_id, qwen_home
+from litbridge.drivers.qwen.chats import QwenChatTurns, find_chat_file, project_id, qwen_home
 from litbridge.drivers.qwen.follow import QwenChatFollower
 from litbridge.drivers.qwen.versions import CLI
 from litbridge.drivers.versions import recorded_version
@@ -33,6 +33,7 @@ class QwenDriver(GeminiDriver):
 
     name = "qwen"
     CLI = CLI
+    turns: QwenChatTurns  # type: ignore[assignment]  # the follower's parser (`make_follower`)
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options)

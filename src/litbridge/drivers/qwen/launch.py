@@ -41,7 +41,9 @@ def approval_mode(raw: Any) -> str | None:
     if raw is None:
         return None
     if raw not in APPROVAL_MODES:
-        raise DriverError("bad_field", f"approval_mode must be one of {', '.join(APPROVAL_MODES)}, got {raw!r}")
+        raise DriverError(
+            "bad_field", f"approval_mode must be one of {', '.join(APPROVAL_MODES)}, got {raw!r}"
+        )
     return str(raw)
 
 
@@ -73,7 +75,12 @@ class Launch(gemini_launch.Launch):
                 args += ["--session-id", d.session_id]
         if d.model and "--model" not in args and "-m" not in args:
             args += ["--model", str(d.model)]
-        if mode and flag_value(args, ("--approval-mode",)) is None and "--yolo" not in args and "-y" not in args:
+        if (
+            mode
+            and flag_value(args, ("--approval-mode",)) is None
+            and "--yolo" not in args
+            and "-y" not in args
+        ):
             args += ["--approval-mode", mode]
         env = self.session_files()
         return LaunchSpec(

@@ -42,7 +42,8 @@ class Rules(v0_61.Rules):
     INPUT_RE = re.compile(r"^> (.*)$")
     PROMPT_RE = re.compile(r"^  > (.*)$")  # the echoed prompt in the history
     ANSWER_RE = re.compile("^  ◆" + VS15 + "? (.*)$")
-    MARK_RE = re.compile(r"^  (\S)" + VS15 + r"? ")  # any glyph-marked history row (answer, tool, info, error)
+    # any glyph-marked history row (answer, tool, info, error)
+    MARK_RE = re.compile(r"^  (\S)" + VS15 + r"? ")
     ERROR_MARK = "✕ "
     CANCELLED = "Request cancelled."
     OPTION_RE = re.compile(r"^\s*(›)?\s*(\d+)\.\s+(.+?)\s*$")
@@ -76,7 +77,7 @@ class Rules(v0_61.Rules):
         """(top rule, bottom rule) of the input box: the last two rules with `> ` right below the upper one."""
         rules = [i for i, r in enumerate(rows) if self.RULE_RE.match(r)]
         last = max((i for i, r in enumerate(rows) if r.strip()), default=0)
-        for a, b in zip(reversed(rules[:-1]), reversed(rules[1:])):
+        for a, b in zip(reversed(rules[:-1]), reversed(rules[1:]), strict=True):
             if b > a + 1 and self.INPUT_RE.match(rows[a + 1]) and last - b <= 6:
                 return a, b
         return None

@@ -22,7 +22,9 @@ class Record(gemini_versions.Record):
     """Qwen Code 0.24's chat JSONL (`chats.py`): one immutable entry per line, no turn-end entry (as Gemini's)."""
 
     VERSION = "0.24"
-    SOURCE: ClassVar[str] = "chat JSONL: ~/.qwen/projects/<cwd with - for non-alphanumerics>/chats/<session id>.jsonl"
+    SOURCE: ClassVar[str] = (
+        "chat JSONL: ~/.qwen/projects/<cwd with - for non-alphanumerics>/chats/<session id>.jsonl"
+    )
 
     def tracker(self) -> Any:
         return QwenChatTurns()
