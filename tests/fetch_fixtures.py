@@ -491,6 +491,9 @@ def fetch_qwen() -> bool:
     if not qwen_script().exists():
         print("fetch_fixtures: npm installed Qwen Code without cli-entry.js", file=sys.stderr)
         return False
+    # its vendored ripgrep comes without the exec bit (the CLI then says so at start and uses its own grep)
+    for rg in qwen_script().parent.glob("vendor/ripgrep/*/rg"):
+        rg.chmod(0o755)
     return True
 
 
