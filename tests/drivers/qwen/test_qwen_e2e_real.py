@@ -97,6 +97,19 @@ async def test_answer_approval_deny_interrupt_error(lb, key, qwen_home, mock) ->
     check_invariants(lb, key)
 
 
+async def test_no_provider_configured_fails_create_with_what_to_do(lb, key, qwen_home) -> None:
+    (qwen_home.dot / "settings.json").write_text("{}")
+    begin = len(lb.events)
+    await lb.send("create", **{k: v for k, v in create_cmd(key, qwen_home).items() if k != "cmd"})
+    err = await lb.session_event(key, "error", start=begin, timeout=120)
+    assert err["code"] == "spawn_failed" and "Connect a Provider" in err["message"], err
+    for _ in range(50):  # nothing of the CLI is left
+        if not _processes_in(str(qwen_home.cwd)):
+            break
+        await asyncio.sleep(0.2)
+    assert not _processes_in(str(qwen_home.cwd))
+
+
 def _processes_in(folder: str) -> list[int]:
     """Processes whose working directory is `folder` (the CLI and everything it started there)."""
     out = []

@@ -152,6 +152,41 @@ def test_rules_initializing_is_not_ready() -> None:
     assert rules.classify(rows[1:]).state == "idle"
 
 
+PROVIDER_SCREEN = """\
+  ●︎ Extensions changed on disk. Run /reload-plugins to apply updates.
+  ┌──────────────────────────────────────────────────────────────────┐
+  │                                                                  │
+  │ Connect a Provider                                               │
+  │                                                                  │
+  │ › Alibaba ModelStudio                                            │
+  │   Official recommended setup: Coding Plan, Token Plan, or Standa │
+  │                                                                  │
+  │   Third-party Providers                                          │
+  │   Choose a built-in provider and connect with an API key         │
+  │                                                                  │
+  │   Custom Provider                                                │
+  │   Manually connect a local server, proxy, or unsupported provide │
+  │                                                                  │
+  │ ──────────────────────────────────────────────────               │
+  │                                                                  │
+  │ Terms of Services and Privacy Notice:                            │
+  └──────────────────────────────────────────────────────────────────┘"""
+
+
+def test_rules_provider_screen_is_a_dialog_the_launch_refuses() -> None:
+    """No provider configured: Qwen shows a form for API keys, which nobody here can fill in (seen live, its
+    rows cut to width here)."""
+    reading = Rules().classify(PROVIDER_SCREEN.split("\n"))
+    assert reading.state == "dialog"
+    d = reading.dialog
+    assert d.kind == "provider" and d.text == "Connect a Provider"
+    assert [(o.digit, o.label, o.selected) for o in d.options] == [
+        ("1", "Alibaba ModelStudio", True),
+        ("2", "Third-party Providers", False),
+        ("3", "Custom Provider", False),
+    ]
+
+
 # ----------------------------------------------------------------------------------------- the record
 def chat_lines(name: str) -> list[dict]:
     (path,) = (CAPTURES / name / "transcripts").rglob("*.jsonl")

@@ -87,6 +87,13 @@ class Launch(gemini_launch.Launch):
             argv=[d.binary(), *args], env=env, cwd=d.cwd, transport="pty", env_remove=list(self.ENV_REMOVE)
         )
 
+    def startup_answer(self, dialog: Any) -> str | None:
+        if (
+            dialog.kind == "provider"
+        ):  # API keys typed into a form: never a hang on a screen nobody here can pass
+            raise DriverError("spawn_failed", self.driver.rules.PROVIDER_HELP)
+        return super().startup_answer(dialog)
+
     def session_files(self) -> dict[str, str]:
         """A per-session `QWEN_HOME` holding this session's own `settings.json` (the user's merged with
         SESSION_SETTINGS) and symlinks to everything else of the user's `~/.qwen` (`projects/`, where the chats

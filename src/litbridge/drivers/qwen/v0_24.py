@@ -60,6 +60,12 @@ class Rules(v0_61.Rules):
         ("loop_detection", "choice", "A potential loop was detected"),
     )
     STARTUP_ACCEPT: ClassVar[Mapping[str, str]] = {"trust": "Trust folder"}
+    PROVIDER_TITLE = "Connect a Provider"  # the box shown when no model provider is configured
+    PROVIDER_HELP = (
+        "Qwen Code has no model provider configured (it shows its 'Connect a Provider' screen): configure one in "
+        "~/.qwen/settings.json (`modelProviders` and `security.auth.selectedType`) or run `qwen` once by hand"
+    )
+    BOX_ROW_RE = re.compile(r"^\s*│ (›| ) (\S.*?)\s*│\s*$")
 
     # ------------------------------------------------------------------------------------------ title
     def title_state(self, title: str | None) -> str | None:
@@ -96,6 +102,29 @@ class Rules(v0_61.Rules):
         return "" if draft.strip() == self.PLACEHOLDER else draft.strip()
 
     # ------------------------------------------------------------------------------------------ dialogs
+    def provider_dialog(self, rows: list[str]) -> Dialog | None:
+        """The `Connect a Provider` box (no provider configured): its choices are the first rows of its
+        blank-separated groups below the title, up to the rule inside the box."""
+        title = next((i for i, r in enumerate(rows) if self.PROVIDER_TITLE in r), None)
+        if title is None:
+            return None
+        options: list[Option] = []
+        fresh = True
+        for r in rows[title + 1 :]:
+            inner = self._box_inner(r)
+            if not r.strip().startswith("│") or inner.startswith("─"):
+                break
+            if not inner:
+                fresh = True
+                continue
+            m = self.BOX_ROW_RE.match(r)
+            if fresh and m:
+                options.append(Option(str(len(options) + 1), m.group(2), m.group(1) == "›"))
+            fresh = False
+        return (
+            Dialog("provider", self.PROVIDER_TITLE, options, "", question_kind="choice") if options else None
+        )
+
     def parse_dialog(self, rows: list[str]) -> Dialog | None:
         """The numbered dialog at the bottom of the screen (no input box below it), or None."""
         rows = self._strip(rows)
@@ -158,7 +187,7 @@ class Rules(v0_61.Rules):
             return ScreenState("blank", version=version)
         box = self.input_box(rows)
         if box is None:
-            dialog = self.parse_dialog(rows)
+            dialog = self.provider_dialog(rows) or self.parse_dialog(rows)
             if dialog is not None:
                 return ScreenState("dialog", dialog=dialog, version=version)
             return ScreenState("other", version=version)
