@@ -42,8 +42,9 @@ class QwenHome:
     def chat_files(self) -> list[Path]:
         return sorted(self.dot.glob("projects/*/chats/*.jsonl"))
 
-    def configure(self, mock_url: str) -> None:
-        """The user's own settings: the mock as an OpenAI provider (the driver reads them, never writes them)."""
+    def configure(self, mock_url: str, folder_trust: bool = False) -> None:
+        """The user's own settings: the mock as an OpenAI provider (the driver reads them, never writes them);
+        `folder_trust` turns Qwen's folder trust on (its trust dialog at start)."""
         self.dot.mkdir(parents=True, exist_ok=True)
         settings = {
             "modelProviders": {
@@ -52,7 +53,7 @@ class QwenHome:
                 ]
             },
             "env": {"MOCK_API_KEY": "dummy"},
-            "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
+            "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": folder_trust}},
             "model": {"name": "mock-model"},
             "privacy": {"usageStatisticsEnabled": False},
         }

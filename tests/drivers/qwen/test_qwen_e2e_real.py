@@ -126,7 +126,12 @@ def _processes_in(folder: str) -> list[int]:
 async def test_queue_quick_turns_resume_and_kill(lb, key, qwen_home, mock) -> None:
     n = 20
     mock.push(*({"label": f"t{i}", "text": f"answer {i}?"} for i in range(n)))
-    await lb.create(create_cmd(key, qwen_home))
+    qwen_home.configure(mock.url, folder_trust=True)  # the trust dialog at start, answered from the screen
+    begin = len(lb.events)
+    ready = await lb.create(create_cmd(key, qwen_home))
+    assert [e["dialog"] for e in lb.since(key, begin, "dialog_dismissed")] == ["trust"], lb.since(key, begin)
+    assert ready["resumed"] is False
+    assert not (qwen_home.dot / "trustedFolders.json").exists()  # the answer went to the session's copy
     assert _processes_in(str(qwen_home.cwd))
     begin = len(lb.events)
     for i in range(n):  # all sent at once: the session queues them

@@ -32,6 +32,9 @@ SESSION_SETTINGS: dict[str, Any] = {
 """Merged over the user's settings for this session only: no update check, and no follow-up suggestion (a
 background request per turn whose answer is drawn as grey text in the input box, where it reads as a draft)."""
 
+OWN_FILES = frozenset({"settings.json", "trustedFolders.json"})
+"""What the session's `QWEN_HOME` holds of its own (the rest are links to the user's `~/.qwen`)."""
+
 ENV_REMOVE: tuple[str, ...] = ("CI", "GITHUB_ACTIONS")
 """Inherited variables the child must not see (under `CI` the Gemini CLI family runs headless)."""
 
@@ -96,7 +99,8 @@ class Launch(gemini_launch.Launch):
 
     def session_files(self) -> dict[str, str]:
         """A per-session `QWEN_HOME` holding this session's own `settings.json` (the user's merged with
-        SESSION_SETTINGS) and symlinks to everything else of the user's `~/.qwen` (`projects/`, where the chats
+        SESSION_SETTINGS) and `trustedFolders.json` (a copy: a trust answer lands there; `preapprove:true` trusts
+        the folder up front), and symlinks to everything else of the user's `~/.qwen` (`projects/`, where the chats
         are, above all): the user's own files are read, never written."""
         d: Any = self.driver
         user: Path = d.home
@@ -104,7 +108,11 @@ class Launch(gemini_launch.Launch):
         d.session_home = home = tempfile.mkdtemp(prefix="litbridge-qwen-")
         settings = _deep_merge(_read_json(user / "settings.json"), SESSION_SETTINGS)
         Path(home, "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        trusted = _read_json(user / "trustedFolders.json")
+        if d.options.get("preapprove"):
+            trusted[os.path.abspath(d.cwd)] = "TRUST_FOLDER"
+        Path(home, "trustedFolders.json").write_text(json.dumps(trusted, indent=2), encoding="utf-8")
         for p in sorted(user.iterdir()):
-            if p.name != "settings.json":
+            if p.name not in OWN_FILES:
                 os.symlink(p, Path(home, p.name))
         return {"QWEN_HOME": home}

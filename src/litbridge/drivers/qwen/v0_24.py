@@ -125,9 +125,20 @@ class Rules(v0_61.Rules):
             Dialog("provider", self.PROVIDER_TITLE, options, "", question_kind="choice") if options else None
         )
 
+    BOX_EDGE_RE = re.compile(r"^\s*[╭╰]─")
+    BOX_LEFT_RE = re.compile(r"^(\s*)│ ?")
+
+    def _unbox(self, row: str) -> str:
+        """A row without the left border of a half-open box (the trust dialog's `│`); its top and bottom edges
+        read as blank rows."""
+        if self.BOX_EDGE_RE.match(row):
+            return ""
+        m = self.BOX_LEFT_RE.match(row)
+        return (m.group(1) + "  " + row[m.end() :]).rstrip() if m else row
+
     def parse_dialog(self, rows: list[str]) -> Dialog | None:
         """The numbered dialog at the bottom of the screen (no input box below it), or None."""
-        rows = self._strip(rows)
+        rows = [self._unbox(r) for r in self._strip(rows)]
         end = len(rows)
         while end > 0 and (not rows[end - 1].strip() or self.WAITING in rows[end - 1]):
             end -= 1
@@ -159,11 +170,17 @@ class Rules(v0_61.Rules):
         text = own[-1] if own else ""
         kind, qkind = "unknown", "choice"
         for k, qk, needle in self.DIALOGS:
-            if needle in text or any(needle in s for s in own):
+            hit = next((s for s in own if needle in s), None)
+            if hit is not None:
                 kind, qkind = k, qk
+                if k != "permission":
+                    text = hit
                 break
         if kind == "unknown" and not text.endswith("?"):
             return None
+        if kind != "permission":
+            detail = "\n".join(s for s in own if s != text)
+            return Dialog(kind, text, options, detail, question_kind=qkind, ident=(detail,))
         detail_rows = own[:-1]
         if detail_rows and (m := self.TOOL_LINE_RE.match(detail_rows[0])):
             detail_rows = [m.group(1), *detail_rows[1:]]
