@@ -42,8 +42,8 @@ SUBCOMMANDS = (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="litbridge",
-        description="Drive interactive AI coding CLIs (Claude Code, Codex CLI, Gemini CLI, rift; any other TUI or "
-        "REPL through a generic driver) from applications over a JSON-lines socket.",
+        description="Drive interactive AI coding CLIs (Claude Code, Codex CLI, Gemini CLI, Qwen Code, rift; any "
+        "other TUI or REPL through a generic driver) from applications over a JSON-lines socket.",
     )
     parser.add_argument("--version", action="version", version=f"litbridge {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
