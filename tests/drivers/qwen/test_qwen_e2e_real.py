@@ -81,7 +81,7 @@ async def test_answer_approval_deny_interrupt_error(lb, key, qwen_home, mock) ->
     slow = " ".join(f"word{i}" for i in range(200))
     mock.push({"label": "slow", "text": slow, "chunk": 6, "delay": 0.15})
     begin = len(lb.events)
-    await lb.send("send", session=key, content="Say many words")
+    await lb.send("send", session=key, content="Say many words\nplease, on two lines")
     await lb.session_event(key, "replace", start=begin, timeout=60)
     await lb.send("interrupt", session=key)
     end = await lb.session_event(key, TERMINAL, start=begin)

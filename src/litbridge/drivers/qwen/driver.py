@@ -25,7 +25,13 @@ from litbridge.drivers.qwen.versions import CLI
 from litbridge.drivers.versions import recorded_version
 from litbridge.keys import encode_key
 
-CTRL_U = encode_key("C-u")
+ESC = encode_key("Esc")
+CLEAR_GAP = 0.15
+ESC_AGAIN, ESC_AGAIN_MAX = (
+    1.5,
+    3,
+)  # an interrupt the CLI did not act on: Esc again after this long, this often
+"""Seconds between the two Escs that clear Qwen's input box (one Esc alone leaves the text)."""
 
 
 class QwenDriver(GeminiDriver):
@@ -90,11 +96,28 @@ class QwenDriver(GeminiDriver):
             self.engine.set_text(content)
         self.engine.complete(content, pending.data.get("usage"), "transcript")
 
+    def on_tick(self, turn: Turn) -> None:
+        """Also: an Esc the CLI did not act on (seen live: an Esc soon after the prompt was submitted can be lost
+        while the answer streams on for good) is pressed again while the CLI still reads busy."""
+        super().on_tick(turn)
+        if turn.interrupt_at is None or self.engine.turn is not turn or not self.engine.busy():
+            return
+        now = self.engine.now()
+        tries = int(turn.data.get("esc_again", 0))
+        if tries < ESC_AGAIN_MAX and now - float(turn.data.get("esc_at", turn.interrupt_at)) >= ESC_AGAIN:
+            self.host.log.info(
+                "qwen: still busy %.1fs after an interrupt: Esc again", now - turn.interrupt_at
+            )
+            self.host.write(ESC)
+            turn.data["esc_again"], turn.data["esc_at"] = tries + 1, now
+
     def on_interrupt_ended(self, turn: Turn, reading: Any) -> None:
-        """A cancel puts the prompt back into the input box: clear it (Ctrl+U; Ctrl+C would arm the exit guard)."""
+        """A cancel puts the prompt back into the input box: clear it with Esc twice (Ctrl+U clears one line of
+        a multi-line prompt, Ctrl+C would arm the exit guard; seen live)."""
         draft = getattr(reading, "draft", "")
         if draft and turn.text.strip().startswith(draft.strip()[:40]):
-            self.host.write(CTRL_U)
+            self.host.write(ESC)
+            self.host.call_later(CLEAR_GAP, lambda: self.host.write(ESC))
 
     # ------------------------------------------------------------------------------------------ records
     def resume_record(self) -> tuple[str | None, Path | None]:
