@@ -91,7 +91,9 @@ class Daemon(ServeDaemon):
 
 
 class LBClient(EventClient):
-    EVENT_TIMEOUT = 120.0  # a Qwen turn on a busy 2-core machine: generous    async def create(self, cmd: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
+    EVENT_TIMEOUT = 120.0  # a Qwen turn on a busy 2-core machine: generous
+
+    async def create(self, cmd: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
         start = len(self.events)
         await self.command(cmd)
         return await self.session_event(cmd["session"], "ready", start=start, timeout=timeout)
