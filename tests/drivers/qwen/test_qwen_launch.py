@@ -1,5 +1,6 @@
 """QwenDriver's launch (no binary needed): session pinning, `approval_mode`, resume, the per-session QWEN_HOME,
-and that it is the Gemini driver's subclass with Qwen's plug-ins."""
+and that it is the Gemini driver's subclass with Qwen's plug-ins (its launch a `kit.Launch` of its own, typed
+against Qwen's launch state)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from litbridge.drivers import clis, get_driver
+from litbridge.drivers import clis, get_driver, kit
 from litbridge.drivers.base import DriverError
 from litbridge.drivers.gemini import v0_61
 from litbridge.drivers.gemini.driver import GeminiDriver
-from litbridge.drivers.gemini.launch import Launch as GeminiLaunch
 from litbridge.drivers.qwen.chats import chats_dir, project_id
 from litbridge.drivers.qwen.driver import QwenDriver
 from litbridge.drivers.qwen.launch import Launch
@@ -32,7 +32,7 @@ def driver(tmp_path: Path, **options) -> QwenDriver:
 def test_registered_and_a_gemini_subclass() -> None:
     assert get_driver("qwen") is QwenDriver and get_driver("/usr/local/bin/qwen") is QwenDriver
     assert "qwen" in clis()
-    assert issubclass(QwenDriver, GeminiDriver) and issubclass(Launch, GeminiLaunch)
+    assert issubclass(QwenDriver, GeminiDriver) and issubclass(Launch, kit.Launch)
     plugins = QwenDriver.CLI.pick("0.24.4")
     assert issubclass(plugins.rules, v0_61.Rules) and plugins.launch is Launch
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from litbridge.drivers.gemini.chat import ChatEvent
-from litbridge.drivers.records import JsonlFile, UsageTally
+from litbridge.drivers.records import UsageTally
 from litbridge.drivers.records.usage import tokens as usage_tokens
 
 __all__ = ["ChatEvent", "QwenChatTurns", "chats_dir", "find_chat_file", "project_id", "qwen_home"]
@@ -66,10 +66,6 @@ def find_chat_file(home: Path, session_id: str, cwd: str | None = None) -> Path 
     if not hits:
         return None
     return max(hits, key=lambda p: p.stat().st_mtime if p.exists() else 0.0)
-
-
-class ChatTailer(JsonlFile):
-    """New complete lines of one chat file, parsed (`records.JsonlFile`)."""
 
 
 def _parts(entry: Mapping[str, Any]) -> list[dict[str, Any]]:

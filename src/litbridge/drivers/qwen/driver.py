@@ -12,26 +12,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litbridge.drivers.base import DriverHost
 from litbridge.drivers.engine import Turn
 from litbridge.drivers.gemini.driver import GeminiDriver, _Dispatch
 from litbridge.drivers.gemini.launch import flag_value
 from litbridge.drivers.gemini.v0_61 import Reading
-from litbridge.drivers.qwen.chats import QwenChatTurns, find_chat_file, project_id, qwen_home
+from litbridge.drivers.qwen.chats import find_chat_file, project_id, qwen_home
 from litbridge.drivers.qwen.follow import QwenChatFollower
+from litbridge.drivers.qwen.launch import LaunchHost
 from litbridge.drivers.qwen.versions import CLI
 from litbridge.drivers.versions import recorded_version
 from litbridge.keys import encode_key
 
 ESC = encode_key("Esc")
 CLEAR_GAP = 0.15
-ESC_AGAIN, ESC_AGAIN_MAX = (
-    1.5,
-    3,
-)  # an interrupt the CLI did not act on: Esc again after this long, this often
 """Seconds between the two Escs that clear Qwen's input box (one Esc alone leaves the text)."""
+ESC_AGAIN, ESC_AGAIN_MAX = 1.5, 3
+"""An interrupt the CLI did not act on: Esc again after this many seconds, at most this many times."""
 
 
 class QwenDriver(GeminiDriver):
@@ -39,7 +38,7 @@ class QwenDriver(GeminiDriver):
 
     name = "qwen"
     CLI = CLI
-    turns: QwenChatTurns  # type: ignore[assignment]  # the follower's parser (`make_follower`)
+    follower: QwenChatFollower  # `make_follower`'s
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options)
@@ -53,6 +52,7 @@ class QwenDriver(GeminiDriver):
             self.home,
             self.cwd,
             lambda: (self.session_id, self.chat_path_hint),
+            self.record.tracker(),
             _Dispatch(self),
             self._after_read,
             busy=lambda: self.engine.turn is not None,
@@ -79,16 +79,17 @@ class QwenDriver(GeminiDriver):
         if start is not None and self.rules.cancelled_after(rows, start):
             self.engine.note_interrupt("cli")
             return
-        if self.turns.cancelled:  # a denied tool call: the CLI stopped the turn there
-            self.engine.interrupted(turn.last_text or self.turns.content)
+        chat = self.follower.tracker
+        if chat.cancelled:  # a denied tool call: the CLI stopped the turn there
+            self.engine.interrupted(turn.last_text or chat.content)
             return
-        error = self.turns.error
+        error = chat.error
         if error is not None:
             shown = self.rules.error_lines(rows, start)
             extra = f" (the CLI showed: {shown[-1]})" if shown and error.text not in shown[-1] else ""
             self.engine.failed(error.text + extra, "api_error")
             return
-        pending = self.turns.pending
+        pending = chat.pending
         if pending is None:
             return
         content = pending.text
@@ -150,3 +151,7 @@ class QwenDriver(GeminiDriver):
             "cli_version": recorded_version(capture.chunks, CLI.logo),
         }
         return options, qdir / "projects" / project_id(capture.cwd) / "chats"
+
+
+if TYPE_CHECKING:
+    _LAUNCH_HOST: type[LaunchHost] = QwenDriver  # what the launch plug-ins read and set is here

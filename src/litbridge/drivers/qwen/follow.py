@@ -1,6 +1,7 @@
 """Following this session's Qwen chat file: the Gemini follower (`gemini/follow.ChatFollower`) with Qwen's place
-for it (`projects/<sanitized cwd>/chats/<session id>.jsonl`) and Qwen's parser (`chats.QwenChatTurns`). Unlike
-Gemini's, the file does not exist before the first prompt: only a file there at the start is history."""
+for it (`projects/<sanitized cwd>/chats/<session id>.jsonl`); the tracker is the picked `Record` plug-in's
+(`versions.Record.tracker()`: `chats.QwenChatTurns`). Unlike Gemini's, the file does not exist before the first
+prompt: only a file there at the start is history."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from litbridge.drivers.gemini.follow import ChatFollower
-from litbridge.drivers.qwen.chats import ChatTailer, QwenChatTurns, chats_dir, find_chat_file
+from litbridge.drivers.qwen.chats import QwenChatTurns, chats_dir, find_chat_file
 
 
 class QwenChatFollower(ChatFollower):
+    """Same arguments as `ChatFollower`; `tracker` is a `QwenChatTurns`."""
+
+    tracker: QwenChatTurns  # type: ignore[assignment]  # the Qwen `Record` plug-in's tracker
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.tailer = self.source = ChatTailer()  # type: ignore[assignment]
-        self.turns = self.parser = QwenChatTurns()  # type: ignore[assignment]
+        super().__init__(*args, **kwargs)  # its tailer reads Qwen's JSONL as well (`records.JsonlFile`)
         self.label = "qwen: chat"
         self._at_start = False
 
@@ -46,7 +49,8 @@ class QwenChatFollower(ChatFollower):
         if self._at_start:
             # what the file already holds when the session starts (a resumed conversation) is replayed silently;
             # a file that appears later (Qwen creates it at the first prompt) is read as it comes
-            self.turns.feed(self.tailer.poll())
-            self.turns.finish()
+            self.fed = True
+            self.tracker.feed(self.tailer.poll())
+            self.tracker.finish()
         self.host.log.info("qwen: chat file %s", path)
         return True

@@ -1,9 +1,9 @@
 """Qwen Code's command line and per-session settings: session id or resume, model, approval mode, a private
 `QWEN_HOME`.
 
-`Launch` subclasses the Gemini CLI launch (same shape: `--session-id`/`--resume`, settings merged over the user's
-in a per-session folder, the user's own files read, never written); what is Qwen's is the folder (`QWEN_HOME`
-names `~/.qwen` itself), its settings and `--approval-mode`.
+`Launch` is the 0.24 `kit.Launch` plug-in, shaped as the Gemini CLI's (`--session-id`/`--resume`, settings merged
+over the user's in a per-session folder, the user's own files read, never written, with the Gemini launch's
+helpers); what is Qwen's is the folder (`QWEN_HOME` names `~/.qwen` itself), its settings and `--approval-mode`.
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ import os
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from litbridge.drivers import kit
 from litbridge.drivers.base import DriverError, LaunchSpec
-from litbridge.drivers.gemini import launch as gemini_launch
 from litbridge.drivers.gemini.launch import _deep_merge, _read_json, flag_value, turn_timeout
 from litbridge.drivers.qwen.chats import find_chat_file
+
+if TYPE_CHECKING:
+    from litbridge.drivers.engine import TurnEngine
 
 APPROVAL_MODES = ("plan", "default", "auto-edit", "auto", "yolo")
 """`--approval-mode` values (create field `approval_mode`): `default` asks before edits and commands (relayed as
@@ -50,7 +53,17 @@ def approval_mode(raw: Any) -> str | None:
     return str(raw)
 
 
-class Launch(gemini_launch.Launch):
+class LaunchHost(kit.LaunchHost, Protocol):
+    """What Qwen's launch reads from the driver besides the options (the user's `~/.qwen`, the engine whose
+    per-turn deadline it sets) and the launch state it sets: the session id and the session's own `QWEN_HOME`."""
+
+    engine: TurnEngine
+    home: Path
+    session_id: str | None
+    session_home: str | None
+
+
+class Launch(kit.Launch[LaunchHost]):
     """Qwen Code 0.24: `qwen [--resume <id> | --session-id <uuid>] [--model M] [--approval-mode X]` with this
     session's own `QWEN_HOME` (`session_files`)."""
 
@@ -58,7 +71,7 @@ class Launch(gemini_launch.Launch):
     ENV_REMOVE: ClassVar[tuple[str, ...]] = ENV_REMOVE
 
     def spec(self) -> LaunchSpec:
-        d: Any = self.driver
+        d = self.driver
         d.engine.timing.turn_deadline = turn_timeout(d.options.get("turn_timeout"))
         args = list(d.args)
         mode = approval_mode(d.options.get("approval_mode"))
@@ -91,9 +104,8 @@ class Launch(gemini_launch.Launch):
         )
 
     def startup_answer(self, dialog: Any) -> str | None:
-        if (
-            dialog.kind == "provider"
-        ):  # API keys typed into a form: never a hang on a screen nobody here can pass
+        # API keys typed into a form: never a hang on a screen nobody here can pass
+        if dialog.kind == "provider":
             raise DriverError("spawn_failed", self.driver.rules.PROVIDER_HELP)
         return super().startup_answer(dialog)
 
@@ -102,7 +114,7 @@ class Launch(gemini_launch.Launch):
         SESSION_SETTINGS) and `trustedFolders.json` (a copy: a trust answer lands there; `preapprove:true` trusts
         the folder up front), and symlinks to everything else of the user's `~/.qwen` (`projects/`, where the chats
         are, above all): the user's own files are read, never written."""
-        d: Any = self.driver
+        d = self.driver
         user: Path = d.home
         (user / "projects").mkdir(parents=True, exist_ok=True)  # the chats land in the user's own folder
         d.session_home = home = tempfile.mkdtemp(prefix="litbridge-qwen-")

@@ -42,4 +42,5 @@ CLI = kit.CliSpec(
     launch={"0.24": Launch},
     logo=HEADER_VERSION_RE,
     version_from_binary=False,  # `qwen --version` needs Node >= 22 on the PATH; the first frame shows it
+    tested=("0.24.4",),
 )
