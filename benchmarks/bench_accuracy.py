@@ -4,17 +4,19 @@ Every recording in `tests/fixtures/captures/<cli>/` is replayed through the real
 clock (`litbridge.replay.replay`, what `litbridge replay --fast` runs) and its `state` events are mapped to three
 classes: `idle`, `working` (`thinking` / `responding`) and `question` (`dialog`); `starting`, `dead` and `stopped`
 are "other". The truth comes from the record the CLI itself saved during the recording (Claude's transcript,
-Codex's rollout, Gemini's chat file, Pi's session file, Kimi Code's wire log, opencode's `event` rows), never from the screen or from litbridge:
+Codex's rollout, Gemini's chat file, Pi's session file, Kimi Code's wire log, opencode's `event` rows, Qwen Code's
+chat file), never from the screen or from litbridge:
 
 - **turn start**: the user's entry (Claude: a `user` entry with typed text, not a tool result, an interrupt marker
   or a local slash command; Codex: `task_started`; Gemini: a `user` entry with text; Copilot: `user.message`; Pi: a
-  `user` message; Kimi: `turn.prompt`; opencode: a `user` message).
+  `user` message; Kimi: `turn.prompt`; opencode: a `user` message; Qwen: a `user` entry with text).
 - **turn end**: the final assistant entry (Claude: an `assistant` entry whose `stop_reason` is not `tool_use`, its
   `[Request interrupted` marker or its `turn_duration`; Codex: `task_complete` / `turn_aborted`; Gemini: a `gemini`
   entry whose last version has no tool call, or its `Request cancelled` info entry; Copilot: the `assistant.turn_end`
   of a model call whose `assistant.message` asked for no tool, `abort` or `session.error`; Pi: an assistant message
   whose `stopReason` is not `toolUse`; Kimi: `turn.ended`; opencode: an assistant message completed with an error,
-  a finish other than `tool-calls` or a rejected tool). A tool call: Pi's `toolCall` part to its `toolResult`;
+  a finish other than `tool-calls` or a rejected tool; Qwen: an `assistant` entry with no `functionCall`, a
+  `cancelled` tool result, or the turn's own API error when nothing follows it). A tool call: Pi's `toolCall` part to its `toolResult`;
   Kimi's approval request (`interaction.request`, before the call is logged) or `tool.call` to its `tool.result`.
 - **question**: a tool call is pending (its call entry is in, its result is not) *and* the recorder pressed a key
   that answered it before the result: the record does not say "approval asked", the recording's key log does
@@ -60,7 +62,7 @@ from litbridge.replay import Capture, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "tests" / "fixtures" / "captures"
-CLIS = ("claude", "codex", "gemini", "copilot", "pi", "kimi", "opencode")
+CLIS = ("claude", "codex", "gemini", "copilot", "pi", "kimi", "opencode", "qwen")
 
 IDLE, WORKING, QUESTION = "idle", "working", "question"
 State = str | None  # one of the three classes, or None: other (starting, dead, stopped) / nothing yet
@@ -517,6 +519,55 @@ def opencode_marks(cap: Capture) -> list[Mark]:
                 marks.append(Mark(at(times.get("end"), r.t), "tool_end", call))
                 if "rejected" in str(state.get("error") or ""):
                     rejected.add(str(part.get("messageID")))
+
+
+def qwen_marks(cap: Capture) -> list[Mark]:
+    """Qwen Code's chat JSONL: a `user` entry with text starts a turn; an `assistant` entry with no `functionCall`
+    part ends it (a cancel leaves the partial answer as one), and so does a `tool_result` whose status is
+    `cancelled` (a denied call: the CLI stops there); `functionCall` parts to their `tool_result` are tools. An
+    `api_error` telemetry entry of the turn's own prompt (not a background one: `#managed-…`) ends it when it is the
+    turn's last word (5xx are retried, logging one per try, until an answer follows)."""
+    marks: list[Mark] = []
+    failed: float | None = None  # the open turn's last entry is an API error of its own at this time
+
+    def settle() -> None:
+        nonlocal failed
+        if failed is not None:
+            marks.append(Mark(failed, "turn_end"))
+            failed = None
+
+    for t, e in _entries(cap):
+        kind = e.get("type")
+        msg = e.get("message") if isinstance(e.get("message"), dict) else {}
+        parts = [p for p in msg.get("parts") or [] if isinstance(p, dict)]
+        if kind == "user" and any(isinstance(p.get("text"), str) for p in parts):
+            settle()
+            marks.append(Mark(t, "turn_start"))
+        elif kind == "assistant":
+            failed = None
+            calls = [p["functionCall"] for p in parts if isinstance(p.get("functionCall"), dict)]
+            for c in calls:
+                marks.append(Mark(t, "tool_start", str(c.get("id"))))
+            if not calls:
+                marks.append(Mark(t, "turn_end"))
+        elif kind == "tool_result":
+            failed = None
+            for p in parts:
+                if isinstance(p.get("functionResponse"), dict):
+                    marks.append(Mark(t, "tool_end", str(p["functionResponse"].get("id"))))
+            result = e.get("toolCallResult") if isinstance(e.get("toolCallResult"), dict) else {}
+            if result.get("status") == "cancelled":
+                marks.append(Mark(t, "turn_end"))
+        elif kind == "system" and e.get("subtype") == "ui_telemetry":
+            payload = e.get("systemPayload") if isinstance(e.get("systemPayload"), dict) else {}
+            ui = payload.get("uiEvent") if isinstance(payload.get("uiEvent"), dict) else {}
+            if "#managed-" in str(ui.get("prompt_id", "")):
+                continue
+            if ui.get("event.name") == "qwen-code.api_error":
+                failed = t
+            elif ui.get("event.name") == "qwen-code.api_response":
+                failed = None
+    settle()
     return marks
 
 
@@ -528,6 +579,7 @@ MARKS = {
     "pi": pi_marks,
     "kimi": kimi_marks,
     "opencode": opencode_marks,
+    "qwen": qwen_marks,
 }
 
 

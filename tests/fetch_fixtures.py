@@ -16,6 +16,7 @@ filled before entries were keyed, `<cache>/claude-code` and so on, is used where
 - the real opencode 1.18.33 native binary from npm, and the plugin package it installs into a fresh config
   folder at start-up (`@opencode-ai/plugin`), so its tests run offline -> <cache>/opencode-1.18.33/
 - the real GitHub Copilot CLI 1.0.102 native binary from npm        -> <cache>/copilot-1.0.102/
+- the real Qwen Code 0.24.4 (Node >= 22) from npm                   -> <cache>/qwen-code-0.24.4/
 - Debian's chromium, zsh, fish, nats-server (browser, shell, fleet tests) -> /usr/bin, through
   `apt-get install --no-install-recommends` as root or with passwordless `sudo -n` (GitHub's runners). The
   packages apt-get would add or upgrade are listed first; at a terminal it asks, and it goes ahead without
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,6 +115,8 @@ COPILOT_DIR = cache_entry("copilot", COPILOT_VERSION, "@github/copilot")
 COPILOT_CAPTURES = Path(
     os.environ.get("LITBRIDGE_COPILOT_CAPTURES", ROOT / "tests" / "fixtures" / "captures" / "copilot")
 )
+QWEN_VERSION = "0.24.4"
+QWEN_DIR = cache_entry("qwen-code", QWEN_VERSION, "@qwen-code/qwen-code")
 OFFLINE = False
 """Set by `--offline`: every fetch only reports whether the cache holds its entry."""
 
@@ -398,6 +402,8 @@ class NpmFixture:
     """What `npm installed ... without` names when npm succeeded but `file` is not there."""
     extras: tuple[tuple[str, str, str], ...] = ()
     """More npm packages at the same version, each `(folder in the entry, package, what)`."""
+    after_install: Callable[[Path], None] | None = None
+    """Run on the entry's folder after npm installed it: a fix-up the package needs to run as the CLI would."""
 
     def prefix(self) -> Path:
         path: Path = globals()[self.entry]
@@ -461,6 +467,8 @@ class NpmFixture:
                 return False
             if self.runtime == "native":
                 self.path().chmod(0o755)
+            if self.after_install is not None:
+                self.after_install(self.prefix())
         for folder, package, what in self._extras_missing():
             if not npm_install(self.extra_dir(folder), f"{package}@{self.version}", what):
                 return False
@@ -534,6 +542,25 @@ COPILOT = NpmFixture(
     "node_modules/@github/copilot-linux-x64/copilot",
 )
 
+
+def _qwen_ripgrep(prefix: Path) -> None:
+    """Qwen's vendored ripgrep comes without the exec bit (the CLI then says so at start and uses its own grep)."""
+    for rg in prefix.glob("node_modules/@qwen-code/qwen-code/vendor/ripgrep/*/rg"):
+        rg.chmod(0o755)
+
+
+QWEN = NpmFixture(
+    "Qwen Code",
+    "Qwen Code",
+    "@qwen-code/qwen-code",
+    QWEN_VERSION,
+    "QWEN_DIR",
+    "node_modules/@qwen-code/qwen-code/cli-entry.js",  # its entry point, run with a Node >= 22
+    runtime="node22",
+    part="cli-entry.js",
+    after_install=_qwen_ripgrep,
+)
+
 # The names the tests import: a fixture's file, why its tests cannot run (None when they can), and its fetch.
 claude_binary = CLAUDE.path
 fetch_claude = CLAUDE.fetch
@@ -555,6 +582,9 @@ fetch_opencode = OPENCODE.fetch
 copilot_binary = COPILOT.path
 copilot_missing = COPILOT.missing
 fetch_copilot = COPILOT.fetch
+qwen_script = QWEN.path
+qwen_missing = QWEN.missing
+fetch_qwen = QWEN.fetch
 
 
 def gemini_launcher() -> Path:
@@ -566,6 +596,12 @@ def gemini_launcher() -> Path:
 def opencode_plugin_dir() -> Path:
     """An npm prefix holding `@opencode-ai/plugin` at the binary's version (see OPENCODE's extras)."""
     return OPENCODE.extra_dir("plugin")
+
+
+def qwen_launcher() -> Path:
+    """The `qwen` launcher npm links in `node_modules/.bin` (its basename picks the Qwen driver; its folder goes
+    on a session's PATH after `node22_bin()`)."""
+    return QWEN_DIR / "node_modules" / ".bin" / "qwen"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -586,6 +622,7 @@ def main(argv: list[str] | None = None) -> int:
     ok_node22 = fetch_node22()
     ok_opencode = fetch_opencode()
     ok_copilot = fetch_copilot()
+    ok_qwen = fetch_qwen()
     if args.no_system:
         system = {p: _system_binary(p) is not None for p in SYSTEM_PACKAGES}
     else:
@@ -600,6 +637,7 @@ def main(argv: list[str] | None = None) -> int:
         "kimi": ok_kimi,
         "opencode": ok_opencode,
         "copilot": ok_copilot,
+        "qwen": ok_qwen,
         **system,
     }
     print("fetch_fixtures: " + ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in found.items()))

@@ -125,6 +125,23 @@ def test_opencode_truth_from_its_event_rows(name: str, questions: int) -> None:
         assert any(t0 < q0 < q1 < t1 for t0, t1 in truth.turns)
 
 
+def test_qwen_truth_from_its_chat_file() -> None:
+    """Qwen's chat file: the approved call is a question up to the recorder's `1`, the denied one up to its `4`
+    and its `cancelled` result ends that turn; the cancelled answer and the 400 (its own `api_error`, nothing after
+    it) end theirs, so no stretch is left unknown; the memory extraction after a turn is no turn."""
+    from litbridge.replay import Capture
+
+    def truth(name: str) -> acc.Truth:
+        return acc.truth_of(Capture.load(acc.CAPTURES / "qwen" / name), "qwen")[0]
+
+    approval, errors, answer = truth("qwen_approval"), truth("qwen_interrupt_error"), truth("qwen_answer")
+    assert (len(approval.turns), len(approval.questions), approval.unknown) == (2, 2, [])
+    assert all(any(t0 < q0 < q1 < t1 for t0, t1 in approval.turns) for q0, q1 in approval.questions)
+    assert (len(errors.turns), errors.unknown) == (3, [])
+    assert errors.turns[1][1] - errors.turns[1][0] < 1.0  # the 400 came 0.4 s after the prompt
+    assert (len(answer.turns), answer.unknown) == (2, [])
+
+
 def _recordings() -> list[object]:
     return [
         pytest.param(cli, path, id=f"{cli}/{path.name}") for cli in acc.CLIS for path in acc.recordings(cli)

@@ -43,6 +43,13 @@ _DIALOG_EVENTS = frozenset(
 PATH_SHOWN = 240  # characters of a PATH an error message shows
 
 
+FOCUS_IN, FOCUS_OUT = b"\x1b[I", b"\x1b[O"
+"""The focus events a terminal sends while focus reporting (DECSET 1004) is on."""
+FOCUS_OUT_AGAIN = 0.3
+"""Seconds after the daemon's own keys (a send, an answer) that an unattended session says focus-out again: a
+CLI may take any key as the user being back (Qwen Code does)."""
+
+
 def _short_path(path: str) -> str:
     """`path` for a message: whole when short, else its first entries and how many more."""
     if len(path) <= PATH_SHOWN:
@@ -148,6 +155,9 @@ class Session:
         self._early_writes: list[bytes] = []  # written while _spawning, flushed to the child when attached
         self.program_status: dict[str, str] | None = None  # the last OSC 7501 report, read
         self.worktree: Any = None  # the daemon's `worktrees.Worktree` when the CLI runs in one
+        self.focused = False  # an attach controller is attached: the CLI's terminal has the user's focus
+        self._focus_reporting = False  # the CLI enabled focus reporting (DECSET 1004)
+        self._focus_out_timer: asyncio.TimerHandle | None = None
         self._real_terminal = Terminal(
             ptymod.COLUMNS,
             ptymod.LINES,
@@ -333,12 +343,39 @@ class Session:
             self.terminal.feed(data)
         except Exception:  # an emulator bug must not cost the driver, the viewers or the session
             self.log.exception("terminal.feed")
+        self._check_focus_reporting()
         try:
             self.driver.on_output(data)
         except Exception:
             self.log.exception("driver.on_output")
         self._tee(data)
         self._schedule_eval()
+
+    def _check_focus_reporting(self) -> None:
+        """A CLI that enables focus reporting (DECSET 1004) is told at once whether its terminal has focus: out
+        while no attach controller is attached (some CLIs ring the bell or notify for an approval only when
+        unfocused), in while one is; `set_focus` reports the changes after that, and while unattended the
+        daemon's own keys are followed by focus-out again."""
+        try:
+            on = bool(self.terminal.modes.get("focus"))
+        except Exception:  # an emulator without the mode: nothing to report
+            return
+        if on and not self._focus_reporting:
+            self.write(FOCUS_IN if self.focused else FOCUS_OUT)
+        self._focus_reporting = on
+
+    def _focus_out_again(self) -> None:
+        self._focus_out_timer = None
+        if self._focus_reporting and not self.focused:
+            self.write(FOCUS_OUT)
+
+    def set_focus(self, focused: bool) -> None:
+        """An attach controller came (True) or the last one went (False): a CLI with focus reporting on hears
+        focus-in / focus-out (`CSI I` / `CSI O`)."""
+        if focused != self.focused:
+            self.focused = focused
+            if self._focus_reporting:
+                self.write(FOCUS_IN if focused else FOCUS_OUT)
 
     def _on_pipe_output(self, data: bytes) -> None:
         self.last_output_at = self.loop.time()
@@ -631,6 +668,10 @@ class Session:
     def write(self, data: bytes) -> None:
         if self.dead:
             return
+        if self._focus_reporting and not self.focused and data not in (FOCUS_IN, FOCUS_OUT):
+            if self._focus_out_timer is not None:
+                self._focus_out_timer.cancel()
+            self._focus_out_timer = self.loop.call_later(FOCUS_OUT_AGAIN, self._focus_out_again)
         if self.child is not None:
             self.child.write(data)
         elif self._spawning is not None:  # input/keystroke while the fork runs: delivered once attached

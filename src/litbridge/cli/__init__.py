@@ -43,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="litbridge",
         description="Drive interactive AI coding CLIs (Claude Code, Codex CLI, Gemini CLI, GitHub Copilot CLI, "
-        "opencode, Pi, Kimi Code, rift; any other TUI or REPL through a generic driver) from applications over a "
-        "JSON-lines socket.",
+        "opencode, Qwen Code, Pi, Kimi Code, rift; any other TUI or REPL through a generic driver) from "
+        "applications over a JSON-lines socket.",
     )
     parser.add_argument("--version", action="version", version=f"litbridge {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -196,6 +196,7 @@ class AttachServer:
             current = self.controllers.get(key)
             if want_control or (not watch_only and (current is None or current.closed)):
                 self.controllers[key] = viewer
+                session.set_focus(True)  # a CLI with focus reporting on hears focus-in
             while not viewer.closed:
                 data = await reader.read(1024)
                 if not data:
@@ -213,6 +214,7 @@ class AttachServer:
                 key = viewer.session.key
                 if self.controllers.get(key) is viewer:
                     del self.controllers[key]
+                    viewer.session.set_focus(False)  # unattended again: focus-out
             with contextlib.suppress(Exception):
                 await writer.drain()
             with contextlib.suppress(Exception):

@@ -27,6 +27,7 @@ BUILTIN: dict[str, str] = {
     "kimi": "litbridge.drivers.kimi.driver:KimiDriver",
     "pi": "litbridge.drivers.pi.driver:PiDriver",
     "opencode": "litbridge.drivers.opencode.driver:OpencodeDriver",
+    "qwen": "litbridge.drivers.qwen.driver:QwenDriver",
     "rift": "litbridge.drivers.rift.driver:RiftDriver",
 }
 """Built-in drivers: `cli` name -> "module:Class"."""

@@ -79,13 +79,22 @@ class GeminiDriver(EngineDriver):
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options, Timing(**{**TIMING.__dict__, "turn_deadline": TURN_TIMEOUT}), _Engine)
         self.session_id: str | None = None
-        self.home = gemini_home({**os.environ, **self.env})
+        self.home = self.cli_home({**os.environ, **self.env})
         self.session_home: str | None = None
         self.title = ""
         self.footer_model: str | None = None  # what the footer names below `/model` (`Auto` by default)
         self.chat_path_hint: Path | None = None
-        self.follower: ChatFollower = ChatFollower(
-            host,
+        self.follower: ChatFollower = self.make_follower()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def cli_home(self, env: dict[str, str]) -> Path:
+        """The CLI's own config folder (`~/.gemini`); a fork names its own."""
+        return gemini_home(env)
+
+    def make_follower(self) -> ChatFollower:
+        """The follower of this session's chat file (a fork's driver brings its own)."""
+        return ChatFollower(
+            self.host,
             self.home,
             self.cwd,
             lambda: (self.session_id, self.chat_path_hint),
@@ -94,7 +103,6 @@ class GeminiDriver(EngineDriver):
             self._after_read,
             busy=lambda: self.engine.turn is not None,
         )
-        self._tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------------------------------ engine hooks
     def read_screen(self) -> Reading:
