@@ -519,6 +519,7 @@ def opencode_marks(cap: Capture) -> list[Mark]:
                 marks.append(Mark(at(times.get("end"), r.t), "tool_end", call))
                 if "rejected" in str(state.get("error") or ""):
                     rejected.add(str(part.get("messageID")))
+    return marks
 
 
 def qwen_marks(cap: Capture) -> list[Mark]:
