@@ -176,6 +176,17 @@ def test_pi_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
     _rows(smoke_output, "litbridge + real Pi 0.73.1 (same run)", rows)
 
 
+def test_qwen_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    """Against the real Qwen Code on the Node 22 fixture, offline (the benchmark skips, saying why, without them)."""
+    from fetch_fixtures import node22_missing, qwen_missing
+
+    reason = qwen_missing() or node22_missing()
+    if reason:
+        pytest.skip(reason)
+    rows = ["| mock's last byte → complete, p50 |", "| create → ready, p50 |"]
+    _rows(smoke_output, "litbridge + real Qwen Code 0.24.4 (same run)", rows)
+
+
 @pytest.mark.timeout(960)
 def test_kimi_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
     """Against the real Kimi Code on the Node 22 fixture, offline (the benchmark skips, saying why, without them)."""
