@@ -55,10 +55,16 @@ def test_opencode_complete_latency_and_startup(tmp_path: Path) -> None:
             r = turn(conn, mock, "c0", i)
             done = mock.wait_for_event("done", f"t{i}", timeout=10)
             latencies.append(r.at + wall_minus_mono - done["t"])
-            shares.append(r.at + wall_minus_mono - wal.stat().st_mtime_ns / 1e9)
+            try:  # opencode's checkpoint may have truncated and recreated the log between the commit and now
+                shares.append(r.at + wall_minus_mono - wal.stat().st_mtime_ns / 1e9)
+            except FileNotFoundError:
+                pass
         conn.cmd("kill", session="c0")
     ROWS.extend(latency_rows("mock's last byte → complete", latencies))
-    ROWS.append(("database write → complete, p50", f"{ms(pct(shares, 50))} ms", "the daemon's share"))
-    ROWS.append(("database write → complete, p99", f"{ms(pct(shares, 99))} ms", "WAL file mtime (ns)"))
+    if shares:
+        ROWS.append(("database write → complete, p50", f"{ms(pct(shares, 50))} ms", "the daemon's share"))
+        ROWS.append(("database write → complete, p99", f"{ms(pct(shares, 99))} ms", "WAL file mtime (ns)"))
+    else:
+        ROWS.append(("database write → complete, p50", "n/a", "the write-ahead log was gone at every read"))
     ROWS.extend(startup_rows(startups, "each a first start: a fresh database created and migrated"))
     assert len(latencies) == TURNS

@@ -42,7 +42,7 @@ def smoke_output() -> str:
             "-q",
             "-p",
             "no:cacheprovider",
-            "-rs",
+            "-rfEs",
         ],
         cwd=ROOT,
         env=env,
