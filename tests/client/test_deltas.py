@@ -76,7 +76,10 @@ async def test_turn_text_of_a_long_streamed_answer(daemon: Daemon, monkeypatch: 
     both = set(got_texts) & set(ref_texts)  # either may have had updates coalesced away
     assert both and all(got_texts[s] == ref_texts[s] for s in both)
     assert got_texts[max(got_texts)] == ref_texts[max(ref_texts)] == content
-    assert wire.bytes["append"] * 3 < wire.bytes["replace"], wire.bytes
+    # the appends carry about the answer once (plus each line's envelope), however the updates were coalesced;
+    # (how many bytes the replace client got depends on how much the load coalesced away: not compared)
+    envelope = 300 * wire.kinds.count("append")
+    assert wire.bytes["append"] < 2 * len(content.encode()) + envelope, wire.bytes
 
 
 async def test_a_dropped_delta_client_rebuilds_the_text_after_reconnecting(
