@@ -44,27 +44,30 @@ def test_opencode_complete_latency_and_startup(tmp_path: Path) -> None:
     shares: list[float] = []
     startups: list[float] = []
     misses: list[str] = []
-    with MockChat() as mock, daemon({"PATH": path}) as d:
-        conn = d.connect()
-        homes = [make_home(tmp_path / f"h{i}", mock.url) for i in range(CREATES)]
-        for i, h in enumerate(homes):
-            startups.append(create_ready(conn, f"c{i}", "opencode", h.cwd, h.env()))
-            if i:
-                conn.cmd("kill", session=f"c{i}")
-        wal = homes[0].db.with_name(homes[0].db.name + "-wal")
-        for i in range(TURNS):
-            try:
-                r = turn(conn, mock, "c0", i)
-            except RuntimeError as exc:  # a miss is a row, not a failure (see the docstring)
-                misses.append(str(exc)[:160])
-                continue
-            done = mock.wait_for_event("done", f"t{i}", timeout=10)
-            latencies.append(r.at + wall_minus_mono - done["t"])
-            try:  # opencode's checkpoint may have truncated and recreated the log between the commit and now
-                shares.append(r.at + wall_minus_mono - wal.stat().st_mtime_ns / 1e9)
-            except FileNotFoundError:
-                pass
-        conn.cmd("kill", session="c0")
+    try:
+        with MockChat() as mock, daemon({"PATH": path}) as d:
+            conn = d.connect()
+            homes = [make_home(tmp_path / f"h{i}", mock.url) for i in range(CREATES)]
+            for i, h in enumerate(homes):
+                startups.append(create_ready(conn, f"c{i}", "opencode", h.cwd, h.env()))
+                if i:
+                    conn.cmd("kill", session=f"c{i}")
+            wal = homes[0].db.with_name(homes[0].db.name + "-wal")
+            for i in range(TURNS):
+                try:
+                    r = turn(conn, mock, "c0", i)
+                except RuntimeError as exc:  # a miss is a row, not a failure (see the docstring)
+                    misses.append(str(exc)[:160])
+                    continue
+                done = mock.wait_for_event("done", f"t{i}", timeout=10)
+                latencies.append(r.at + wall_minus_mono - done["t"])
+                try:  # opencode's checkpoint may have truncated and recreated the log between the commit and now
+                    shares.append(r.at + wall_minus_mono - wal.stat().st_mtime_ns / 1e9)
+                except FileNotFoundError:
+                    pass
+            conn.cmd("kill", session="c0")
+    except Exception as exc:  # the run could not finish: its rows say why (a miss never fails the benchmark)
+        misses.append(f"{type(exc).__name__}: {exc}"[:160])
     if latencies:
         ROWS.extend(latency_rows("mock's last byte → complete", latencies))
     else:
@@ -76,5 +79,8 @@ def test_opencode_complete_latency_and_startup(tmp_path: Path) -> None:
         ROWS.append(("database write → complete, p99", f"{ms(pct(shares, 99))} ms", "WAL file mtime (ns)"))
     else:
         ROWS.append(("database write → complete, p50", "n/a", "the write-ahead log was gone at every read"))
-    ROWS.extend(startup_rows(startups, "each a first start: a fresh database created and migrated"))
-    assert len(latencies) + len(misses) == TURNS
+    if startups:
+        ROWS.extend(startup_rows(startups, "each a first start: a fresh database created and migrated"))
+    else:
+        ROWS.append(("create → ready, p50", "n/a", "no create became ready"))
+    assert latencies or misses
