@@ -143,15 +143,18 @@ class Rules(BaseRules):
             detail = "\n".join(x for x in [tool[2:].strip(), *inner_box] if x)
         return Dialog(kind, text, options, detail, question_kind=qkind, ident=(detail,))
 
-    def classify(self, rows: list[str]) -> ScreenState:
-        """One screen -> state. Judged on the live area only: everything above the last rule is history."""
-        rows = self._strip(rows)
-        version = None
+    def header_version(self, rows: list[str]) -> str | None:
+        """The version the header names in the first rows (`HEADER_RE`), None before it is drawn."""
         for r in rows[:12]:
             m = self.HEADER_RE.search(r)
             if m:
-                version = m.group(1)
-                break
+                return str(m.group(1))
+        return None
+
+    def classify(self, rows: list[str]) -> ScreenState:
+        """One screen -> state. Judged on the live area only: everything above the last rule is history."""
+        rows = self._strip(rows)
+        version = self.header_version(rows)
         if not any(r.strip() for r in rows):
             return ScreenState("blank", version=version)
         rule = self.last_rule(rows)

@@ -194,12 +194,7 @@ class Rules(v0_61.Rules):
     # ------------------------------------------------------------------------------------------ state
     def classify(self, rows: list[str]) -> ScreenState:
         rows = self._strip(rows)
-        version = None
-        for r in rows[:12]:
-            m = self.HEADER_RE.search(r)
-            if m:
-                version = m.group(1)
-                break
+        version = self.header_version(rows)
         if not any(r.strip() for r in rows):
             return ScreenState("blank", version=version)
         box = self.input_box(rows)
