@@ -46,6 +46,21 @@ def check_event(ev: Any) -> None:
         raise AssertionError(f"{name} event violates `litbridge schema`: {where}\n{ev!r}")
 
 
+def busy_during_turn(events: list[dict[str, Any]], end: dict[str, Any]) -> set[str]:
+    """The states a session was in between its turn's `accepted` (the state then included) and the turn's end
+    `end`: an organic turn opens when the record shows its prompt, maybe after the screen already read busy."""
+    state, seen, open_ = "starting", set(), False
+    for e in events[: events.index(end)]:
+        if e["event"] == "accepted" and e["turn_id"] == end["turn_id"]:
+            open_ = True
+            seen.add(state)
+        elif e["event"] == "state":
+            state = e["to"]
+            if open_:
+                seen.add(state)
+    return seen
+
+
 class TurnOrder:
     """The turn contract, checked over an event stream as it arrives: each turn ends exactly once, and its
     terminal event comes after `state` has settled (never while the session still reads `thinking`, `responding`

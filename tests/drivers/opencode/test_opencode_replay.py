@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from lbd_helpers import TurnOrder, check_event
+from lbd_helpers import TurnOrder, busy_during_turn, check_event
 
 from litbridge.drivers.opencode.driver import OpencodeDriver
 from litbridge.replay import Capture, replay
@@ -45,20 +45,6 @@ def record_endings(cap: Capture) -> list[tuple[str, str]]:
             elif not error and info.get("finish") != "tool-calls":
                 out.append(("complete", text))
     return out
-
-
-def busy_during_turn(events: list[dict], end: dict) -> set[str]:
-    """The states between the turn's `accepted` (the state then included) and its end."""
-    state, seen, open_ = "starting", set(), False
-    for e in events[: events.index(end)]:
-        if e["event"] == "accepted" and e["turn_id"] == end["turn_id"]:
-            open_ = True
-            seen.add(state)
-        elif e["event"] == "state":
-            state = e["to"]
-            if open_:
-                seen.add(state)
-    return seen
 
 
 @pytest.fixture(scope="module")

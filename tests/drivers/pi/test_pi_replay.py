@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lbd_helpers import TurnOrder, check_event
+from lbd_helpers import TurnOrder, busy_during_turn, check_event
 
 from litbridge.drivers.pi.driver import PiDriver
 from litbridge.replay import Capture, replay
@@ -44,21 +44,6 @@ def record_endings(cap: Capture) -> list[tuple[str, str]]:
         elif reason == "aborted":
             out.append(("interrupted", text))
     return out
-
-
-def busy_during_turn(events: list[dict], end: dict) -> set[str]:
-    """The states the session was in between its turn's `accepted` (the state then included) and its end: an
-    organic turn opens when the record shows its prompt, maybe after the screen already read busy."""
-    state, seen, open_ = "starting", set(), False
-    for e in events[: events.index(end)]:
-        if e["event"] == "accepted" and e["turn_id"] == end["turn_id"]:
-            open_ = True
-            seen.add(state)
-        elif e["event"] == "state":
-            state = e["to"]
-            if open_:
-                seen.add(state)
-    return seen
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
