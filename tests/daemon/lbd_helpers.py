@@ -319,6 +319,20 @@ class EventClient:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), left)
 
+    async def create(self, cmd: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
+        """Send a `create` and wait for the session's `ready` (a real CLI's start on a busy machine: generous)."""
+        start = len(self.events)
+        await self.command(cmd)
+        return await self.session_event(cmd["session"], "ready", start=start, timeout=timeout)
+
+    async def turn(self, session: str, content: str, timeout: float | None = 120.0) -> dict[str, Any]:
+        """Send and wait for the turn's terminal event (complete / interrupted / turn_error)."""
+        start = len(self.events)
+        await self.send("send", session=session, content=content)
+        return await self.session_event(
+            session, ("complete", "interrupted", "turn_error"), start=start, timeout=timeout
+        )
+
     async def describe_timeout(self, what: str, start: int) -> str:
         tail = [e for e in self.events[start:] if e.get("event") != "replace"][-40:]
         text = f"timed out waiting for {what}; events since: {orjson.dumps(tail).decode()[:6000]}"

@@ -73,17 +73,4 @@ class Daemon(ServeDaemon):
         )
 
 
-class LBClient(EventClient):
-    """The shared real-CLI client plus create-and-wait and one-turn helpers."""
-
-    async def create(self, cmd: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
-        start = len(self.events)
-        await self.command(cmd)
-        return await self.session_event(cmd["session"], "ready", start=start, timeout=timeout)
-
-    async def turn(self, session: str, content: str, timeout: float = 90.0) -> dict[str, Any]:
-        start = len(self.events)
-        await self.send("send", session=session, content=content)
-        return await self.session_event(
-            session, ("complete", "interrupted", "turn_error"), start=start, timeout=timeout
-        )
+LBClient = EventClient  # the shared real-CLI client (lbd_helpers: create, turn, waits)

@@ -93,16 +93,6 @@ class Daemon(ServeDaemon):
 class LBClient(EventClient):
     EVENT_TIMEOUT = 120.0  # a Qwen turn on a busy 2-core machine: generous
 
-    async def create(self, cmd: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
-        start = len(self.events)
-        await self.command(cmd)
-        return await self.session_event(cmd["session"], "ready", start=start, timeout=timeout)
-
-    async def turn(self, session: str, content: str, timeout: float | None = 120.0) -> dict[str, Any]:
-        start = len(self.events)
-        await self.send("send", session=session, content=content)
-        return await self.session_event(session, TERMINAL, start=start, timeout=timeout)
-
 
 def check_invariants(lb: LBClient, key: str) -> None:
     """One terminal event per accepted turn; every question closed."""
