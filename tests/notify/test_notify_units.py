@@ -147,7 +147,7 @@ def test_rate_limit_window_and_collapse() -> None:
     rate = notify.RateLimit(2, clock=lambda: now[0])
 
     def n(summary: str, session: str = "s") -> notify.Notice:
-        return notify.Notice("complete", session, None, summary, None)
+        return notify.Notice("complete", session, None, summary, None, {"turn_id": "t1"})
 
     assert rate.allow(n("a")) is None
     assert rate.allow(n("a")) == "identical to the previous one"
@@ -160,6 +160,49 @@ def test_rate_limit_window_and_collapse() -> None:
     assert rate.allow(n("d")) is None
     assert rate.allow(n("a")) is None  # identical only to the *previous* one
     assert rate.suppressed == 3
+
+
+def test_the_same_question_asked_again_is_news() -> None:
+    """A question's identity is its question_id, a turn's its turn_id: the same permission asked twice (two
+    questions), or the same answer in two turns, is two notices; only a repeat of one event is collapsed."""
+    now = [0.0]
+    rate = notify.RateLimit(5, clock=lambda: now[0])
+
+    def q(qid: str) -> notify.Notice:
+        return notify.Notice("question", "s", None, "Allow Bash(ls)?", None, {"question_id": qid})
+
+    def c(tid: str) -> notify.Notice:
+        return notify.Notice("complete", "s", None, "Done.", None, {"turn_id": tid})
+
+    assert rate.allow(q("q1")) is None
+    assert rate.allow(q("q2")) is None
+    assert rate.allow(q("q2")) == "identical to the previous one"
+    assert rate.allow(c("t1")) is None
+    assert rate.allow(c("t2")) is None
+    err = notify.Notice("turn_error", "s", None, "boom", None, {"turn_id": "t3"})
+    assert rate.allow(err) is None
+    assert rate.allow(notify.Notice("turn_error", "s", None, "boom", None, {"turn_id": "t4"})) is None
+    assert rate.suppressed == 1
+
+
+def test_a_question_after_per_minute_completes_still_goes() -> None:
+    """Questions have a budget of their own: a session that finished `per_minute` turns and then blocks on a
+    question is still reported; questions beyond their own budget are held back like any other kind."""
+    now = [0.0]
+    rate = notify.RateLimit(2, clock=lambda: now[0])
+    for tid in ("t1", "t2"):
+        assert rate.allow(notify.Notice("complete", "s", None, tid, None, {"turn_id": tid})) is None
+    assert rate.allow(notify.Notice("complete", "s", None, "t3", None, {"turn_id": "t3"})) == (
+        "more than 2 per minute"
+    )
+    for qid in ("q1", "q2"):
+        assert rate.allow(notify.Notice("question", "s", None, "Allow?", None, {"question_id": qid})) is None
+    assert rate.allow(notify.Notice("question", "s", None, "Allow?", None, {"question_id": "q3"})) == (
+        "more than 2 questions per minute"
+    )
+    assert rate.allow(notify.Notice("stuck", "s", None, "still thinking", None)) == "more than 2 per minute"
+    rate.forget("s")
+    assert rate.allow(notify.Notice("question", "s", None, "Allow?", None, {"question_id": "q4"})) is None
 
 
 def test_desktop_commands(monkeypatch: pytest.MonkeyPatch) -> None:

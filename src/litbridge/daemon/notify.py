@@ -310,38 +310,49 @@ def signature(secret: str, body: bytes) -> str:
 
 
 class RateLimit:
-    """At most `per_minute` notices per session in any 60 s, and a notice identical to the session's previous
-    one (same kind and summary) within 60 s is dropped: a chatty session cannot flood anyone."""
+    """Per session, at most `per_minute` notices in any 60 s, and a notice identical to the session's previous
+    one (same kind, summary and question or turn) within 60 s is dropped: a chatty session cannot flood anyone.
+    Questions have a budget of their own (`per_minute` questions besides the other kinds): a session blocked on
+    a question must not go unreported because it just finished a few turns."""
 
     WINDOW = 60.0
 
     def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.per_minute = per_minute
         self.clock = clock
-        self._sent: dict[str, deque[float]] = {}
-        self._last: dict[str, tuple[str, str, float]] = {}
+        self._sent: dict[tuple[str, bool], deque[float]] = {}
+        self._last: dict[str, tuple[tuple[str, str, Any], float]] = {}
         self.suppressed = 0
+
+    @staticmethod
+    def identity(notice: Notice) -> tuple[str, str, Any]:
+        """What makes two notices the same one: the same question asked again is news, a replay is not."""
+        ref = notice.detail.get("question_id") if notice.kind == "question" else notice.detail.get("turn_id")
+        return (notice.kind, notice.summary, ref)
 
     def allow(self, notice: Notice) -> str | None:
         """None when the notice may go, else why not (and it is counted as suppressed)."""
         now = self.clock()
         key = notice.session
+        ident = self.identity(notice)
         last = self._last.get(key)
-        if last is not None and last[:2] == (notice.kind, notice.summary) and now - last[2] < self.WINDOW:
+        if last is not None and last[0] == ident and now - last[1] < self.WINDOW:
             self.suppressed += 1
             return "identical to the previous one"
-        sent = self._sent.setdefault(key, deque())
+        sent = self._sent.setdefault((key, notice.kind == "question"), deque())
         while sent and now - sent[0] >= self.WINDOW:
             sent.popleft()
         if len(sent) >= self.per_minute:
             self.suppressed += 1
-            return f"more than {self.per_minute} per minute"
+            what = " questions" if notice.kind == "question" else ""
+            return f"more than {self.per_minute}{what} per minute"
         sent.append(now)
-        self._last[key] = (notice.kind, notice.summary, now)
+        self._last[key] = (ident, now)
         return None
 
     def forget(self, session: str) -> None:
-        self._sent.pop(session, None)
+        self._sent.pop((session, False), None)
+        self._sent.pop((session, True), None)
         self._last.pop(session, None)
 
 
