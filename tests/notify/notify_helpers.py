@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,9 @@ FAKE_RIFT = ROOT / "tests" / "fakes" / "fake_rift.py"
 
 
 class Receiver:
-    """A webhook receiver on 127.0.0.1: every POST it accepts is kept (headers, raw body, parsed JSON).
-    `hang=True` accepts the request and never answers; `fail_first=N` answers the first N with 503."""
+    """A webhook receiver on 127.0.0.1: every POST it accepts is kept (headers, raw body, parsed JSON, and
+    `time`, the `time.monotonic()` at which the request reached the handler). `hang=True` accepts the request
+    and never answers; `fail_first=N` answers the first N with 503."""
 
     def __init__(self, hang: bool = False, fail_first: int = 0) -> None:
         self.hang = hang
@@ -29,6 +31,7 @@ class Receiver:
         self.url = ""
 
     async def _hook(self, request: web.Request) -> web.Response:
+        arrived = time.monotonic()
         self.started += 1
         self._changed.set()
         if self.hang:
@@ -36,7 +39,8 @@ class Receiver:
         body = await request.read()
         if self.started <= self.fail_first:
             return web.Response(status=503)
-        self.posts.append({"headers": dict(request.headers), "body": body, "json": await request.json()})
+        doc = await request.json()
+        self.posts.append({"headers": dict(request.headers), "body": body, "json": doc, "time": arrived})
         self._changed.set()
         return web.json_response({"ok": True})
 
@@ -71,6 +75,20 @@ class Receiver:
     async def close(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+
+class TimedConn(Conn):
+    """A Conn that also keeps when each event reached it: `arrived[i]` is the `time.monotonic()` at which
+    `events[i]` was read off the socket."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        super().__init__(reader, writer)
+        self.arrived: list[float] = []
+
+    async def _read_one(self, timeout: float) -> dict[str, Any]:
+        ev = await super()._read_one(timeout)
+        self.arrived.append(time.monotonic())
+        return ev
 
 
 def serve_with_config(
