@@ -149,6 +149,27 @@ async def test_question_is_returned_answered_and_the_turn_continues(daemon: Daem
 
 
 @pytest.mark.asyncio
+async def test_a_failed_turn_is_returned_as_turn_error(daemon: Daemon, watcher: Client) -> None:
+    """The fake rift fails an `[error]` turn with a model-server 500: `send` returns `turn_error` with the
+    daemon's error kind and message (and the text streamed before it), not an MCP tool error; the session
+    stays usable."""
+    async with mcp_session(daemon.socket) as s:
+        await tool(s, "create_session", {"name": "mcp-fail", "cli": "rift", "cwd": "/tmp"})
+        failed = await tool(s, "send", {"session": "mcp-fail", "prompt": "[error]", "timeout": 90})
+        assert failed["status"] == "turn_error", failed
+        assert failed["session"] == "mcp-fail" and failed["turn_id"]
+        assert failed["error_kind"] == "api_error", failed
+        assert "500 Internal Server Error" in failed["message"], failed
+        assert failed.get("content", "").startswith("Starting"), failed
+        transcript = (await s.read_resource("litbridge://session/mcp-fail/transcript")).contents[0].text
+        assert f"## Turn {failed['turn_id']} (turn_error)" in transcript
+        assert "error [api_error]: " in transcript
+        done = await tool(s, "send", {"session": "mcp-fail", "prompt": "hello again", "timeout": 90})
+        assert done["status"] == "complete" and done["content"], done
+        await tool(s, "kill", {"session": "mcp-fail"})
+
+
+@pytest.mark.asyncio
 async def test_errors_are_tool_errors_and_the_server_goes_on(daemon: Daemon, watcher: Client) -> None:
     async with mcp_session(daemon.socket) as s:
         for name, args in [
