@@ -4,6 +4,11 @@ concurrency (interrupt while send waits), the question round trip, the transcrip
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +32,8 @@ async def test_tools_and_their_schemas(daemon: Daemon, watcher: Client) -> None:
         assert send["required"] == ["session", "prompt"]
         assert set(send["properties"]) == {"session", "prompt", "timeout"}
         create = tools["create_session"].input_schema["properties"]
-        assert {"name", "cli", "cwd", "args", "worktree"} <= set(create)
+        assert {"name", "cli", "cwd", "args", "worktree", "worktree_allow_dirty"} <= set(create)
+        assert create["worktree_allow_dirty"]["type"] == "boolean"
         assert {"type": "boolean"} in create["worktree"]["anyOf"] and {"type": "string"} in create[
             "worktree"
         ]["anyOf"]
@@ -167,6 +173,66 @@ async def test_a_failed_turn_is_returned_as_turn_error(daemon: Daemon, watcher: 
         done = await tool(s, "send", {"session": "mcp-fail", "prompt": "hello again", "timeout": 90})
         assert done["status"] == "complete" and done["content"], done
         await tool(s, "kill", {"session": "mcp-fail"})
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, timeout=60)
+    return done.stdout
+
+
+@pytest.fixture
+def dirty_repo() -> Iterator[Path]:
+    """A git repository with one commit and an untracked file in its checkout (real path: git reports
+    resolved paths)."""
+    base = Path(tempfile.mkdtemp(prefix="lbmw-")).resolve()
+    repo = base / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "t@example.invalid")
+    _git(repo, "config", "user.name", "t")
+    (repo / "README").write_text("hello\n")
+    _git(repo, "add", "README")
+    _git(repo, "commit", "-q", "-m", "first")
+    (repo / "scratch.txt").write_text("not committed\n")
+    yield repo
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.asyncio
+async def test_create_session_in_a_worktree_and_kill_removes_it(
+    daemon: Daemon, watcher: Client, dirty_repo: Path
+) -> None:
+    """`create_session(worktree=true)` in a git repository: refused while the main checkout is dirty, made
+    with `worktree_allow_dirty`; the result names the worktree and its branch, the CLI runs there, and `kill`
+    removes the clean worktree (the branch stays)."""
+    repo = dirty_repo
+    root = os.environ.get("LITBRIDGE_WORKTREE_ROOT")
+    path = Path(root, "repo", "mcp-wt") if root else repo / ".litbridge" / "worktrees" / "mcp-wt"
+
+    def git_state() -> tuple[bool, str, str]:
+        """(the worktree directory exists, `git worktree list`, `git branch --list`)"""
+        return path.exists(), _git(repo, "worktree", "list"), _git(repo, "branch", "--list")
+
+    create = {"name": "mcp-wt", **BASH, "cwd": str(repo), "worktree": True}
+    async with mcp_session(daemon.socket) as s:
+        refused = await tool_error(s, "create_session", create)
+        assert "worktree_failed" in refused and "uncommitted changes" in refused, refused
+        exists, worktrees, branches = await asyncio.to_thread(git_state)
+        assert not exists and str(path) not in worktrees and "litbridge/mcp-wt" not in branches
+
+        ready = await tool(s, "create_session", {**create, "worktree_allow_dirty": True})
+        assert ready["worktree"] == {"path": str(path), "branch": "litbridge/mcp-wt"}, ready
+        done = await tool(s, "send", {"session": "mcp-wt", "prompt": "pwd; ls", "timeout": 60})
+        assert done["content"] == f"{path}\nREADME", done  # the worktree, from HEAD: no scratch.txt
+        (row,) = [r for r in (await tool(s, "list_sessions"))["sessions"] if r["name"] == "mcp-wt"]
+        assert row["cwd"] == str(path)
+
+        killed = await tool(s, "kill", {"session": "mcp-wt"})
+        assert killed["killed"] is True
+        assert killed["worktree"] == {"path": str(path), "branch": "litbridge/mcp-wt", "removed": True}
+        exists, worktrees, branches = await asyncio.to_thread(git_state)
+        assert not exists and str(path) not in worktrees
+        assert "litbridge/mcp-wt" in branches  # the branch is kept
 
 
 @pytest.mark.asyncio

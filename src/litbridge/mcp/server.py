@@ -151,10 +151,19 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
             bool | str | None,
             Field(description="Run in a new git worktree of cwd: true, or the branch name to use."),
         ] = None,
+        worktree_allow_dirty: Annotated[
+            bool,
+            Field(
+                description="Make the worktree even when cwd's checkout has uncommitted changes or untracked "
+                "files (they are not in the worktree, which starts from HEAD); else that is an error."
+            ),
+        ] = False,
         timeout: Annotated[float, Field(gt=0, description="Seconds to wait for the prompt.")] = 600.0,
     ) -> dict[str, Any]:
-        # passed through as the create command's `worktree` field, only when asked for
+        # passed through as the create command's `worktree` fields, only when asked for
         extra: dict[str, Any] = {"worktree": worktree} if worktree not in (None, False) else {}
+        if worktree_allow_dirty:
+            extra["worktree_allow_dirty"] = True
         ready = await bridge.call(
             lambda c: c.create(
                 name, cli, args=args, working_dir=cwd, env=env, model=model, timeout=timeout, **extra
@@ -256,10 +265,16 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         reply = await bridge.call(lambda c: c.interrupt(session))
         return {"session": session, "turn_id": reply.get("turn_id"), "status": reply.get("event")}
 
-    @server.tool(description="Kill the session's CLI and its process group.")
+    @server.tool(
+        description="Kill the session's CLI and its process group. A session in a git worktree: the worktree "
+        "is removed when it is clean, else kept (`worktree.removed`, `worktree.reason`); its branch stays."
+    )
     async def kill(session: SessionArg) -> dict[str, Any]:
         reply = await bridge.call(lambda c: c.kill(session))
-        return {"session": session, "killed": True, "exit_code": reply.get("exit_code")}
+        out = {"session": session, "killed": True, "exit_code": reply.get("exit_code")}
+        if reply.get("worktree") is not None:
+            out["worktree"] = reply["worktree"]
+        return out
 
     @server.resource(
         TRANSCRIPT_URI,
