@@ -6,7 +6,10 @@ is the page's own decision: when to notify, with what title and body."""
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +17,7 @@ from lbd_helpers import bash_create
 from web_helpers import WebDaemon
 
 WAIT = 60_000  # ms
+FAKE_RIFT = Path(__file__).resolve().parents[1] / "fakes" / "fake_rift.py"
 
 # Records every Notification the page makes; permission starts at "default" and the page's button asks for it;
 # window.__hidden decides what document.visibilityState says.
@@ -98,3 +102,73 @@ def test_notifies_only_while_hidden(stubbed_page: Any, web_daemon: WebDaemon) ->
     finally:
         with contextlib.suppress(Exception):
             wd.request({"cmd": "kill", "session": key}, "killed")
+
+
+def _applied(page: Any, name: str, key: str) -> None:
+    """Wait until the page has applied an event `name` of session `key`."""
+    page.wait_for_function(
+        "([n, k]) => window.litbridge.events.some(e => e.event === n && e.session === k)",
+        arg=[name, key],
+        timeout=WAIT,
+    )
+
+
+def test_question_turn_error_and_exit_notify_a_kill_does_not(
+    stubbed_page: Any, web_daemon: WebDaemon, tmp_path: Path
+) -> None:
+    """A question and a CLI that dies mid-turn notify (`turn failed`, then `CLI exited`); a turn that a kill
+    ends does not (the daemon's rule: its `turn_error` is the kill's doing, not news)."""
+    page, wd = stubbed_page, web_daemon
+    page.locator("#notify").click()
+    page.wait_for_function("() => document.querySelector('#notify').textContent === 'Notifications on'")
+    rift = tmp_path / "bin" / "rift"
+    rift.parent.mkdir()
+    rift.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_RIFT}" "$@"\n')
+    rift.chmod(0o755)
+    env = {
+        "PATH": f"{rift.parent}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+        "FAKE_RIFT_SPEED": "0",
+    }
+    keys = ("nw-ask", "nw-die", "nw-kill")
+    try:
+        ready = wd.request(
+            {"cmd": "create", "session": keys[0], "cli": "rift", "working_dir": str(tmp_path), "env": env},
+            "ready",
+        )
+        assert ready["event"] == "ready", ready
+        for key in keys[1:]:
+            assert wd.request(bash_create(key), "ready", rid=key)["event"] == "ready"
+        page.evaluate("() => { window.__hidden = true; }")
+
+        wd.request(
+            {"cmd": "send", "session": keys[0], "content": "[ask:Pick one|red|blue]"}, "accepted", rid="ask"
+        )
+        _applied(page, "question", keys[0])
+        wd.request({"cmd": "send", "session": keys[1], "content": "exit 3"}, "accepted", rid="die")
+        _applied(page, "exited", keys[1])
+
+        sleeping = {"cmd": "send", "session": keys[2], "content": "sleep 60"}
+        assert wd.request(sleeping, "accepted", rid="sleep")["event"] == "accepted"
+        for key in (keys[2], keys[0]):  # a running turn, and one blocked on a question
+            assert (
+                wd.request({"cmd": "kill", "session": key}, "killed", rid=f"kill-{key}")["event"] == "killed"
+            )
+            _applied(page, "killed", key)
+        ended = page.evaluate(
+            "() => window.litbridge.events.filter(e => e.event === 'turn_error').map(e => [e.session, e.kind])"
+        )
+        assert [keys[2], "cli_exited"] in ended, ended  # what the kill ended the page got, and kept quiet
+
+        notes = page.evaluate("() => window.__notes")
+        assert [(n["title"], n["tag"]) for n in notes] == [
+            (f"litbridge: {keys[0]} asks a question", f"{keys[0]}:question"),
+            (f"litbridge: {keys[1]} turn failed", f"{keys[1]}:turn_error"),
+            (f"litbridge: {keys[1]} CLI exited", f"{keys[1]}:exited"),
+        ], notes
+        assert notes[0]["body"] == "Pick one"
+        assert notes[1]["body"] == "CLI exited (code 3)" and notes[2]["body"].startswith("exit code 3")
+    finally:
+        for key in keys:
+            with contextlib.suppress(Exception):
+                wd.request({"cmd": "kill", "session": key}, "killed", rid=f"end-{key}")

@@ -199,7 +199,9 @@
     return s.length > 200 ? s.slice(0, 199) + "…" : s;
   }
 
-  // The same kinds and titles as the daemon's `serve --notify` (docs/notify.md); `stuck` is the daemon's alone.
+  // The same kinds, titles and rule as the daemon's `serve --notify` (docs/notify.md); `stuck` is the daemon's
+  // alone. A turn that a kill ended is not news: a CLI-gone `turn_error` is held until the session's `exited`
+  // (the CLI died: notify both) or `killed` (someone killed it: drop it), one of which always follows it.
   function noticeOf(ev) {
     switch (ev.event) {
       case "question":
@@ -214,8 +216,25 @@
     return null;
   }
 
+  const heldErrors = new Map(); // session -> its `turn_error{cli_exited}` events, until `exited` or `killed`
+
   function attention(ev) {
-    if (!ev.session || document.visibilityState !== "hidden" || !notifyOn()) return;
+    const key = ev.session;
+    if (!key) return;
+    if (ev.event === "turn_error" && ev.kind === "cli_exited") {
+      heldErrors.set(key, [...(heldErrors.get(key) || []), ev]);
+      return;
+    }
+    if (["exited", "killed", "ready"].includes(ev.event)) {
+      const held = heldErrors.get(key) || [];
+      heldErrors.delete(key);
+      if (ev.event === "exited") held.forEach(notify);
+    }
+    notify(ev);
+  }
+
+  function notify(ev) {
+    if (document.visibilityState !== "hidden" || !notifyOn()) return;
     const what = noticeOf(ev);
     if (!what) return;
     const key = ev.session;
