@@ -116,7 +116,7 @@ async def test_permission_request_allowed_runs_the_command(
                 assert asyncio.get_running_loop().time() < deadline, ed.rec.updates[-5:]
                 await asyncio.sleep(0.2)
             (user,) = ed.rec.of(sid, "user_message_chunk")
-            assert "typed into the CLI directly" in user.content.text
+            assert user.content.text == "Say hello."  # as Claude's transcript recorded it
             await ed.conn.close_session(session_id=sid)
         assert (home.cwd / "made_by_acp.txt").exists()
         second = mock.main_requests()[1]["body"]
@@ -188,6 +188,7 @@ async def test_load_after_restart_replays_the_tool_call_and_the_answer(
             (result,) = [u for u in tool_updates(ed, sid, "toolu_acp_load") if u.raw_output is not None]
             assert result.status == "completed" and "acp-load-ran" in str(result.raw_output)
             assert ed.rec.text(sid) == "It printed acp-load-ran."
-            assert len(ed.rec.of(sid, "user_message_chunk")) == 1
+            users = [u.content.text for u in ed.rec.of(sid, "user_message_chunk")]
+            assert users == ["Run the command please."]
             assert ed.rec.asked == []  # the question was answered: not asked again
             await ed.conn.close_session(session_id=sid)

@@ -84,11 +84,12 @@ TOOL_CALL_GRACE = 3.0
 """Seconds a permission question waits for its tool call's transcript record before one is made up."""
 
 NOT_IN_EVENTS = {
-    True: "[typed into the CLI directly (attach / web view): its text is not in litbridge's events]",
-    False: "[sent by another litbridge client, or before `litbridge acp` started: its text is not in "
-    "litbridge's events]",
+    True: "[typed into the CLI directly (attach / web view): this CLI's driver reads no record of its text]",
+    False: "[sent by another litbridge client: its text is not in the daemon's events (an older daemon)]",
 }
-"""The user message shown for a turn whose prompt this process did not send (the events do not carry it)."""
+"""The user message shown for a turn whose `accepted` carries no `content` and whose prompt this process did not
+send: an organic turn of a driver that reads no transcript (the generic one), or a daemon without
+`accepted.content`."""
 
 SESSION_CLOSED = "session_closed"
 """The error a prompt waiting on a session fails with when `session/close` stops following it: a cancel."""
@@ -279,8 +280,10 @@ class SessionView:
                 if len(self.announced) > 4096:  # only a turn's own `accepted` repeats it, and that comes soon
                     self.announced.clear()
                 self.announced.add(tid)
-                prompt = self.agent.prompt_of(self.key, tid)
-                await self.update(update_user_message_text(prompt or NOT_IN_EVENTS[bool(ev.get("organic"))]))
+                prompt = self.agent.prompt_of(self.key, tid) or ev.get("content")  # ours whole, else the echo
+                if not (isinstance(prompt, str) and prompt):
+                    prompt = NOT_IN_EVENTS[bool(ev.get("organic"))]
+                await self.update(update_user_message_text(prompt))
             return
         if kind == "question":
             if live and ev.get("question_id") is not None:

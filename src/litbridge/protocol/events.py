@@ -12,6 +12,7 @@ from litbridge import __version__
 from litbridge.protocol.spec import (
     BUFFER_EVENTS,
     MAX_LINE,
+    PROMPT_ECHO_LIMIT,
     PROTOCOL_VERSION,
     command_names,
     event_names,
@@ -160,13 +161,21 @@ def accepted(
     re: Any = None,
     duplicate: bool = False,
     organic: bool = False,
+    content: str | None = None,
 ) -> Ev:
     ev = _ev("accepted", session, channel_id, re, turn_id=turn_id, queued=queued)
     if duplicate:
         ev["duplicate"] = True
     if organic:
         ev["organic"] = True
+    if content is not None:
+        ev["content"] = echo(content)
     return ev
+
+
+def echo(prompt: str) -> str:
+    """A prompt as `accepted.content` carries it: cut to PROMPT_ECHO_LIMIT characters, then `…`."""
+    return prompt if len(prompt) <= PROMPT_ECHO_LIMIT else prompt[:PROMPT_ECHO_LIMIT] + "…"
 
 
 def replace(session: str, channel_id: str | None, text: str, turn_id: str | None) -> Ev:
