@@ -81,14 +81,18 @@ async def test_permission_request_allowed_runs_the_command(
     offered: list[list[S.PermissionOption]] = []
 
     with MockAnthropic() as mock:
-        mock.push(
-            bash_step("toolu_acp_1", command), {"label": "after", "text": "Created made_by_acp.txt for you."}
-        )
+        after = [
+            {"type": "thinking", "thinking": "The command ran; tell the user.", "signature": "sig"},
+            {"type": "text", "text": "Created made_by_acp.txt for you."},
+        ]
+        mock.push(bash_step("toolu_acp_1", command), {"label": "after", "blocks": after})
         async with acp_agent(daemon.socket, policy=pick("allow_once", offered)) as ed:
             sid = await new_claude(ed, home, mock)
             done = await ed.prompt(sid, "Create the file please.")
             assert done.stop_reason == "end_turn"
             assert ed.rec.text(sid) == "Created made_by_acp.txt for you."
+            # the model's reasoning, as Claude's transcript recorded it (not its spinner)
+            assert ed.rec.text(sid, "agent_thought_chunk") == "The command ran; tell the user."
 
             (req,) = ed.rec.asked
             assert req.tool_call.tool_call_id == "toolu_acp_1"

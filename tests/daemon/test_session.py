@@ -478,9 +478,9 @@ async def test_organic_turn_is_a_turn_and_holds_the_queue() -> None:
 
 @pytest.mark.asyncio
 async def test_accepted_echoes_the_prompt_cut_to_the_limit() -> None:
-    """`accepted.content` is the send's text (also on the duplicate's reply); a prompt over PROMPT_ECHO_LIMIT is
+    """`accepted.content` is the send's text (also on the duplicate's reply); a prompt over TEXT_LIMIT is
     cut there and marked `…` (every event stays in the replay ring), while the CLI is sent all of it."""
-    from litbridge.protocol.spec import PROMPT_ECHO_LIMIT, feature_names
+    from litbridge.protocol.spec import TEXT_LIMIT, feature_names
 
     assert "accepted.content" in feature_names() and "create.worktree" in feature_names()
     s, d, rec = await started("echo")
@@ -491,9 +491,9 @@ async def test_accepted_echoes_the_prompt_cut_to_the_limit() -> None:
         assert first["content"] == dup["content"] == "short one" and dup["duplicate"] is True
         await until(lambda: d.submitted == ["short one"])
         s.turn_complete("ok")
-        big = "x" * PROMPT_ECHO_LIMIT + "tail"
+        big = "x" * TEXT_LIMIT + "tail"
         s.send(big)
-        assert rec.of("accepted")[-1]["content"] == "x" * PROMPT_ECHO_LIMIT + "…"
+        assert rec.of("accepted")[-1]["content"] == "x" * TEXT_LIMIT + "…"
         await until(lambda: d.submitted == ["short one", big])
     finally:
         await s.kill()

@@ -33,6 +33,7 @@ from acp.helpers import (
     text_block,
     tool_content,
     update_agent_message_text,
+    update_agent_thought_text,
     update_plan,
     update_tool_call,
     update_user_message_text,
@@ -315,6 +316,10 @@ class SessionView:
             delta = wire_delta(rec.deltas, ev) if self.stream_text else ""
             if delta:
                 await self.update(update_agent_message_text(delta))
+        elif kind == "reasoning":
+            text = ev.get("text")
+            if isinstance(text, str) and text:
+                await self.update(update_agent_thought_text(text))
         elif kind == "tool_use":
             await self._progress(rec)
             tool_id = str(ev.get("tool_use_id") or f"{tid}-tool-{len(rec.tools) + len(rec.plans)}")

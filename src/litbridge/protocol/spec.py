@@ -19,9 +19,9 @@ from typing import Any
 PROTOCOL_VERSION = 1
 MAX_LINE = 1024 * 1024
 BUFFER_EVENTS = 5000
-PROMPT_ECHO_LIMIT = 5000
-"""Characters of a prompt `accepted.content` carries (the rest cut, marked by a trailing `…`): every event stays in
-the replay ring, and the tool results there are cut to as many."""
+TEXT_LIMIT = 5000
+"""Characters of a tool result, an echoed prompt or a reasoning block an event carries (the rest cut, marked by a
+trailing `…`): every event stays in the replay ring."""
 
 # Error codes carried by `error.code`: the one list every component raises from (`DriverError` and
 # `SessionCommandError` reject any other code).
@@ -344,7 +344,7 @@ EVENTS: dict[str, Event] = {
                     "string",
                     doc="the prompt's text: what the send carried, or for an organic turn what the CLI's "
                     "transcript recorded (absent when the driver reads none, e.g. the generic one); cut to "
-                    f"{PROMPT_ECHO_LIMIT} characters, then `…`",
+                    f"{TEXT_LIMIT} characters, then `…`",
                     new=True,
                     feature=True,
                 ),
@@ -371,6 +371,18 @@ EVENTS: dict[str, Event] = {
             new=True,
         ),
         Event("thinking", "Spinner / progress relay.", {"text": _S}),
+        Event(
+            "reasoning",
+            "The model's reasoning, as the CLI's transcript recorded it (Claude's `thinking` blocks, Codex's "
+            "`reasoning` summaries): one event per block, in order; not the spinner text of `thinking`.",
+            {
+                "turn_id": _TURN,
+                "text": Field(
+                    "string", required=True, doc=f"the block's text, cut to {TEXT_LIMIT} characters, then `…`"
+                ),
+            },
+            new=True,
+        ),
         Event(
             "tool_use",
             "Tool call from the transcript.",
