@@ -36,6 +36,7 @@ async def test_initialize_advertises_what_is_served(daemon: Daemon, watcher: Cli
         caps = init["agentCapabilities"]
         assert caps["loadSession"] is True
         assert caps["promptCapabilities"] == {"image": False, "audio": False, "embeddedContext": False}
+        assert caps["mcpCapabilities"] == {"http": True, "sse": True}  # what _mcp_args passes on
         assert set(caps["sessionCapabilities"]) == {"list", "resume", "close"}
         assert init["agentInfo"]["name"] == "litbridge" and init["authMethods"] == []
 

@@ -134,7 +134,8 @@ def test_option_kinds(labels: list[str], kinds: list[str]) -> None:
 
 
 def test_mcp_servers_reach_claude_as_mcp_config() -> None:
-    """session/new's `mcpServers` (stdio and HTTP) become Claude Code's `--mcp-config` JSON; other CLIs get none."""
+    """session/new's `mcpServers` (stdio, HTTP and SSE) become Claude Code's `--mcp-config` JSON; other CLIs get
+    none."""
     from acp import schema as S
 
     from litbridge.acp.agent import _mcp_args
@@ -146,6 +147,7 @@ def test_mcp_servers_reach_claude_as_mcp_config() -> None:
         S.HttpMcpServer(
             type="http", name="web", url="https://h/mcp", headers=[S.HttpHeader(name="A", value="b")]
         ),
+        S.SseMcpServer(type="sse", name="events", url="https://h/sse", headers=[]),
     ]
     flag, config = _mcp_args("/opt/bin/claude", servers)
     assert flag == "--mcp-config"
@@ -153,6 +155,7 @@ def test_mcp_servers_reach_claude_as_mcp_config() -> None:
         "mcpServers": {
             "fs": {"command": "/bin/mcp-fs", "args": ["--root", "/x"], "env": {"K": "V"}},
             "web": {"type": "http", "url": "https://h/mcp", "headers": {"A": "b"}},
+            "events": {"type": "sse", "url": "https://h/sse", "headers": {}},
         }
     }
     assert _mcp_args("bash", servers) == [] and _mcp_args("claude", []) == []

@@ -50,6 +50,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
@@ -608,6 +609,7 @@ class LitbridgeAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),  # passed on to Claude Code (_mcp_args)
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     resume=SessionResumeCapabilities(),
@@ -795,7 +797,7 @@ def _meta_spec(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mcp_args(cli: str, servers: list[Any]) -> list[str]:
-    """The client's MCP servers as Claude Code's `--mcp-config` (stdio and HTTP ones); other CLIs get none."""
+    """The client's MCP servers as Claude Code's `--mcp-config` (stdio, HTTP and SSE ones); other CLIs get none."""
     if not servers or cli.rsplit("/", 1)[-1] != "claude":
         return []
     config: dict[str, Any] = {}
