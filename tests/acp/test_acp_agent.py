@@ -1,7 +1,7 @@
 """`litbridge acp` against a real daemon, driven by the ACP SDK's own client side: initialize, authenticate,
 sessions (new with or without `_meta`, list by cwd, load, resume, close), prompts streamed as chunks, cancel,
-the CLI's questions as permission requests, errors, exit. Every ACP message is checked against the SDK's schema (acp_helpers), every daemon
-event against `litbridge schema` (the `watcher` fixture)."""
+the CLI's questions as permission requests, errors, exit. Every ACP message is checked against the SDK's
+schema (acp_helpers), every daemon event against `litbridge schema` (the `watcher` fixture)."""
 
 from __future__ import annotations
 
