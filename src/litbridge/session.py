@@ -711,6 +711,9 @@ class Session:
     def turn_thinking(self, text: str) -> None:
         self.turns.thinking(text)
 
+    def reasoning(self, text: str) -> None:
+        self._emit(ev.reasoning(self.key, self.channel_id, text, self.turn_id))
+
     def tool_use(self, tool_use_id: str, name: str, input: Any) -> None:
         self._emit(ev.tool_use(self.key, self.channel_id, tool_use_id, name, input, self.turn_id))
 

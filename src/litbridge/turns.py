@@ -142,7 +142,11 @@ class TurnDesk:
         if seen is None:
             return False
         h = self.host
-        self._emit(ev.accepted(h.key, h.channel_id, seen.id, seen in self.queue, re, duplicate=True))
+        self._emit(
+            ev.accepted(
+                h.key, h.channel_id, seen.id, seen in self.queue, re, duplicate=True, content=seen.text
+            )
+        )
         return True
 
     def enqueue(self, content: str, msg_id: Any = None, re: Any = None) -> Turn:
@@ -154,7 +158,7 @@ class TurnDesk:
             while len(self._seen_ids) > SEEN_IDS_MAX:
                 self._seen_ids.popitem(last=False)
         immediate = h.ready and self.current is None and not self.queue and self._can_accept()
-        self._emit(ev.accepted(h.key, h.channel_id, turn.id, not immediate, re))
+        self._emit(ev.accepted(h.key, h.channel_id, turn.id, not immediate, re, content=content))
         if not h.started:
             turn.held = True
             self._emit(ev.startup_hold(h.key, h.channel_id))
@@ -177,7 +181,8 @@ class TurnDesk:
         turn = Turn(text, organic=True, phase="dispatched")
         self.current = turn
         self._last_thinking = None
-        self._emit(ev.accepted(self.host.key, self.host.channel_id, turn.id, False, organic=True))
+        h = self.host
+        self._emit(ev.accepted(h.key, h.channel_id, turn.id, False, organic=True, content=text or None))
         return turn.id
 
     # ------------------------------------------------------------------------------------------ dispatch

@@ -30,6 +30,7 @@ from pydantic import BaseModel, TypeAdapter
 # method -> (params model, result model); None: a notification
 METHODS: dict[str, tuple[Any, Any]] = {
     "initialize": (S.InitializeRequest, S.InitializeResponse),
+    "authenticate": (S.AuthenticateRequest, S.AuthenticateResponse),
     "session/new": (S.NewSessionRequest, S.NewSessionResponse),
     "session/load": (S.LoadSessionRequest, S.LoadSessionResponse),
     "session/list": (S.ListSessionsRequest, S.ListSessionsResponse),

@@ -1,7 +1,7 @@
-"""`litbridge acp` against a real daemon, driven by the ACP SDK's own client side: initialize, sessions
-(new / list / load / resume / close), prompts streamed as chunks, cancel, the CLI's questions as permission
-requests, errors, exit. Every ACP message is checked against the SDK's schema (acp_helpers), every daemon
-event against `litbridge schema` (the `watcher` fixture)."""
+"""`litbridge acp` against a real daemon, driven by the ACP SDK's own client side: initialize, authenticate,
+sessions (new with or without `_meta`, list by cwd, load, resume, close), prompts streamed as chunks, cancel,
+the CLI's questions as permission requests, errors, exit. Every ACP message is checked against the SDK's
+schema (acp_helpers), every daemon event against `litbridge schema` (the `watcher` fixture)."""
 
 from __future__ import annotations
 
@@ -36,8 +36,82 @@ async def test_initialize_advertises_what_is_served(daemon: Daemon, watcher: Cli
         caps = init["agentCapabilities"]
         assert caps["loadSession"] is True
         assert caps["promptCapabilities"] == {"image": False, "audio": False, "embeddedContext": False}
+        assert caps["mcpCapabilities"] == {"http": True, "sse": True}  # what _mcp_args passes on
         assert set(caps["sessionCapabilities"]) == {"list", "resume", "close"}
         assert init["agentInfo"]["name"] == "litbridge" and init["authMethods"] == []
+
+
+@pytest.mark.asyncio
+async def test_authenticate_is_a_harmless_no_op(daemon: Daemon, watcher: Client) -> None:
+    """No auth method is advertised, but a client that calls `authenticate` anyway gets an empty result, and the
+    agent serves on as before."""
+    async with acp_agent(daemon.socket) as ed:
+        assert (await ed.conn.authenticate(method_id="anything")).model_dump(exclude_none=True) == {}
+        sid = await ed.new({**BASH, "name": "acp-auth"})
+        assert (await ed.prompt(sid, "echo still-served")).stop_reason == "end_turn"
+        assert ed.rec.text(sid) == "still-served"
+        await ed.conn.close_session(session_id=sid)
+
+
+@pytest.mark.asyncio
+async def test_cli_from_the_command_line_without_meta(
+    daemon: Daemon, watcher: Client, tmp_path: Path
+) -> None:
+    """`litbridge acp --cli bash --arg ... --env ...` with a client that sends no `_meta`: `session/new` makes a
+    bash session in the client's `cwd` with the command line's options."""
+    async with acp_agent(
+        daemon.socket, "--cli", "bash", "--arg=--norc", "--arg=--noprofile", "--env", "ACP_FROM_ARGV=yes"
+    ) as ed:
+        sid = (await ed.conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        row = (await _sessions(watcher))[sid]
+        assert row["cli"] == "bash" and row["working_dir"] == str(tmp_path)
+        assert (await ed.prompt(sid, 'echo "$ACP_FROM_ARGV in $PWD"')).stop_reason == "end_turn"
+        assert ed.rec.text(sid) == f"yes in {tmp_path}"
+        await ed.conn.close_session(session_id=sid)
+
+
+@pytest.mark.asyncio
+async def test_list_filtered_by_cwd(daemon: Daemon, watcher: Client, tmp_path: Path) -> None:
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    async with acp_agent(daemon.socket) as ed:
+        a = await ed.conn.new_session(cwd=str(here), mcp_servers=[], litbridge={**BASH, "name": "acp-here"})
+        b = await ed.conn.new_session(cwd=str(there), mcp_servers=[], litbridge={**BASH, "name": "acp-there"})
+        assert {a.session_id, b.session_id} == {"acp-here", "acp-there"}
+        listed = (await ed.conn.list_sessions(cwd=str(here))).sessions
+        assert [(s.session_id, s.cwd) for s in listed] == [("acp-here", str(here))]
+        assert (await ed.conn.list_sessions(cwd=str(tmp_path / "nowhere"))).sessions == []
+        everything = {s.session_id for s in (await ed.conn.list_sessions()).sessions}
+        assert {"acp-here", "acp-there"} <= everything
+        for sid in ("acp-here", "acp-there"):
+            await ed.conn.close_session(session_id=sid)
+
+
+@pytest.mark.asyncio
+async def test_session_killed_by_another_client_fails_the_waiting_prompt(
+    daemon: Daemon, watcher: Client
+) -> None:
+    """Another client kills the session while the editor's prompt waits for its turn: the prompt ends with a
+    JSON-RPC error (the session is gone), not a hang, and the agent serves on."""
+    async with acp_agent(daemon.socket) as ed:
+        sid = await ed.new({**BASH, "name": "acp-killed"})
+        prompting = asyncio.ensure_future(ed.prompt(sid, "sleep 60; echo never"))
+
+        async def running() -> Any:
+            return (await _sessions(watcher))["acp-killed"]["turn_id"]
+
+        await until(running, "the turn to start")
+        await watcher.kill(sid)
+        with pytest.raises(RequestError) as err:
+            await asyncio.wait_for(prompting, 60)
+        # the daemon ends the running turn as the CLI dies (`turn_error{cli_exited}`), before `killed`
+        assert err.value.code == -32603 and "killed" in str(err.value), err.value
+        assert err.value.data["code"] == "turn_error" and err.value.data["kind"] == "cli_exited"
+        with pytest.raises(RequestError) as err:
+            await ed.prompt(sid, "echo gone")
+        assert err.value.code == -32002
+        assert (await ed.conn.list_sessions(cwd="/nowhere")).sessions == []
 
 
 @pytest.mark.asyncio
@@ -231,7 +305,7 @@ async def test_load_after_restart_replays_the_history(daemon: Daemon, watcher: C
         loaded = await ed.conn.load_session(cwd="/tmp", session_id="acp-load", mcp_servers=[])
         assert loaded.field_meta["litbridge"]["replayed_events"] > 0
         users = [u.content.text for u in ed.rec.of("acp-load", "user_message_chunk")]
-        assert len(users) == 3 and all("not in litbridge's events" in u for u in users)
+        assert users == ["echo first", "echo second", "echo third"]  # the daemon's `accepted.content`
         assert ed.rec.text("acp-load") == "firstsecondthird"
         # and it is followed from now on
         assert (await ed.prompt("acp-load", "echo fourth")).stop_reason == "end_turn"
@@ -281,8 +355,8 @@ async def test_load_asks_a_question_still_open(daemon: Daemon, watcher: Client) 
 
 @pytest.mark.asyncio
 async def test_organic_turn_is_shown_as_a_user_message(daemon: Daemon, watcher: Client) -> None:
-    """A turn typed into the CLI by someone else (here: another client's `send`) streams to the editor that
-    follows the session, with its user message marked as not carried by the events."""
+    """A turn sent to the CLI by someone else (here: another client's `send`) streams to the editor that follows
+    the session, with its user message (the daemon's `accepted.content`)."""
     async with acp_agent(daemon.socket) as ed:
         sid = await ed.new({**BASH, "name": "acp-other"})
         assert daemon.cli("send", "acp-other", "echo from elsewhere").returncode == 0
@@ -292,7 +366,7 @@ async def test_organic_turn_is_shown_as_a_user_message(daemon: Daemon, watcher: 
 
         await until(shown, "the other client's turn")
         (user,) = ed.rec.of(sid, "user_message_chunk")
-        assert "not in litbridge's events" in user.content.text
+        assert user.content.text == "echo from elsewhere"
 
 
 @pytest.mark.asyncio

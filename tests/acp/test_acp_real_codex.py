@@ -1,7 +1,8 @@
 """An editor driving the real Codex CLI 0.169.0 through `litbridge acp --cli codex`, offline against the mock
 Responses API (tests/fakes/mock_openai.py, set up as the Codex driver tests do: tests/drivers/codex/codex_env.py):
-a prompt's answer streams as chunks that join to the mock's exact text; Codex's todo list (`update_plan`)
-reaches the editor as its plan; an approval (a command run with escalated permissions) is a
+a prompt's reasoning summary reaches the editor as a thought and its answer as one chunk at the turn's end, the
+mock's exact text (Codex's screen shows rendered markdown, so nothing is streamed); Codex's todo list
+(`update_plan`) reaches the editor as its plan; an approval (a command run with escalated permissions) is a
 session/request_permission whose allow runs the command and completes the tool call. Skipped when the binary
 cannot run here."""
 
@@ -37,11 +38,22 @@ def _meta(home: Path, mock: MockOpenAI) -> dict[str, object]:
     }
 
 
-async def test_prompt_streams_the_exact_answer(lb: EventClient, daemon: Daemon, tmp_path: Path) -> None:
+async def test_prompt_gets_the_exact_answer_at_the_end(
+    lb: EventClient, daemon: Daemon, tmp_path: Path
+) -> None:
     h = make_home(tmp_path)
     answer = "The capital of France is **Paris**.\n\n- one\n- two"
     with MockOpenAI() as mock:
-        mock.push({"label": "qa", "text": answer, "chunk": 8})
+        mock.push(
+            {
+                "label": "qa",
+                "items": [
+                    {"type": "reasoning", "summary": "Recalling the capital."},
+                    {"type": "message", "text": answer},
+                ],
+                "chunk": 8,
+            }
+        )
         async with acp_agent(daemon.socket, "--opt", "preapprove=true") as ed:
             sid = (
                 await ed.conn.new_session(cwd=str(h.cwd), mcp_servers=[], **_meta(h.home, mock))
@@ -49,6 +61,9 @@ async def test_prompt_streams_the_exact_answer(lb: EventClient, daemon: Daemon, 
             done = await ed.prompt(sid, "What is the capital of France?")
             assert done.stop_reason == "end_turn"
             assert ed.rec.text(sid) == answer
+            assert len(ed.rec.of(sid, "agent_message_chunk")) == 1  # rendered markdown: whole at the end
+            # the rollout's reasoning summary, as the model's thought
+            assert ed.rec.text(sid, "agent_thought_chunk") == "Recalling the capital."
             assert done.usage is not None and done.usage.input_tokens > 0
             await ed.conn.close_session(session_id=sid)
         assert [r["last_user"] for r in mock.main_requests()] == ["What is the capital of France?"]

@@ -1,6 +1,7 @@
 """An editor driving the real Gemini CLI 0.61.0 through `litbridge acp --cli gemini`, offline against the mock
 Gemini API (tests/fakes/mock_gemini.py, set up as the Gemini driver tests do: tests/drivers/gemini/
-gemini_helpers.py): one prompt, its answer streamed as chunks that join to the mock's exact text, end_turn.
+gemini_helpers.py): one prompt, its answer as one chunk at the turn's end (Gemini's screen shows rendered
+markdown, so nothing is streamed) with the mock's exact text, end_turn.
 Skipped when the CLI is not installed."""
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     d.stop()  # `lb` (the conftest's) connects to it
 
 
-async def test_prompt_streams_the_exact_answer(lb: EventClient, daemon: Daemon, tmp_path: Path) -> None:
+async def test_prompt_gets_the_exact_answer_at_the_end(
+    lb: EventClient, daemon: Daemon, tmp_path: Path
+) -> None:
     h = make_home(tmp_path)
     h.trust()
     answer = "The capital of France is **Paris**.\n\n- one\n- two"
@@ -41,6 +44,7 @@ async def test_prompt_streams_the_exact_answer(lb: EventClient, daemon: Daemon, 
             done = await ed.prompt(sid, "What is the capital of France?")
             assert done.stop_reason == "end_turn"
             assert ed.rec.text(sid) == answer
+            assert len(ed.rec.of(sid, "agent_message_chunk")) == 1  # rendered markdown: whole at the end
             assert [u.title for u in ed.rec.of(sid, "session_info_update")][:1] == [sid]
             await ed.conn.close_session(session_id=sid)
         assert mock.main_requests()[-1]["last_user"] == "What is the capital of France?"

@@ -1,7 +1,7 @@
 """The translation rules of `litbridge acp`, without a daemon: streamed text deltas (a property: the chunks
 joined are the final text), tool kinds from tool names, permission-option kinds from option labels, the
 client's MCP servers as Claude Code's `--mcp-config`, todo-list tool calls as plan entries, multiple-choice
-questions as elicitation forms."""
+questions as elicitation forms, the transcript's reasoning and echoed prompts as the session's updates."""
 
 from __future__ import annotations
 
@@ -134,7 +134,8 @@ def test_option_kinds(labels: list[str], kinds: list[str]) -> None:
 
 
 def test_mcp_servers_reach_claude_as_mcp_config() -> None:
-    """session/new's `mcpServers` (stdio and HTTP) become Claude Code's `--mcp-config` JSON; other CLIs get none."""
+    """session/new's `mcpServers` (stdio, HTTP and SSE) become Claude Code's `--mcp-config` JSON; other CLIs get
+    none."""
     from acp import schema as S
 
     from litbridge.acp.agent import _mcp_args
@@ -146,6 +147,7 @@ def test_mcp_servers_reach_claude_as_mcp_config() -> None:
         S.HttpMcpServer(
             type="http", name="web", url="https://h/mcp", headers=[S.HttpHeader(name="A", value="b")]
         ),
+        S.SseMcpServer(type="sse", name="events", url="https://h/sse", headers=[]),
     ]
     flag, config = _mcp_args("/opt/bin/claude", servers)
     assert flag == "--mcp-config"
@@ -153,6 +155,7 @@ def test_mcp_servers_reach_claude_as_mcp_config() -> None:
         "mcpServers": {
             "fs": {"command": "/bin/mcp-fs", "args": ["--root", "/x"], "env": {"K": "V"}},
             "web": {"type": "http", "url": "https://h/mcp", "headers": {"A": "b"}},
+            "events": {"type": "sse", "url": "https://h/sse", "headers": {}},
         }
     }
     assert _mcp_args("bash", servers) == [] and _mcp_args("claude", []) == []
@@ -226,3 +229,45 @@ def test_screen_read_drivers_are_not_streamed_but_raw_text_is() -> None:
     # what streaming the screen text of a markdown answer would have given: not the final text, joined
     shown, final = "The capital of France is Paris.", "The capital of France is **Paris**."
     assert "".join(_stream([shown], final)) != final
+
+
+@pytest.mark.asyncio
+async def test_reasoning_is_a_thought_and_the_echoed_prompt_a_user_message() -> None:
+    """A `reasoning` event is an `agent_thought_chunk` with its text (every daemon event checked against `litbridge
+    schema`); an `accepted` this process did not send shows the daemon's `content`, else a placeholder."""
+    from types import SimpleNamespace
+
+    from lbd_helpers import check_event
+
+    from litbridge.acp.agent import NOT_IN_EVENTS, SessionView
+
+    sent: list[object] = []
+
+    async def session_update(session_id: str, update: object) -> None:
+        sent.append(update)
+
+    agent = SimpleNamespace(
+        conn=SimpleNamespace(session_update=session_update), prompt_of=lambda key, tid: None
+    )
+    view = SessionView(agent, "s1")  # type: ignore[arg-type]
+    events = [
+        {
+            "event": "accepted",
+            "session": "s1",
+            "turn_id": "t1",
+            "queued": False,
+            "organic": True,
+            "content": "why?",
+        },
+        {"event": "reasoning", "session": "s1", "turn_id": "t1", "text": "Think first."},
+        {"event": "accepted", "session": "s1", "turn_id": "t2", "queued": False, "organic": True},
+    ]
+    for ev in events:
+        check_event(ev)
+        await view.apply(ev, live=True)
+    got = [(u.session_update, u.content.text) for u in sent]  # type: ignore[attr-defined]
+    assert got == [
+        ("user_message_chunk", "why?"),
+        ("agent_thought_chunk", "Think first."),
+        ("user_message_chunk", NOT_IN_EVENTS[True]),
+    ]

@@ -463,13 +463,38 @@ async def test_organic_turn_is_a_turn_and_holds_the_queue() -> None:
         assert tid is not None and s.turn_id == tid
         acc = rec.of("accepted")[-1]
         assert acc["turn_id"] == tid and acc["organic"] is True and acc["queued"] is False and "re" not in acc
+        assert acc["content"] == "typed at the prompt"  # what the driver read off the CLI's record
         assert s.begin_organic_turn("again") is None  # one turn at a time
         s.send("queued behind it")
         assert rec.of("accepted")[-1]["queued"] is True and d.submitted == []
+        assert rec.of("accepted")[-1]["content"] == "queued behind it"
         s.turn_complete("typed answer")
         done = rec.of("complete")
         assert [c["turn_id"] for c in done] == [tid] and done[0]["content"] == "typed answer"
         await until(lambda: d.submitted == ["queued behind it"])
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_accepted_echoes_the_prompt_cut_to_the_limit() -> None:
+    """`accepted.content` is the send's text (also on the duplicate's reply); a prompt over TEXT_LIMIT is
+    cut there and marked `…` (every event stays in the replay ring), while the CLI is sent all of it."""
+    from litbridge.protocol.spec import TEXT_LIMIT, feature_names
+
+    assert "accepted.content" in feature_names() and "create.worktree" in feature_names()
+    s, d, rec = await started("echo")
+    try:
+        s.send("short one", msg_id="m1")
+        s.send("short one", msg_id="m1")
+        first, dup = rec.of("accepted")[-2:]
+        assert first["content"] == dup["content"] == "short one" and dup["duplicate"] is True
+        await until(lambda: d.submitted == ["short one"])
+        s.turn_complete("ok")
+        big = "x" * TEXT_LIMIT + "tail"
+        s.send(big)
+        assert rec.of("accepted")[-1]["content"] == "x" * TEXT_LIMIT + "…"
+        await until(lambda: d.submitted == ["short one", big])
     finally:
         await s.kill()
 

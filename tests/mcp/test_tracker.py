@@ -71,6 +71,20 @@ def test_transcript_says_what_it_does_not_know() -> None:
     assert "(no turns seen yet)" in t.transcript("other")
 
 
+def test_transcript_takes_the_prompt_the_daemon_echoes() -> None:
+    """`accepted.content` (a daemon that fills it) is the turn's prompt; one noted by this server wins (it is
+    uncut)."""
+    t = Tracker()
+    first, *rest = turn("e", "t1", "the answer")
+    feed(t, {**first, "content": "typed in attach", "organic": True}, *rest)
+    t.note_prompt("e", "t2", "sent whole")
+    first, *rest = turn("e", "t2", "second answer")
+    feed(t, {**first, "content": "sent wh…"}, *rest)
+    text = t.transcript("e")
+    assert "## Turn t1 (complete)\n\n> typed in attach\n\nthe answer\n" in text
+    assert "## Turn t2 (complete)\n\n> sent whole\n\nsecond answer\n" in text
+
+
 def test_turns_are_capped_and_a_killed_session_is_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tracker_mod, "MAX_TURNS", 3)
     t = Tracker()

@@ -33,6 +33,7 @@ from acp.helpers import (
     text_block,
     tool_content,
     update_agent_message_text,
+    update_agent_thought_text,
     update_plan,
     update_tool_call,
     update_user_message_text,
@@ -49,6 +50,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
@@ -84,11 +86,12 @@ TOOL_CALL_GRACE = 3.0
 """Seconds a permission question waits for its tool call's transcript record before one is made up."""
 
 NOT_IN_EVENTS = {
-    True: "[typed into the CLI directly (attach / web view): its text is not in litbridge's events]",
-    False: "[sent by another litbridge client, or before `litbridge acp` started: its text is not in "
-    "litbridge's events]",
+    True: "[typed into the CLI directly (attach / web view): this CLI's driver reads no record of its text]",
+    False: "[sent by another litbridge client: its text is not in the daemon's events (an older daemon)]",
 }
-"""The user message shown for a turn whose prompt this process did not send (the events do not carry it)."""
+"""The user message shown for a turn whose `accepted` carries no `content` and whose prompt this process did not
+send: an organic turn of a driver that reads no transcript (the generic one), or a daemon without
+`accepted.content`."""
 
 SESSION_CLOSED = "session_closed"
 """The error a prompt waiting on a session fails with when `session/close` stops following it: a cancel."""
@@ -279,8 +282,10 @@ class SessionView:
                 if len(self.announced) > 4096:  # only a turn's own `accepted` repeats it, and that comes soon
                     self.announced.clear()
                 self.announced.add(tid)
-                prompt = self.agent.prompt_of(self.key, tid)
-                await self.update(update_user_message_text(prompt or NOT_IN_EVENTS[bool(ev.get("organic"))]))
+                prompt = self.agent.prompt_of(self.key, tid) or ev.get("content")  # ours whole, else the echo
+                if not (isinstance(prompt, str) and prompt):
+                    prompt = NOT_IN_EVENTS[bool(ev.get("organic"))]
+                await self.update(update_user_message_text(prompt))
             return
         if kind == "question":
             if live and ev.get("question_id") is not None:
@@ -312,6 +317,10 @@ class SessionView:
             delta = wire_delta(rec.deltas, ev) if self.stream_text else ""
             if delta:
                 await self.update(update_agent_message_text(delta))
+        elif kind == "reasoning":
+            text = ev.get("text")
+            if isinstance(text, str) and text:
+                await self.update(update_agent_thought_text(text))
         elif kind == "tool_use":
             await self._progress(rec)
             tool_id = str(ev.get("tool_use_id") or f"{tid}-tool-{len(rec.tools) + len(rec.plans)}")
@@ -600,6 +609,7 @@ class LitbridgeAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),  # passed on to Claude Code (_mcp_args)
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     resume=SessionResumeCapabilities(),
@@ -787,7 +797,7 @@ def _meta_spec(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mcp_args(cli: str, servers: list[Any]) -> list[str]:
-    """The client's MCP servers as Claude Code's `--mcp-config` (stdio and HTTP ones); other CLIs get none."""
+    """The client's MCP servers as Claude Code's `--mcp-config` (stdio, HTTP and SSE ones); other CLIs get none."""
     if not servers or cli.rsplit("/", 1)[-1] != "claude":
         return []
     config: dict[str, Any] = {}

@@ -134,6 +134,9 @@ class DriverHost(Protocol):
     def turn_thinking(self, text: str) -> None:
         """`thinking{text}` (deduplicated)."""
 
+    def reasoning(self, text: str) -> None:
+        """`reasoning{text,turn_id}`: a reasoning block of the open turn, read from the CLI's transcript."""
+
     def tool_use(self, tool_use_id: str, name: str, input: Any) -> None: ...
 
     def tool_result(self, tool_use_id: str, content: str, is_error: bool = False) -> None: ...

@@ -1,8 +1,9 @@
 """What `litbridge mcp` knows of the daemon's sessions, followed from one connection's event stream.
 
-The daemon's events say when a turn ends, which questions are open and what each turn produced, but not what
-was typed (`accepted` carries no text): prompts sent through this server are recorded by `note_prompt`, the
-others are marked as sent by another client. History starts with what the daemon still buffers when the server
+The daemon's events say when a turn ends, which questions are open and what each turn produced, and what was
+typed (`accepted.content`, where the daemon fills it: `monitor_ready.features` lists `accepted.content`);
+prompts sent through this server are also recorded by `note_prompt` (uncut), the others without a text are
+marked as sent by another client. History starts with what the daemon still buffers when the server
 connects (`hello{since_seq:0}` replays its ring of `limits.buffer` events) and grows with every event after.
 Pure asyncio and the litbridge client: no MCP here, so it is testable on its own (and `litbridge acp` shares
 `Bridge` and `Tracker` without needing the MCP SDK).
@@ -125,6 +126,8 @@ class Tracker:
         if not isinstance(tid, str):
             return
         rec = log.turn(tid)
+        if kind == "accepted" and isinstance(ev.get("content"), str) and rec.prompt is None:
+            rec.prompt = ev["content"]
         if kind == "replace":
             rec.text = str(ev.get("text") or "")
         elif kind == "tool_use":
@@ -143,7 +146,7 @@ class Tracker:
             log.running = tid
 
     def note_prompt(self, key: str, turn_id: str, prompt: str) -> None:
-        """Remember what was sent for `turn_id` (the events do not carry it)."""
+        """Remember what was sent for `turn_id` (whole: `accepted.content` is cut, and an older daemon has none)."""
         self.session(key).turn(turn_id).prompt = prompt
 
     def open_question(self, key: str, question_id: str | None = None) -> Event | None:

@@ -13,6 +13,7 @@ from litbridge.protocol.spec import (
     BUFFER_EVENTS,
     MAX_LINE,
     PROTOCOL_VERSION,
+    TEXT_LIMIT,
     command_names,
     event_names,
     feature_names,
@@ -160,13 +161,21 @@ def accepted(
     re: Any = None,
     duplicate: bool = False,
     organic: bool = False,
+    content: str | None = None,
 ) -> Ev:
     ev = _ev("accepted", session, channel_id, re, turn_id=turn_id, queued=queued)
     if duplicate:
         ev["duplicate"] = True
     if organic:
         ev["organic"] = True
+    if content is not None:
+        ev["content"] = cut(content)
     return ev
+
+
+def cut(text: str) -> str:
+    """A text as an event carries it: cut to TEXT_LIMIT characters, then `…`."""
+    return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + "…"
 
 
 def replace(session: str, channel_id: str | None, text: str, turn_id: str | None) -> Ev:
@@ -190,14 +199,14 @@ def tool_use(
     )
 
 
-TOOL_RESULT_MAX = 5000
+def reasoning(session: str, channel_id: str | None, text: str, turn_id: str | None) -> Ev:
+    return _ev("reasoning", session, channel_id, text=cut(text), turn_id=turn_id)
 
 
 def tool_result(
     session: str, channel_id: str | None, tool_use_id: str, content: str, is_error: bool, turn_id: str | None
 ) -> Ev:
-    if len(content) > TOOL_RESULT_MAX:
-        content = content[:TOOL_RESULT_MAX] + "…"
+    content = cut(content)
     return _ev(
         "tool_result",
         session,

@@ -19,6 +19,9 @@ from typing import Any
 PROTOCOL_VERSION = 1
 MAX_LINE = 1024 * 1024
 BUFFER_EVENTS = 5000
+TEXT_LIMIT = 5000
+"""Characters of a tool result, an echoed prompt or a reasoning block an event carries (the rest cut, marked by a
+trailing `…`): every event stays in the replay ring."""
 
 # Error codes carried by `error.code`: the one list every component raises from (`DriverError` and
 # `SessionCommandError` reject any other code).
@@ -82,6 +85,9 @@ class Field:
     default: Any = None
     enum: tuple[Any, ...] | None = None
     new: bool = False
+    feature: bool = False
+    """A new event field listed in `monitor_ready.features` as `event.field`: one a client may rely on once the
+    daemon says it fills it (new command fields are always listed)."""
 
 
 @dataclass(frozen=True)
@@ -267,7 +273,8 @@ _FEATURES = Field(
     "array",
     items="string",
     doc="the **new** command fields this daemon understands, as `command.field` (e.g. `create.worktree`): "
-    "a daemon ignores fields it does not know, so check here before relying on one",
+    "a daemon ignores fields it does not know, so check here before relying on one; and the new event fields "
+    "a client may rely on, as `event.field` (e.g. `accepted.content`)",
     new=True,
 )
 _WORKTREE = Field("object", doc="the session's git worktree: {path, branch}", new=True)
@@ -333,6 +340,14 @@ EVENTS: dict[str, Event] = {
                 "organic": Field(
                     "boolean", doc="a prompt typed into the CLI itself (attach), not a send", new=True
                 ),
+                "content": Field(
+                    "string",
+                    doc="the prompt's text: what the send carried, or for an organic turn what the CLI's "
+                    "transcript recorded (absent when the driver reads none, e.g. the generic one); cut to "
+                    f"{TEXT_LIMIT} characters, then `…`",
+                    new=True,
+                    feature=True,
+                ),
             },
             new=True,
         ),
@@ -356,6 +371,18 @@ EVENTS: dict[str, Event] = {
             new=True,
         ),
         Event("thinking", "Spinner / progress relay.", {"text": _S}),
+        Event(
+            "reasoning",
+            "The model's reasoning, as the CLI's transcript recorded it (Claude's `thinking` blocks, Codex's "
+            "`reasoning` summaries): one event per block, in order; not the spinner text of `thinking`.",
+            {
+                "turn_id": _TURN,
+                "text": Field(
+                    "string", required=True, doc=f"the block's text, cut to {TEXT_LIMIT} characters, then `…`"
+                ),
+            },
+            new=True,
+        ),
         Event(
             "tool_use",
             "Tool call from the transcript.",
@@ -602,8 +629,12 @@ def event_names() -> list[str]:
 
 
 def feature_names() -> list[str]:
-    """`monitor_ready.features`: every **new** command field, as `command.field` (derived, never listed)."""
-    return [f"{c.name}.{name}" for c in COMMANDS.values() for name, f in c.fields.items() if f.new]
+    """`monitor_ready.features`: every **new** command field, as `command.field`, then the event fields marked
+    `feature`, as `event.field` (derived from the tables, never listed by hand)."""
+    commands = [f"{c.name}.{name}" for c in COMMANDS.values() for name, f in c.fields.items() if f.new]
+    return commands + [
+        f"{e.name}.{name}" for e in EVENTS.values() for name, f in e.fields.items() if f.feature
+    ]
 
 
 _PY_TYPES: dict[str, tuple[type, ...]] = {

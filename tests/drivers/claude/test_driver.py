@@ -417,6 +417,40 @@ def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) ->
     assert ends == [("interrupted", ""), ("complete", "Paris.")]
 
 
+def test_a_typed_prompt_and_its_reasoning_from_the_transcript(tmp_path: Path, loop) -> None:
+    """A prompt typed into Claude itself (attach) opens an organic turn whose `accepted` carries the transcript's
+    prompt text; the turn's `thinking` blocks are `reasoning` events of that turn (not the spinner's `thinking`)."""
+    screens = s02_screens("idle", "busy", "done")
+    cli, drv, _host, events = _ready_driver(tmp_path, loop, screens, {})
+    _append(drv, {"type": "user", "message": {"content": "Why is the sky blue?"}})
+    cli.show("busy")
+    run(loop, asyncio.sleep(0.5))
+    _append(
+        drv,
+        {
+            "type": "assistant",
+            "message": {
+                "id": "m1",
+                "content": [
+                    {"type": "thinking", "thinking": "Rayleigh scattering, briefly.", "signature": "x"},
+                    {"type": "text", "text": "Rayleigh scattering."},
+                ],
+                "stop_reason": "end_turn",
+            },
+        },
+        {"type": "system", "subtype": "turn_duration"},
+    )
+    cli.show("done")
+    run(loop, asyncio.sleep(2.0))
+    (acc,) = [e for e in events if e["event"] == "accepted"]
+    assert acc["organic"] is True and acc["content"] == "Why is the sky blue?"
+    (why,) = [e for e in events if e["event"] == "reasoning"]
+    assert why["text"] == "Rayleigh scattering, briefly." and why["turn_id"] == acc["turn_id"]
+    (done,) = [e for e in events if e["event"] == "complete"]
+    assert done["turn_id"] == acc["turn_id"] and done["content"] == "Rayleigh scattering."
+    assert all(e.get("text") != why["text"] for e in events if e["event"] == "thinking")
+
+
 def test_screen_fallback_closes_a_turn_only_after_a_silent_transcript(tmp_path: Path, loop) -> None:
     """No transcript at all (e.g. an unexpected config dir): the screen closes the turn, slower never shorter."""
     screens = s02_screens("idle", "typed", "busy", "done")

@@ -238,3 +238,31 @@ def test_every_capture_transcript_has_one_terminal_event_per_prompt() -> None:
         prompts = kinds.count("prompt")
         terminal = sum(kinds.count(k) for k in ("complete", "interrupted", "error", "abandoned"))
         assert prompts == terminal, (name, kinds)
+
+
+def test_thinking_blocks_are_reasoning_events() -> None:
+    """An assistant entry's `thinking` blocks are `reasoning` events (their text, in order, before the text that
+    follows them); a redacted block (a signature, no text) is none."""
+    entries = [
+        {"type": "user", "message": {"content": "Why?"}},
+        {
+            "type": "assistant",
+            "message": {
+                "id": "m1",
+                "content": [
+                    {"type": "thinking", "thinking": "The user asks why.\nLet me think.", "signature": "s1"},
+                    {"type": "thinking", "thinking": "", "signature": "s2"},
+                    {"type": "text", "text": "Because."},
+                ],
+                "stop_reason": "end_turn",
+            },
+        },
+        {"type": "system", "subtype": "turn_duration"},
+    ]
+    evs = TurnTracker().feed(entries)
+    assert [(e.kind, e.text) for e in evs] == [
+        ("prompt", "Why?"),
+        ("reasoning", "The user asks why.\nLet me think."),
+        ("text", "Because."),
+        ("complete", "Because."),
+    ]

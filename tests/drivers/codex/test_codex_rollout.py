@@ -133,3 +133,39 @@ def test_date_dirs_cover_the_span_in_local_time_and_utc(tmp_path: Path) -> None:
     g = time.gmtime(t)
     assert tmp_path / f"{g.tm_year:04d}" / f"{g.tm_mon:02d}" / f"{g.tm_mday:02d}" in dirs
     assert len(ro.date_dirs(tmp_path, t - 10 * 86400, t)) >= 11
+
+
+def test_reasoning_items_are_reasoning_events() -> None:
+    """A rollout `reasoning` item is a `reasoning` event with its summary text (else its raw reasoning text); one
+    with only encrypted content is none."""
+    lines = [
+        {
+            "type": "response_item",
+            "payload": {"type": "reasoning", "summary": [], "encrypted_content": "gAAA"},
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "reasoning",
+                "summary": [
+                    {"type": "summary_text", "text": "**Checking the files**"},
+                    {"type": "summary_text", "text": "Then answer."},
+                ],
+                "content": None,
+                "encrypted_content": "gAAA",
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "reasoning",
+                "summary": [],
+                "content": [{"type": "reasoning_text", "text": "raw"}],
+            },
+        },
+    ]
+    evs = ro.TurnTracker().feed(lines)
+    assert [(e.kind, e.text) for e in evs] == [
+        ("reasoning", "**Checking the files**\n\nThen answer."),
+        ("reasoning", "raw"),
+    ]

@@ -150,7 +150,8 @@ class TranscriptTailer(JsonlFile):
 
 @dataclass
 class TurnEvent:
-    """What an entry means: kind = prompt, text, tool_use, tool_result, complete, interrupted, error, abandoned."""
+    """What an entry means: kind = prompt, text, reasoning, tool_use, tool_result, complete, interrupted, error,
+    abandoned."""
 
     kind: str
     text: str = ""
@@ -305,6 +306,10 @@ class TurnTracker:
                     if t.strip():
                         self.parts.append(t)
                         out.append(TurnEvent("text", self.content))
+                elif b.get("type") == "thinking":
+                    t = str(b.get("thinking") or "")
+                    if t.strip():  # a redacted block has only its signature
+                        out.append(TurnEvent("reasoning", t))
                 elif b.get("type") == "tool_use":
                     tid = str(b.get("id", ""))
                     if tid not in self.tool_ids:

@@ -285,9 +285,25 @@ class TurnTracker:
                     {"tool_use_id": p.get("call_id"), "input": {"input": p.get("input")}},
                 )
             ]
+        if t == "reasoning":
+            text = reasoning_text(p)
+            return [TurnEvent("reasoning", text)] if text else []
         if t in ("function_call_output", "custom_tool_call_output"):
             text = flatten_output(p.get("output"))
             m = EXIT_CODE_RE.search(text)
             is_error = bool(m and m.group(1) != "0") or bool(ABORTED_RE.search(text))
             return [TurnEvent("tool_result", text, {"tool_use_id": p.get("call_id"), "is_error": is_error})]
         return []
+
+
+def reasoning_text(item: Mapping[str, Any]) -> str:
+    """A `reasoning` item's readable text: its summary parts (what Codex shows), else its raw `reasoning_text`
+    content (models that record it); the encrypted content is never readable."""
+    for key, part in (("summary", "summary_text"), ("content", "reasoning_text")):
+        parts = item.get(key)
+        parts = parts if isinstance(parts, list) else []
+        texts = [str(c.get("text") or "") for c in parts if isinstance(c, Mapping) and c.get("type") == part]
+        text = "\n\n".join(t for t in texts if t.strip())
+        if text:
+            return text
+    return ""

@@ -1,7 +1,7 @@
 """Record events -> the turn engine and the host's tool events: the one copy every screen driver shares.
 
 An event is anything with `kind`, `text` and `data` (each CLI's tracker makes its own): `prompt`, `text`,
-`tool_use`, `tool_result`, `complete`, `interrupted` / `abandoned`, `error`; a kind not listed goes to `other()`.
+`reasoning`, `tool_use`, `tool_result`, `complete`, `interrupted` / `abandoned`, `error`; a kind not listed goes to `other()`.
 A prompt verifies the open send (`witness`) or opens a turn typed into the CLI itself (attach); everything else
 touches a turn only once its own prompt was seen in the record, so lines of an older turn never end a newer one.
 A driver subclasses it to change one kind's handling.
@@ -44,6 +44,9 @@ class Dispatch:
         if kind == "text":
             if self.stream_text:
                 eng.set_text(ev.text)
+        elif kind == "reasoning":
+            if ev.text.strip():
+                self.host.reasoning(ev.text)
         elif kind == "tool_use":
             self.host.tool_use(tool_id(ev), ev.text, ev.data.get("input"))
         elif kind == "tool_result":
