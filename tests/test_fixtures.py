@@ -200,7 +200,12 @@ def test_offline_downloads_and_installs_nothing(
     monkeypatch.setattr(fetch_fixtures.subprocess, "run", runs)
     monkeypatch.setattr(fetch_fixtures, "apt_get_prefix", lambda: [])
     monkeypatch.setattr(fetch_fixtures, "_system_binary", lambda package: None)
-    for name in ("CACHE", "PYTE_DIR", "CLAUDE_DIR", "CODEX_DIR", "GEMINI_DIR"):
+    entries = [
+        "CACHE",
+        *(n for n, v in vars(fetch_fixtures).items() if n.endswith("_DIR") and isinstance(v, Path)),
+    ]
+    assert len(entries) >= 11  # the cache and every entry in it: none may be read from the real cache
+    for name in entries:
         monkeypatch.setattr(fetch_fixtures, name, tmp_path / getattr(fetch_fixtures, name).name)
     monkeypatch.setattr(fetch_fixtures, "OFFLINE", False)
 
@@ -209,6 +214,7 @@ def test_offline_downloads_and_installs_nothing(
     assert runs.cmds == []
     out = capsys.readouterr()
     assert "pyte sdist MISSING" in out.out and "claude MISSING" in out.out and "chromium MISSING" in out.out
+    assert " ok" not in out.out, out.out  # each CLI and Node too: an entry found would be the real cache's
     assert "--offline fetches nothing" in out.err
     assert list(tmp_path.iterdir()) == []
 

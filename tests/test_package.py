@@ -41,8 +41,8 @@ needs_tomllib = pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib i
 
 @needs_tomllib
 def test_summary_and_help_name_every_supported_cli():
-    """The package summary (PyPI) and `litbridge --help` name every CLI with a driver, and the generic one; the
-    help says what the summary says."""
+    """The package summary (PyPI), `litbridge --help` and the README's "What it is" name every CLI with a driver,
+    and the generic one (each as a word: `pi`, not the `pi` in `copilot`); the help says what the summary says."""
     summary = _pyproject()["project"]["description"]
     out = subprocess.run(
         [sys.executable, "-m", "litbridge", "--help"], capture_output=True, text=True, check=True
@@ -56,8 +56,12 @@ def test_summary_and_help_name_every_supported_cli():
         check=True,
     ).stdout.split()
     assert "claude" in builtin
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    what_it_is = readme.split("\n## What it is\n\n", 1)[1].split("\n\n", 1)[0]
     for name in [*builtin, "generic"]:
-        assert name in summary.lower(), f"the summary does not name {name!r}"
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        assert word.search(summary.lower()), f"the summary does not name {name!r}"
+        assert word.search(what_it_is.lower()), f"the README's What it is does not name {name!r}"
 
 
 def test_readme_links_work_on_pypi():

@@ -32,11 +32,6 @@ __all__ = ["HOLD_LIMIT", "INTERRUPT_FALLBACK", "Session", "SessionCommandError",
 Emit = Callable[[dict[str, Any]], None]
 
 SYNC_FRAME_FALLBACK = 0.25  # seconds: evaluate anyway if a synchronized frame never ends
-INSTALL_HINTS = {  # driver name -> how to install its CLI, for `cli_not_found`
-    "claude": "npm install -g @anthropic-ai/claude-code",
-    "codex": "npm install -g @openai/codex",
-    "gemini": "npm install -g @google/gemini-cli",
-}
 _DIALOG_EVENTS = frozenset(
     {"dialog_dismissed", "dialog_cleared", "dialog_blocked", "dialog_released", "unknown_dialog"}
 )
@@ -233,7 +228,7 @@ class Session:
         else:
             whose = "create.env's" if "PATH" in (self.options.get("env") or {}) else "the daemon's"
             where = f"searched {whose} PATH: {_short_path(env.get('PATH', os.defpath))}"
-        how = INSTALL_HINTS.get(self.driver.name)
+        how = self.driver.install_hint()
         fix = f"install it with `{how}`, or " if how else ""
         return (
             f"CLI not found: {program} ({where}); {fix}give its full path as the CLI, or start "
@@ -295,7 +290,7 @@ class Session:
                 resumed=self.resumed,
                 re=re,
                 state=self.state,
-                **self.worktree_field(),
+                **self.session_fields(),
             )
         )
         self.turns.schedule_pump()
@@ -623,15 +618,19 @@ class Session:
             "queued": len(self.turns.queue),
             "alive": not self.dead,
             "working_dir": self.options.get("working_dir"),
-            **self.worktree_field(),
+            **self.session_fields(),
         }
         for k, v in info.items():
             item.setdefault(k, v)
         return item
 
-    def worktree_field(self) -> dict[str, Any]:
-        """`{"worktree": {path, branch}}` for `ready` and `list` when the CLI runs in a worktree, else {}."""
-        return {} if self.worktree is None else {"worktree": self.worktree.info()}
+    def session_fields(self) -> dict[str, Any]:
+        """What `ready` and the `list` item say of the session beyond its state: whether the CLI answers in
+        markdown, and `worktree` {path, branch} when the CLI runs in one."""
+        fields: dict[str, Any] = {"markdown": self.driver.markdown}
+        if self.worktree is not None:
+            fields["worktree"] = self.worktree.info()
+        return fields
 
     def dump(self, re: Any = None) -> dict[str, Any]:
         info = self.info()

@@ -242,6 +242,28 @@ async def test_create_reuse_and_channel_key(daemon: Any, bash_create: Any) -> No
     await c.close()
 
 
+async def test_ready_and_list_say_whether_the_cli_answers_in_markdown(bash_create: Any) -> None:
+    """`ready.markdown` and each `list` item's: true for an AI CLI (rift, on its fake), false for bash under the
+    generic driver; a reused `ready` says it too. Clients render `complete.content` by it."""
+    from _daemon import running_daemon
+
+    with running_daemon() as d:
+        c = await Conn.open(d.socket)
+        await c.wait("monitor_ready")
+        ai = await c.request({"cmd": "create", "session": "md-ai", "cli": "rift"}, "ready")
+        shell = await c.request(bash_create("md-sh"), "ready")
+        assert ai["event"] == shell["event"] == "ready", (ai, shell)
+        assert ai["markdown"] is True and shell["markdown"] is False
+        again = await c.request({"cmd": "create", "session": "md-ai", "cli": "rift"}, "ready")
+        assert again["reused"] is True and again["markdown"] is True
+        lst = await c.request({"cmd": "list"}, "sessions")
+        items = {s["name"]: s for s in lst["sessions"]}
+        assert items["md-ai"]["markdown"] is True and items["md-sh"]["markdown"] is False
+        for key in ("md-ai", "md-sh"):
+            await c.request({"cmd": "kill", "session": key}, "killed")
+        await c.close()
+
+
 async def test_session_name_and_channel_id_are_at_most_256_bytes(daemon: Any, bash_create: Any) -> None:
     """A name is repeated in every event and log line: past 256 UTF-8 bytes it is `bad_field` (and the error
     does not echo it whole); 256 bytes, counted in UTF-8, is still a name."""
@@ -349,10 +371,15 @@ async def test_cli_not_found_says_where_it_looked_and_how_to_install(daemon: Any
     assert "npm install -g @anthropic-ai/claude-code" in err["message"] and "more)" in err["message"]
     assert "/opt/tool-0/bin" in err["message"] and "/opt/tool-99/bin" not in err["message"]
     assert len(err["message"]) < 600
-    err = await c.request(
-        {"cmd": "create", "session": "nf2", "cli": "gemini", "env": {"PATH": "/nonexistent-bin"}}
-    )
-    assert "npm install -g @google/gemini-cli" in err["message"]
+    from litbridge import drivers
+
+    for cli in sorted(set(drivers.BUILTIN) - {"rift"}):  # every npm-installed CLI says how to get it
+        err = await c.request(
+            {"cmd": "create", "session": "nf2", "cli": cli, "env": {"PATH": "/nonexistent-bin"}}
+        )
+        assert err["code"] == "cli_not_found", err
+        hint = f"install it with `npm install -g {drivers.get_driver(cli).CLI.package}`"
+        assert hint in err["message"], err
     await c.close()
 
 

@@ -147,6 +147,25 @@ async def test_python_repl_turn_and_interrupt() -> None:
 
 
 @pytest.mark.asyncio
+async def test_python_prompts_run_no_code_that_could_swallow_a_ctrl_c() -> None:
+    """The REPL's marked prompts are plain strings. A prompt object whose `__str__` is Python code lets a Ctrl-C
+    that lands while the REPL makes its prompt (as a command ends: a repeated press, a key typed through attach)
+    raise there, where CPython clears the error: the interrupt is lost and the prompt printed empty, without its
+    marks, so the turn never ends but by the session's fallback and the next send is held for good."""
+    rec = Recorder()
+    s = make("python3", ["-q", "-i"], rec)
+    try:
+        await rec.wait("ready")
+        s.send("import sys; print(type(sys.ps1).__name__, type(sys.ps2).__name__)")
+        done = await rec.wait("complete")
+        assert done["content"] == "str str"
+        s.send("if True:\n    print('both prompts')\n")  # ps2 (`...`) still marked: the turn ends once, right
+        done = await rec.wait("complete", content="both prompts")
+    finally:
+        await s.kill()
+
+
+@pytest.mark.asyncio
 async def test_a_ctrl_c_the_program_did_not_act_on_is_pressed_again() -> None:
     """A Ctrl-C can reach no process (in a shell loop, one typed just after a job exited signals an empty
     process group; a busy machine widens that gap): the interrupt presses it again while the command still runs.

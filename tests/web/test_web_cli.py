@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from lbd_helpers import check_event, start_daemon
@@ -108,3 +109,17 @@ def test_serve_exits_when_the_web_port_is_taken(tmp_path: object) -> None:
     assert "cannot listen" in proc.stderr
     for suffix in ("", ".web", ".token", ".attach"):
         assert not os.path.exists(sock + suffix), suffix
+
+
+def test_the_screenshot_script_imports() -> None:
+    """docs/make_web_screenshot.py (what makes docs/web-view.png) is run by hand, never by the suite: it still
+    compiles, its imports (playwright, the fixtures' chromium helpers) resolve, and it has its `main`."""
+    import importlib.util
+
+    pytest.importorskip("playwright.sync_api", reason="playwright is a test extra")
+    path = Path(__file__).resolve().parents[2] / "docs" / "make_web_screenshot.py"
+    spec = importlib.util.spec_from_file_location("make_web_screenshot", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # runs nothing but its imports and definitions (main is behind __main__)
+    assert callable(module.main) and module.MESSAGES

@@ -429,7 +429,7 @@ class Daemon:
                     model=existing.model,
                     re=re,
                     state=existing.state,
-                    **existing.worktree_field(),
+                    **existing.session_fields(),
                 )
             )
             return

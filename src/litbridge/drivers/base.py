@@ -194,6 +194,9 @@ class Driver(ABC):
     """Base class of every driver. Subclasses set `name` and implement `launch` (and usually the rest)."""
 
     name: str = "base"
+    markdown: bool = False
+    """The CLI answers in markdown: `ready.markdown` and the `list` item tell clients to render `complete.content`
+    as markdown (the AI CLIs); False for a shell or REPL, whose output is shown as it is."""
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         self.host = host
@@ -283,6 +286,11 @@ class Driver(ABC):
         raise DriverError("no_question", "no dialog is waiting on this session")
 
     # -- reporting -----------------------------------------------------------------------------------
+    @classmethod
+    def install_hint(cls) -> str | None:
+        """How to install the CLI (`cli_not_found` says it), None when the driver does not know."""
+        return None
+
     def info(self) -> dict[str, Any]:
         """Extra fields for `list` items and `dump`: e.g. model, cli_version, transcript_path, count, observing."""
         return {}

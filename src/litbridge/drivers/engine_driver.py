@@ -48,6 +48,7 @@ class EngineDriver(Driver, EngineHooks):
         self.use_version(options.get("cli_version"))  # replay: what the recording printed
 
     CLI: ClassVar[CliSpec]
+    markdown = True  # the AI CLIs on the engine answer in markdown
     rules: Any
     record: Record
     launcher: Launch[Any]
@@ -69,6 +70,10 @@ class EngineDriver(Driver, EngineHooks):
                     version,
                     self.follower.tracker,
                 )
+
+    @classmethod
+    def install_hint(cls) -> str | None:
+        return f"npm install -g {cls.CLI.package}" if cls.CLI.package else None
 
     def binary(self) -> str:
         return str(self.options.get("cli") or self.name)

@@ -144,6 +144,9 @@ class CliSpec:
     """Ask `<binary> --version` before the spawn (off for a CLI whose first frame shows it sooner)."""
     tested: tuple[str, ...] = ()
     """The exact versions the real-binary tests run against (what `tests/fetch_fixtures.py` installs)."""
+    package: str = ""
+    """The npm package the CLI is installed from: `cli_not_found` says `npm install -g <package>` (the package
+    `tests/fetch_fixtures.py` installs too)."""
 
     def pick(self, version: str | None) -> Plugins:
         """The plug-ins for a version, each the longest matching prefix of its table, else the newest."""

@@ -7,8 +7,9 @@ At spawn the program is given hooks that print `ESC ] 133 ; A BEL` (prompt start
   ~/.bashrc, an `--rcfile` that sources it first and then puts the hook back in front;
 - zsh: `ZDOTDIR` pointing at a folder whose startup files source the user's, then add precmd/preexec hooks;
 - fish: `--init-command` with `fish_preexec` / `fish_postexec` / `fish_prompt` event handlers;
-- python (the REPL): `PYTHONSTARTUP` sets `sys.ps1` to an object whose text carries the marks (`D` then `A`):
-  Python has no command-start hook, so its output is what follows the echoed input.
+- python (the REPL): `PYTHONSTARTUP` puts the marks in `sys.ps1` (`D` then `A`) and `sys.ps2`, as plain strings
+  (no Python code runs to make a prompt, where the REPL would swallow a Ctrl-C): Python has no command-start
+  hook, so its output is what follows the echoed input.
 
 `Integration.feed(bytes)` cuts the marks from the raw output (a mark may span reads) and keeps the command's
 output bytes; `output()` is that output as text. A program whose marks never arrive (the caller overrode the
@@ -307,16 +308,12 @@ def _python(args: list[str]) -> Integration:
         "_lb_orig = _lb_os.environ.pop('LITBRIDGE_USER_PYTHONSTARTUP', '')\n"
         "if _lb_orig and _lb_os.path.isfile(_lb_orig):\n"
         "    exec(compile(open(_lb_orig).read(), _lb_orig, 'exec'))\n"
-        "class _LBPrompt:\n"
-        "    def __init__(self, text):\n"
-        "        self.text = text\n"
-        "    def __str__(self):\n"
-        "        return '\\x1b]133;D\\x07\\x1b]133;A\\x07' + self.text\n"
-        "_lb_sys.ps1 = _LBPrompt(_lb_sys.ps1 if isinstance(getattr(_lb_sys, 'ps1', None), str) else '>>> ')\n"
-        "class _LBPrompt2(_LBPrompt):\n"
-        "    def __str__(self):\n"
-        "        return '\\x1b]133;A;k=s\\x07' + self.text\n"
-        "_lb_sys.ps2 = _LBPrompt2(_lb_sys.ps2 if isinstance(getattr(_lb_sys, 'ps2', None), str) else '... ')\n",
+        "# plain strings, no __str__: a Ctrl-C landing while the REPL made a prompt in Python code would be\n"
+        "# swallowed there (the REPL clears the error) and the prompt printed empty, without its marks\n"
+        "_lb_ps1 = getattr(_lb_sys, 'ps1', None)\n"
+        "_lb_ps2 = getattr(_lb_sys, 'ps2', None)\n"
+        "_lb_sys.ps1 = '\\x1b]133;D\\x07\\x1b]133;A\\x07' + (_lb_ps1 if isinstance(_lb_ps1, str) else '>>> ')\n"
+        "_lb_sys.ps2 = '\\x1b]133;A;k=s\\x07' + (_lb_ps2 if isinstance(_lb_ps2, str) else '... ')\n",
         encoding="utf-8",
     )
     env = {"PYTHONSTARTUP": str(startup)}

@@ -278,6 +278,12 @@ _FEATURES = Field(
     new=True,
 )
 _WORKTREE = Field("object", doc="the session's git worktree: {path, branch}", new=True)
+_MARKDOWN = Field(
+    "boolean",
+    doc="the CLI answers in markdown (an AI CLI): render `complete.content` as markdown; false (a shell, a REPL): "
+    "show it as it is. Absent from an older daemon",
+    new=True,
+)
 _WORKTREE_END = Field(
     "object",
     doc="what became of the session's worktree: {path, branch, removed, reason}: removed only when clean (no "
@@ -315,6 +321,7 @@ EVENTS: dict[str, Event] = {
                 "resumed": Field("boolean"),
                 "reused": Field("boolean"),
                 "worktree": _WORKTREE,
+                "markdown": _MARKDOWN,
             },
         ),
         Event(
@@ -558,8 +565,8 @@ EVENTS: dict[str, Event] = {
                 "sessions": Field(
                     "array",
                     items="object",
-                    doc="one object per session (name, state, cli, model, pid, …; `worktree` {path, branch} "
-                    "when it runs in one)",
+                    doc="one object per session (name, state, cli, model, pid, …; `markdown` as in `ready` "
+                    "(**new**); `worktree` {path, branch} when it runs in one)",
                 )
             },
             per_session=False,

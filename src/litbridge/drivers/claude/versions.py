@@ -44,6 +44,7 @@ CLI = kit.CliSpec(
     launch={"2.1": Launch},
     logo=LOGO_VERSION_RE,
     tested=("2.1.328",),
+    package="@anthropic-ai/claude-code",
 )
 
 

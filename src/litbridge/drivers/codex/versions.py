@@ -42,6 +42,7 @@ CLI = kit.CliSpec(
     launch={"0.169": Launch},
     logo=HEADER_VERSION_RE,
     tested=("0.169.0",),
+    package="@openai/codex",
 )
 
 

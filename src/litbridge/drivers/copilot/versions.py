@@ -42,4 +42,5 @@ CLI = kit.CliSpec(
     launch={"1.0": Launch},
     logo=LOGO_VERSION_RE,
     tested=("1.0.102",),
+    package="@github/copilot",
 )

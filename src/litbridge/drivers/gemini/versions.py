@@ -43,6 +43,7 @@ CLI = kit.CliSpec(
     logo=HEADER_VERSION_RE,
     version_from_binary=False,
     tested=("0.61.0",),
+    package="@google/gemini-cli",
 )
 
 

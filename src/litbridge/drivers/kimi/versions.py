@@ -43,4 +43,5 @@ CLI = kit.CliSpec(
     logo=LOGO,
     version_from_binary=False,
     tested=("2.1.0",),
+    package="@moonshot-ai/kimi-code",
 )

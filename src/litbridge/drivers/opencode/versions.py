@@ -44,4 +44,5 @@ CLI = kit.CliSpec(
     logo=LOGO_VERSION_RE,
     version_from_binary=False,
     tested=("1.18.33",),
+    package="opencode-ai",
 )

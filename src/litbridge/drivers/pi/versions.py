@@ -40,4 +40,5 @@ CLI = kit.CliSpec(
     logo=logo_version_re(b"pi"),
     version_from_binary=False,
     tested=("0.73.1",),
+    package="@mariozechner/pi-coding-agent",
 )

@@ -43,4 +43,5 @@ CLI = kit.CliSpec(
     logo=HEADER_VERSION_RE,
     version_from_binary=False,  # `qwen --version` needs Node >= 22 on the PATH; the first frame shows it
     tested=("0.24.4",),
+    package="@qwen-code/qwen-code",
 )

@@ -44,6 +44,7 @@ class RiftDriver(Driver):
     """
 
     name = "rift"
+    markdown = True
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options)

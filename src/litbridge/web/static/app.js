@@ -12,7 +12,8 @@
   const $ = (sel) => document.querySelector(sel);
   const CREDENTIAL = "litbridge.credential"; // the sessionStorage key
   const UNAUTHORIZED = 4401; // the server's close code for a missing or unknown credential
-  // The AI CLIs answer in markdown; a shell or REPL (the generic driver) writes plain text, shown as it is.
+  // The AI CLIs answer in markdown; a shell or REPL (the generic driver) writes plain text, shown as it is. The
+  // daemon says which in each session's `markdown`; this list is the guess for an older daemon that does not.
   const MARKDOWN_CLIS = new Set(["claude", "codex", "gemini", "rift"]);
   const md = window.markdownit({ html: false, linkify: false, breaks: false }); // raw HTML is escaped
   const linkOpen = md.renderer.rules.link_open || ((tokens, i, opts, env, self) => self.renderToken(tokens, i, opts));
@@ -410,6 +411,7 @@
 
   function writesMarkdown(key) {
     const s = S.sessions.get(key);
+    if (s && typeof s.markdown === "boolean") return s.markdown;
     return !!(s && s.cli && MARKDOWN_CLIS.has(s.cli.split("/").pop()));
   }
 
