@@ -55,9 +55,11 @@ async def _close(first: dict[str, Any], w: asyncio.StreamWriter) -> None:
     w.close()
 
 
-async def _run_attach(port: int, *extra: str) -> tuple[int, str]:
-    """`litbridge attach SESSION --port PORT ...` (no tty: it stops before the terminal is touched)."""
-    code, _, err = await run_cli("attach", SESSION, "--control", "--port", str(port), *extra)
+async def _run_attach(port: int, *extra: str, token: str | None = None) -> tuple[int, str]:
+    """`litbridge attach SESSION --port PORT ...` (no tty: it stops before the terminal is touched), with
+    `token` in $LITBRIDGE_TOKEN when given."""
+    env = {"LITBRIDGE_TOKEN": token} if token is not None else None
+    code, _, err = await run_cli("attach", SESSION, "--control", "--port", str(port), *extra, env=env)
     return code, err
 
 
@@ -78,7 +80,7 @@ def _assert_only_a_nonce(received: bytes, token: str = TOKEN) -> None:
 )
 async def test_impostor_on_the_attach_port_gets_only_a_nonce(reply: Reply) -> None:
     async with Impostor(reply) as imp:
-        code, err = await _run_attach(imp.port - 1, "--token", TOKEN)  # attach uses --port + 1
+        code, err = await _run_attach(imp.port - 1, token=TOKEN)  # attach uses --port + 1
         await asyncio.sleep(0.2)  # let the impostor read whatever else might have been sent
     assert code == EXIT_UNTRUSTED, err
     assert f"127.0.0.1:{imp.port} did not prove it is the litbridge daemon" in err, err
@@ -92,7 +94,7 @@ async def test_impostor_on_the_attach_port_gets_only_a_nonce(reply: Reply) -> No
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to listen as nobody")
 async def test_attach_port_of_another_user_is_refused_before_any_byte() -> None:
     async with OtherUserListener() as listener:
-        code, err = await _run_attach(listener.port - 1, "--token", TOKEN)
+        code, err = await _run_attach(listener.port - 1, token=TOKEN)
         received = await listener.received()
     assert code == EXIT_UNTRUSTED, err
     assert "runs as uid" in err and "(nobody)" in err, err
@@ -221,7 +223,7 @@ async def test_daemon_refuses_wrong_proofs_and_tokens_and_stays_up(tcp_daemon: t
 @pytest.mark.asyncio
 async def test_cli_with_a_wrong_token_refuses_the_real_daemon(tcp_daemon: tuple[Daemon, int]) -> None:
     _, port = tcp_daemon
-    code, err = await _run_attach(port, "--token", TOKEN)
+    code, err = await _run_attach(port, token=TOKEN)
     assert code == EXIT_UNTRUSTED, err
     assert "proof of the token is wrong" in err and TOKEN not in err, err
 
@@ -236,7 +238,7 @@ async def test_a_relay_in_front_of_the_attach_port_is_refused_and_never_sees_the
     token = read_token(daemon.socket)
     assert token
     async with Relay(port + 1) as relay:
-        code, err = await _run_attach(relay.port - 1, "--token", token)
+        code, err = await _run_attach(relay.port - 1, token=token)
     assert code == EXIT_UNTRUSTED, err
     assert "proof of the token is wrong" in err, err
     _assert_only_a_nonce(bytes(relay.seen), token)

@@ -167,6 +167,7 @@ def test_launchd_agent_is_a_plist_running_the_same_command(
         "-m",
         "litbridge",
         "serve",
+        "--already-running-ok",
         "--socket",
         "/tmp/lb.sock",
     ]
@@ -179,7 +180,65 @@ def test_launchd_agent_is_a_plist_running_the_same_command(
 def test_launchd_agent_bakes_no_socket_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     plist = plistlib.loads(service.unit_for(platform="darwin").text.encode())
-    assert plist["ProgramArguments"] == [sys.executable, "-m", "litbridge", "serve"]
+    assert plist["ProgramArguments"] == [sys.executable, "-m", "litbridge", "serve", "--already-running-ok"]
+
+
+def test_launchd_agent_does_not_loop_when_a_daemon_already_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """launchd has no RestartPreventExitStatus: `KeepAlive{SuccessfulExit:false}` restarts after any non-zero
+    exit. So the agent's command, started while a live daemon owns the socket, must exit 0 (and leave that
+    daemon alone), where plain `serve` exits 3 for systemd; once the socket is free the same command serves."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    base = Path(tempfile.mkdtemp(prefix="lbl-"))  # short: AF_UNIX path limit
+    sock = str(base / "agent.sock")
+    try:
+        plist = plistlib.loads(service.unit_for(sock, platform="darwin").text.encode())
+        assert plist["KeepAlive"] == {"SuccessfulExit": False}  # restarts exactly the non-zero exits
+        argv = plist["ProgramArguments"]
+        env = {k: v for k, v in os.environ.items() if k != "LITBRIDGE_SOCKET"}
+        live = subprocess.Popen(
+            [sys.executable, "-m", "litbridge", "serve", "--socket", sock],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not is_live(sock) and time.monotonic() < deadline:
+                assert live.poll() is None, "the first daemon exited"
+                time.sleep(0.1)
+            agent = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+            assert agent.returncode == 0 and "already" in agent.stderr, (agent.returncode, agent.stderr)
+            plain = subprocess.run(
+                [a for a in argv if a != "--already-running-ok"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=env,
+            )
+            from litbridge.daemon.server import EXIT_ALREADY_RUNNING
+
+            assert plain.returncode == EXIT_ALREADY_RUNNING, plain.stderr  # what systemd's unit relies on
+            assert live.poll() is None and is_live(sock)
+        finally:
+            live.send_signal(signal.SIGTERM)
+            live.wait(20)
+        agent_daemon = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not is_live(sock) and time.monotonic() < deadline:
+                assert agent_daemon.poll() is None, "the agent's command exited with the socket free"
+                time.sleep(0.1)
+            assert is_live(sock)
+        finally:
+            agent_daemon.send_signal(signal.SIGTERM)
+            agent_daemon.wait(20)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_unsupported_platform_says_what_to_do() -> None:

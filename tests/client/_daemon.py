@@ -57,11 +57,12 @@ class Daemon:
             return ""
 
 
-async def run_cli(*args: str) -> tuple[int, str, str]:
-    """`python -m litbridge ARGS` (stdin /dev/null) without blocking the event loop, where an impostor or a
-    relay the command talks to may be serving: its exit status, stdout and stderr."""
+async def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """`python -m litbridge ARGS` (stdin /dev/null; `env` added to ours) without blocking the event loop, where
+    an impostor or a relay the command talks to may be serving: its exit status, stdout and stderr."""
     proc = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "litbridge", *args),
+        env={**os.environ, **(env or {})},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -89,7 +89,8 @@ async def test_cli_refuses_an_impostor_with_exit_status_5() -> None:
     async with Impostor(_wrong_proof) as imp:
         code, out, text = await run_cli(
             *("create", "work", "--cli", "bash", "--env", f"API_KEY={SECRET}"),
-            *("--port", str(imp.port), "--token", TOKEN),
+            *("--port", str(imp.port)),
+            env={"LITBRIDGE_TOKEN": TOKEN},
         )
         await asyncio.sleep(0.2)
     assert code == EXIT_UNTRUSTED, (out, text)
@@ -223,7 +224,7 @@ async def test_a_relay_on_another_port_is_refused_and_never_sees_the_token(
     # A relay on another port is exactly what the endpoint in the proof refuses: the daemon's proof names
     # 127.0.0.1:<its port>, the client expects the port it dialled.
     async with Relay(port) as relay:
-        code, out, err = await run_cli("list", "--port", str(relay.port), "--token", token)
+        code, out, err = await run_cli("list", "--port", str(relay.port), env={"LITBRIDGE_TOKEN": token})
     assert code == EXIT_UNTRUSTED, (out, err)
     assert token.encode() not in relay.seen
     # Straight to the daemon it works.

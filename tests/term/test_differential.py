@@ -765,9 +765,15 @@ def test_combining_after_wide_char_attaches_to_it(native_pyte: ModuleType) -> No
     assert screen.buffer[0][3].data == "d\u0301"
 
 
+FLOOD_SECONDS = 3.0
+"""The combining-mark flood's bound: "well under a second" with room for a loaded machine."""
+
+
 def test_combining_mark_flood_is_capped_per_cell(native_pyte: ModuleType) -> None:
-    """D13: 1 MB of combining marks on one base feeds in linear time and interns at most CLUSTER_MAX strings;
-    the cell keeps CLUSTER_MAX codepoints and the next character still gets its own cell."""
+    """D13: 1 MB of combining marks on one base feeds "well under a second" and interns at most CLUSTER_MAX
+    strings; the cell keeps CLUSTER_MAX codepoints and the next character still gets its own cell. The bound,
+    FLOOD_SECONDS, is what a loaded 2-core machine still meets (an unloaded one: tens of ms); the quadratic
+    code it guards against took hours."""
     import time
 
     from litbridge._core import screen as core
@@ -783,7 +789,11 @@ def test_combining_mark_flood_is_capped_per_cell(native_pyte: ModuleType) -> Non
         0, len(flood), 4096
     ):  # a PTY's reads; quadratic code overruns the bound within a few chunks
         stream.feed(flood[i : i + 4096])
-        assert time.monotonic() - start < 10, f"combining-mark flood still feeding after 10 s at byte {i}"
+        elapsed = time.monotonic() - start
+        assert elapsed < FLOOD_SECONDS, (
+            f"combining-mark flood still feeding after {elapsed:.1f} s at byte {i}"
+        )
+    print(f"combining-mark flood: {len(flood) / 1e6:.2f} MB fed in {elapsed * 1000:.0f} ms")
     assert core.interned_cluster_count() - interned <= CLUSTER_MAX
     stream.feed("\u200d👩z".encode())  # a ZWJ on the full cell is dropped too: the emoji starts its own cell
     cell = screen.buffer[0][0].data

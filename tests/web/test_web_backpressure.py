@@ -1,5 +1,6 @@
-"""A browser (or any local process holding a credential) that floods `/ws/events` and never reads a reply must
-not grow the daemon: inbound WebSocket bytes are bounded like the Unix socket's (the sender blocks instead)."""
+"""A browser (or any local process holding a credential) that floods the web view's WebSockets and never reads
+a reply must not grow the daemon: inbound WebSocket bytes are bounded like the Unix socket's (the sender blocks
+instead), on `/ws/events` and on a controlling `/ws/attach`, and a frame over the line limit is refused."""
 
 from __future__ import annotations
 
@@ -9,14 +10,25 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import aiohttp
-from web_helpers import start_web_daemon
+import pytest
+from aiohttp import WSCloseCode, WSMsgType
+from web_helpers import WebDaemon, start_web_daemon
+
+from litbridge.protocol.spec import MAX_LINE
 
 FLOOD_BYTES = 300 * 1024 * 1024
 MESSAGE = (b'{"cmd":"ping"}\n' * 60_000)[:-1]  # ~900 KB: one frame under the 1 MiB line limit
 LIMIT_MIB = 32
+SLEEP = {"cli": "sleep", "args": ["600"], "working_dir": "/tmp", "quiescence": 0.3}  # reads nothing
+CAT = {
+    "cli": "cat",
+    "working_dir": "/tmp",
+    "quiescence": 0.3,
+}  # a CLI that reads all it is typed and echoes it
 
 
 def rss_mib(pid: int) -> float:
@@ -31,7 +43,7 @@ async def flood(url: str, origin: str, credential: str) -> int:
     has not gone out for 15 s: the backpressure this test wants) or closes. Returns the bytes sent."""
     sent = 0
     async with aiohttp.ClientSession() as session:
-        async with session.ws_connect(url + "ws/events", origin=origin, max_msg_size=0) as ws:
+        async with session.ws_connect(url, origin=origin, max_msg_size=0) as ws:
             await ws.send_str(json.dumps({"auth": credential}))
             while sent < FLOOD_BYTES and not ws.closed:
                 try:
@@ -42,34 +54,106 @@ async def flood(url: str, origin: str, credential: str) -> int:
     return sent
 
 
-def test_a_websocket_flood_that_never_reads_does_not_grow_the_daemon() -> None:
+def peak_growth(pid: int, run: Callable[[], int]) -> tuple[int, float, float]:
+    """(what `run` returned, RSS before, peak RSS while it ran and 1 s after), sampling every 0.1 s."""
+    base = peak = rss_mib(pid)
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, rss_mib(pid))
+            time.sleep(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        result = run()
+        time.sleep(1.0)  # what the daemon read before the stop is in its memory by now
+    finally:
+        done.set()
+        sampler.join()
+    return result, base, peak
+
+
+@pytest.fixture
+def fresh_web_daemon() -> Iterator[WebDaemon]:
+    """A daemon of its own: its memory is measured."""
     directory = tempfile.mkdtemp(prefix="lbw-")
     wd = start_web_daemon(directory)
     try:
-        credential = wd.credential()
-        pid = wd.proc.proc.pid
-        base = rss_mib(pid)
-        peak = base
-        done = threading.Event()
-
-        def sample() -> None:
-            nonlocal peak
-            while not done.is_set():
-                peak = max(peak, rss_mib(pid))
-                time.sleep(0.1)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        try:
-            sent = asyncio.run(flood(wd.url, wd.origin, credential))
-            time.sleep(1.0)  # what the daemon read before the stop is in its memory by now
-        finally:
-            done.set()
-            sampler.join()
-        grown = peak - base
-        print(f"web flood: sent {sent / 2**20:.0f} MiB, RSS {base:.1f} -> peak {peak:.1f} MiB (+{grown:.1f})")
-        assert grown <= LIMIT_MIB, f"the daemon grew {grown:.0f} MiB while {sent / 2**20:.0f} MiB were sent"
-        assert wd.request({"cmd": "ping"}, "pong")["event"] == "pong"  # and it still serves
+        yield wd
     finally:
         assert wd.proc.stop() == 0, wd.proc.log()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    ("path", "cli"),
+    [
+        ("ws/events", None),
+        ("ws/attach?session=flood&control=1", CAT),
+        ("ws/attach?session=flood&control=1", SLEEP),
+    ],
+    ids=["events", "attach-cat", "attach-not-reading"],
+)
+def test_a_websocket_flood_that_never_reads_does_not_grow_the_daemon(
+    fresh_web_daemon: WebDaemon, path: str, cli: dict[str, object] | None
+) -> None:
+    """300 MB of ~900 KB frames, nothing read back: on `/ws/events` every frame is a batch of commands whose
+    replies pile up; on a controlling `/ws/attach` every byte is typed into `cat`, which echoes it twice (the
+    terminal's echo and cat's own output) into a terminal view that is never read, or into `sleep`, which
+    reads none of it (the attach is then detached, with no error in the daemon's log)."""
+    wd = fresh_web_daemon
+    if cli is not None:
+        assert wd.request({"cmd": "create", "session": "flood", **cli}, "ready")["event"] == "ready"
+    credential = wd.credential()
+    sent, base, peak = peak_growth(
+        wd.proc.proc.pid, lambda: asyncio.run(flood(wd.url + path, wd.origin, credential))
+    )
+    grown = peak - base
+    print(
+        f"web flood on /{path}: sent {sent / 2**20:.0f} MiB, RSS {base:.1f} -> peak {peak:.1f} MiB (+{grown:.1f})"
+    )
+    assert grown <= LIMIT_MIB, f"the daemon grew {grown:.0f} MiB while {sent / 2**20:.0f} MiB were sent"
+    assert wd.request({"cmd": "ping"}, "pong")["event"] == "pong"  # and it still serves
+    if cli is not None:
+        listed = wd.request({"cmd": "list"}, "sessions")
+        assert [s["name"] for s in listed["sessions"] if s.get("alive", True)] == ["flood"], listed
+    assert "Traceback" not in wd.proc.log() and " ERROR " not in wd.proc.log(), wd.proc.log()[-3000:]
+
+
+async def oversized_frame(url: str, origin: str, credential: str) -> int | None:
+    """Authenticate, send one text frame a byte over MAX_LINE (a valid command padded), read what comes back
+    until the server closes; the close code."""
+    head, tail = '{"cmd":"ping","pad":"', '"}'
+    frame = head + "x" * (MAX_LINE + 1 - len(head) - len(tail)) + tail
+    assert len(frame.encode()) == MAX_LINE + 1
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(url, origin=origin, max_msg_size=0) as ws:
+            await ws.send_str(json.dumps({"auth": credential}))
+            await ws.send_str(frame)
+            deadline = asyncio.get_running_loop().time() + 60
+            while asyncio.get_running_loop().time() < deadline:
+                msg = await ws.receive(timeout=60)
+                if msg.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+                    break
+            return ws.close_code
+
+
+@pytest.mark.parametrize("path", ["ws/events", "ws/attach?session=big&control=1"], ids=["events", "attach"])
+def test_a_frame_over_the_line_limit_is_refused_and_the_daemon_stays_up(
+    fresh_web_daemon: WebDaemon, path: str
+) -> None:
+    """A frame longer than MAX_LINE (the Unix socket's line limit) is not read into memory: the WebSocket is
+    closed with 1009 (message too big); the daemon and its other clients carry on."""
+    wd = fresh_web_daemon
+    if "attach" in path:
+        assert wd.request({"cmd": "create", "session": "big", **CAT}, "ready")["event"] == "ready"
+    code = asyncio.run(oversized_frame(wd.url + path, wd.origin, wd.credential()))
+    assert code == WSCloseCode.MESSAGE_TOO_BIG, code
+    assert wd.proc.proc.poll() is None
+    assert wd.request({"cmd": "ping"}, "pong")["event"] == "pong"
+    if "attach" in path:
+        dump = wd.request({"cmd": "dump", "session": "big"}, "dump")
+        assert dump["event"] == "dump" and "xxxxxxxx" not in json.dumps(dump), "the refused frame was typed"

@@ -20,13 +20,14 @@ from typing import Any
 import orjson
 
 from litbridge.cli import common
-from litbridge.client import UnsafeSocket, UntrustedDaemon, default_socket_path, read_token, token_path
+from litbridge.client import UnsafeSocket, UntrustedDaemon, default_socket_path
 from litbridge.client.paths import (
     answer_challenge,
     attach_socket_path,
     check_peer,
     check_socket_path,
     check_tcp_peer,
+    no_token_hint,
 )
 from litbridge.protocol import auth
 from litbridge.protocol.spec import GRID
@@ -96,9 +97,9 @@ def _prove_daemon(sock: socket.socket, args: argparse.Namespace, address: str) -
     only `{"auth":{"nonce"}}`, check the daemon's `auth_challenge` proof of the token, return our own proof.
     Whatever holds the port learns nothing but a random nonce unless it proves it knows the token.
     Raises UntrustedDaemon (or _NoToken before anything is sent)."""
-    token = args.token or read_token(args.socket)
+    token = common.tcp_token(args)
     if not token:
-        raise _NoToken(f"no TCP token for {address}: pass --token or make {token_path(args.socket)} readable")
+        raise _NoToken(f"no TCP token for {address}: {no_token_hint(args.token_file, args.socket)}")
     nonce = auth.new_nonce()
     refuse = f"the listener on {address} did not prove it is the litbridge daemon"
     sock.settimeout(_HANDSHAKE_SECONDS)

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from litbridge.client import Client, DaemonNotRunning, LitbridgeError, UntrustedDaemon
+from litbridge.client import TOKEN_ENV, Client, DaemonNotRunning, LitbridgeError, UntrustedDaemon, find_token
 from litbridge.client.client import _Connecting
 from litbridge.protocol.names import shown
 
@@ -44,7 +44,7 @@ def add_socket_arg(parser: Any, help: str = SOCKET_HELP) -> None:
 def add_connection_args(
     parser: argparse.ArgumentParser, *, json_help: str | None = None, json: bool = True
 ) -> None:
-    """--socket / --port / --token / --json, the same on every client subcommand (`json=False`: no --json, for
+    """--socket / --port / --token-file / --token / --json, the same on every client subcommand (`json=False`: no --json, for
     `mcp`, whose output is the MCP protocol itself)."""
     g = parser.add_argument_group("connection")
     add_socket_arg(g)
@@ -52,7 +52,16 @@ def add_connection_args(
         "--port", type=int, metavar="N", help="connect over TCP 127.0.0.1:N instead of a Unix socket"
     )
     g.add_argument(
-        "--token", metavar="TOKEN", help="TCP auth token (default: read from the daemon's token file)"
+        "--token-file",
+        metavar="FILE",
+        help=f"read the TCP token from FILE (default: ${TOKEN_ENV}, else the daemon's token file)",
+    )
+    g.add_argument(
+        "--token",
+        metavar="TOKEN",
+        action=_TokenOnArgv,
+        help="the TCP token itself: other users can read it in ps / /proc; prefer --token-file or "
+        f"${TOKEN_ENV}",
     )
     if json:
         parser.add_argument(
@@ -60,6 +69,28 @@ def add_connection_args(
             action="store_true",
             help=json_help or "print the raw events as JSON lines instead of text",
         )
+
+
+TOKEN_ON_ARGV_WARNING = (
+    "litbridge: warning: --token is readable by every user of this machine (ps, /proc/PID/cmdline); "
+    f"use --token-file FILE or ${TOKEN_ENV}"
+)
+
+
+class _TokenOnArgv(argparse.Action):
+    """`--token T`, kept for old scripts: stores T and says once on stderr that it is visible to others."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
+    ) -> None:
+        eprint(TOKEN_ON_ARGV_WARNING)
+        setattr(namespace, self.dest, values)
+
+
+def tcp_token(args: argparse.Namespace) -> str | None:
+    """The TCP token for `args`: --token, else --token-file, else $LITBRIDGE_TOKEN, else the daemon's token file
+    next to --socket (`litbridge.client.find_token`); None when there is none."""
+    return getattr(args, "token", None) or find_token(getattr(args, "token_file", None), args.socket)
 
 
 def add_fleet_args(parser: argparse.ArgumentParser, *, env: bool = False) -> None:
@@ -165,6 +196,7 @@ def connect(args: argparse.Namespace, **options: Any) -> _Connecting:
         socket=getattr(args, "socket", None),
         port=getattr(args, "port", None),
         token=getattr(args, "token", None),
+        token_file=getattr(args, "token_file", None),
         **options,
     )
 

@@ -1,7 +1,7 @@
 """`litbridge serve`: run the daemon (uvloop on Unix, asyncio elsewhere) until SIGTERM/SIGINT.
 
-Exit status: 0 after a clean shutdown, 3 when a live daemon already owns the socket, 1 when it cannot
-listen. Logs go to stderr (environment values are never logged).
+Exit status: 0 after a clean shutdown, 3 when a live daemon already owns the socket (0 with
+--already-running-ok), 1 when it cannot listen. Logs go to stderr (environment values are never logged).
 
 This is the composition root: `run` builds the daemon and, as asked, the web view, notifications and the
 NATS fleet link, and hands each the daemon's public face (`daemon/front.py`). The daemon knows none of them.
@@ -78,6 +78,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
     add_fleet_arguments(p, daemon=True)
     p.add_argument(
+        "--already-running-ok",
+        action="store_true",
+        help="exit 0, not 3, when a live daemon already owns the socket: for a service manager that restarts "
+        "on any failure status (the launchd agent of `litbridge service install` passes it)",
+    )
+    p.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"], help="stderr log level"
     )
     p.set_defaults(func=main)
@@ -140,7 +146,7 @@ def main(args: argparse.Namespace) -> int:
         except ImportError:
             print("litbridge serve: --nats needs nats-py: pip install 'litbridge[fleet]'", file=sys.stderr)
             return 2
-    coro = run(args.socket, args.port, web, notify_config, fleet)
+    coro = run(args.socket, args.port, web, notify_config, fleet, already_running_ok=args.already_running_ok)
     if sys.platform != "win32":
         try:
             import uvloop
@@ -156,10 +162,13 @@ async def run(
     web: tuple[str, int] | None = None,
     notify: NotifyConfig | None = None,
     fleet: FleetConfig | None = None,
+    *,
+    already_running_ok: bool = False,
 ) -> int:
     """Start, serve until SIGTERM/SIGINT, clean up; returns the exit status. `web` = (host, port) of the web
     view (a client of this daemon on the same event loop); `notify` the notifications (a tap on the hub);
-    `fleet` the NATS link (publisher, command responder, registry; it connects in the background).
+    `fleet` the NATS link (publisher, command responder, registry; it connects in the background);
+    `already_running_ok`: a live daemon on the socket is exit status 0, not 3 (nothing to restart).
     Imports are deferred: every `litbridge` subcommand imports this module to build its parser."""
     from litbridge.daemon import memory, paths
     from litbridge.daemon.server import EXIT_ALREADY_RUNNING, Daemon, listen_problem
@@ -178,7 +187,7 @@ async def run(
             daemon.web = web_view
     except paths.AlreadyRunning as exc:
         print(f"litbridge serve: {exc}", file=sys.stderr)
-        return EXIT_ALREADY_RUNNING
+        return 0 if already_running_ok else EXIT_ALREADY_RUNNING
     except OSError as exc:
         where = daemon.socket_path + (f" / 127.0.0.1:{port}" if port is not None else "")
         print(

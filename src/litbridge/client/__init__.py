@@ -14,10 +14,18 @@ from litbridge.client.errors import (
     UnsafeSocket,
     UntrustedDaemon,
 )
-from litbridge.client.paths import attach_socket_path, default_socket_path, read_token, token_path
+from litbridge.client.paths import (
+    TOKEN_ENV,
+    attach_socket_path,
+    default_socket_path,
+    find_token,
+    read_token,
+    token_path,
+)
 
 __all__ = [
     "TERMINAL_EVENTS",
+    "TOKEN_ENV",
     "AuthFailed",
     "Client",
     "ConnectionLost",
@@ -30,6 +38,7 @@ __all__ = [
     "UntrustedDaemon",
     "attach_socket_path",
     "default_socket_path",
+    "find_token",
     "read_token",
     "session_key",
     "token_path",

@@ -58,8 +58,8 @@ from litbridge.client.paths import (
     check_socket_path,
     check_tcp_peer,
     default_socket_path,
-    read_token,
-    token_path,
+    find_token,
+    no_token_hint,
 )
 from litbridge.protocol import auth
 from litbridge.protocol.framing import LineSplitter, TooLarge, decode, encode
@@ -473,7 +473,8 @@ class Client:
         self._failed: LitbridgeError | None = None
         self._task: asyncio.Task[None] | None = None
         self._instance: Any = None
-        self._token_from_file = False  # else it was given
+        self._token_found = False  # else it was given
+        self._token_file: str | os.PathLike[str] | None = None  # --token-file
         self._token_socket: str | os.PathLike[str] | None = None  # whose token file
         self._fresh = False  # a re-opened connection that has not delivered a seq'd event yet
         # Seqs delivered recently. A set, not just the highest: replayed events can arrive after newer ones
@@ -489,13 +490,15 @@ class Client:
         socket: str | os.PathLike[str] | None = None,
         port: int | None = None,
         token: str | None = None,
+        *,
+        token_file: str | os.PathLike[str] | None = None,
         **options: Any,
     ) -> _Connecting:
         """Connect to the daemon at `socket` (default: the daemon's default path) or TCP `port`.
 
         For TCP the daemon must first prove it knows the token (the token itself is never sent; see
-        docs/protocol.md); without `token=` the token is read from the token file next to `socket` (or the
-        default socket path), again on every reconnect. A listener that cannot prove it raises
+        docs/protocol.md); without `token=` the token is read from `token_file`, else `$LITBRIDGE_TOKEN`, else
+        the token file next to `socket` (or the default socket path), again on every reconnect. A listener that cannot prove it raises
         `UntrustedDaemon` having received nothing but a random nonce. Options: `host`, `subscribe` (session
         keys or "*"), `reconnect` (default True), `reconnect_timeout`, `connect_timeout`, `request_timeout`,
         `deltas` (default True: streamed text travels as `append`, still delivered as `replace`). Raises `DaemonNotRunning` when nothing listens there.
@@ -507,8 +510,8 @@ class Client:
         ...     await c.close()
         """
         client = cls(socket if port is None else None, port, token, **options)
-        if port is not None and token is None:
-            client._token_from_file, client._token_socket = True, socket  # read (again on reconnect) from it
+        if port is not None and token is None:  # found (again on every reconnect) by `find_token`
+            client._token_found, client._token_file, client._token_socket = True, token_file, socket
         return _Connecting(client)
 
     @property
@@ -644,13 +647,12 @@ class Client:
     ) -> str:
         """The proof-first TCP handshake (`litbridge.protocol.auth`): send `hello{auth:{nonce}}` only, check
         the daemon's `auth_challenge` proof of the token, return our own proof. Raises UntrustedDaemon."""
-        if self._token_from_file:  # read it again: a restarted daemon writes a new one
-            self.token = read_token(self._token_socket) or self.token
+        if self._token_found:  # read it again: a restarted daemon writes a new one
+            self.token = find_token(self._token_file, self._token_socket) or self.token
         token = self.token
         if not token:
             raise AuthFailed(
-                f"no TCP token for {self.address}: pass token= (--token) or make "
-                f"{token_path(self._token_socket)} readable"
+                f"no TCP token for {self.address}: {no_token_hint(self._token_file, self._token_socket)}"
             )
         nonce = auth.new_nonce()
         auth_id = self._next_id()

@@ -48,10 +48,37 @@ def token_path(socket: str | os.PathLike[str] | None = None) -> Path:
 
 def read_token(socket: str | os.PathLike[str] | None = None) -> str | None:
     """The TCP token the daemon wrote, or None when there is no readable token file."""
+    return read_token_file(token_path(socket))
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str | None:
+    """The token in file `path` (surrounding whitespace dropped), or None when it is unreadable or empty."""
     try:
-        return token_path(socket).read_text().strip() or None
-    except OSError:
+        return Path(path).read_text().strip() or None
+    except (OSError, UnicodeDecodeError):
         return None
+
+
+TOKEN_ENV = "LITBRIDGE_TOKEN"
+"""The environment variable a TCP client takes its token from: unlike an argument, no other user can read it."""
+
+
+def find_token(
+    token_file: str | os.PathLike[str] | None = None, socket: str | os.PathLike[str] | None = None
+) -> str | None:
+    """The TCP token when none was given: from `token_file` when named, else `$LITBRIDGE_TOKEN`, else the
+    token file the daemon wrote next to `socket`. Called again on every connect: a restarted daemon writes a
+    new token file. None when none of them has one."""
+    if token_file is not None:
+        return read_token_file(token_file)
+    return os.environ.get(TOKEN_ENV, "").strip() or read_token(socket)
+
+
+def no_token_hint(token_file: str | os.PathLike[str] | None, socket: str | os.PathLike[str] | None) -> str:
+    """What to do when `find_token` found nothing, for the error message."""
+    if token_file is not None:
+        return f"{os.fspath(token_file)} (--token-file) is unreadable or empty"
+    return f"set ${TOKEN_ENV}, pass --token-file FILE, or make {token_path(socket)} readable"
 
 
 def _uid() -> int | None:
@@ -191,5 +218,5 @@ def answer_challenge(token: str, nonce: str, challenge: dict[str, Any], where: s
         return auth.client_proof(token, nonce, theirs, where)
     raise UntrustedDaemon(
         f"{refuse}: its proof of the token is wrong. Another program holds the port, or it is a daemon with "
-        "another token (a stale --token?). Only a nonce was sent to it"
+        "another token (a stale token?). Only a nonce was sent to it"
     )

@@ -2,7 +2,8 @@
 
 Selector line (JSON object, bare key, `list` / `{"list":true}`), initial paint from
 `Terminal.ansi_repaint()`, then raw PTY bytes out and the controller's bytes in. Many viewers, one
-controller (the first, or whoever asks `{"control":true}`); never resizes; a slow viewer is dropped.
+controller (the first, or whoever asks `{"control":true}`); never resizes; a slow viewer is dropped, and so is
+a controller whose CLI leaves `WRITE_QUEUE_MAX` of its bytes unread.
 Over TCP the connection is authenticated first (`_tcp_selector`): the proof-first handshake of
 `protocol/auth.py`, or the legacy `token` in the selector. No screen parsing here.
 """
@@ -23,6 +24,7 @@ from litbridge.protocol import events as ev
 from litbridge.protocol.framing import encode
 from litbridge.protocol.names import shown
 from litbridge.protocol.spec import session_key
+from litbridge.pty import WriteQueueFull
 
 if TYPE_CHECKING:
     from litbridge.daemon.front import DaemonFront
@@ -202,7 +204,13 @@ class AttachServer:
                 if not data:
                     break
                 if self.controllers.get(key) is viewer:
-                    session.write_raw(data)
+                    try:
+                        session.write_raw(data)
+                    except WriteQueueFull as exc:  # the CLI does not read: stop taking its keyboard's bytes
+                        log.info("attach controller of %r: %s; detaching it", session.key, exc)
+                        if not viewer.closed:
+                            writer.write(f"\r\nlitbridge: {exc}; detached\r\n".encode())
+                        break
         except (ConnectionError, OSError) as exc:
             log.debug("attach connection ended: %s", exc)
         except asyncio.CancelledError:

@@ -5,8 +5,9 @@ unit. The unit starts this very interpreter (`<sys.executable> -m litbridge serv
 working. It names no socket unless one was asked for: the daemon resolves its default when it starts (systemd
 gives the user manager `$XDG_RUNTIME_DIR`), so a path computed in the installing shell (say `/tmp/litbridge-<uid>`,
 a directory another user could have created first) is never frozen into the unit. The unit also sets a 077
-umask, a PATH that finds the user's CLIs (`~/.local/bin`, npm's global bin, the installing shell's PATH) and,
-for systemd, no restart loop when another daemon already owns the socket. Nothing here needs root.
+umask, a PATH that finds the user's CLIs (`~/.local/bin`, npm's global bin, the installing shell's PATH) and
+no restart loop when another daemon already owns the socket (systemd: `RestartPreventExitStatus=3`; launchd,
+which restarts on any failure: `serve --already-running-ok`, which makes that case exit 0). Nothing here needs root.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ class Unit:
         return ["launchctl", "print", f"gui/{os.getuid()}/{AGENT_LABEL}"]
 
 
-def serve_argv(socket: str | None) -> list[str]:
+def serve_argv(socket: str | None, *extra: str) -> list[str]:
     """The daemon's command line; `--socket` only when one was asked for (else the daemon's own default)."""
-    return [sys.executable, "-m", "litbridge", "serve", *(["--socket", socket] if socket else [])]
+    return [sys.executable, "-m", "litbridge", "serve", *extra, *(["--socket", socket] if socket else [])]
 
 
 def service_path(environ: Mapping[str, str] = os.environ) -> str:
@@ -129,14 +130,17 @@ def _systemd_quote(arg: str, expand: bool = True) -> str:
 
 
 def launchd_plist(socket: str | None, path: str) -> str:
+    """The launchd agent. launchd has no RestartPreventExitStatus: `KeepAlive{SuccessfulExit:false}` restarts
+    after every non-zero exit, so "a live daemon already owns the socket" must be a successful exit
+    (`serve --already-running-ok`), else launchd would retry it forever (throttled to every 10 s)."""
     logs = Path.home() / "Library" / "Logs" / "litbridge.log"
     plist = {
         "Label": AGENT_LABEL,
-        "ProgramArguments": serve_argv(socket),
+        "ProgramArguments": serve_argv(socket, "--already-running-ok"),
         "EnvironmentVariables": {"PATH": path},
         "Umask": 0o077,
         "RunAtLoad": True,
-        "KeepAlive": {"SuccessfulExit": False},  # restart after a crash, not after a clean stop
+        "KeepAlive": {"SuccessfulExit": False},  # restart after a crash, not after a clean stop or "running"
         "StandardErrorPath": str(logs),
         "StandardOutPath": str(logs),
         "ProcessType": "Background",
