@@ -296,25 +296,30 @@ class FleetLink:
             self._progress.set()
 
     async def _gap(self, from_seq: int, to_seq: int) -> None:
-        """`replay_gap{from_seq,to_seq}` on the daemon's `_` subject: these events will never be in the stream."""
+        """`replay_gap{from_seq,to_seq}` on the daemon's `_` subject: these events will never be in the stream.
+        Its headers say which seqs it stands for (`Litbridge-Seq` from_seq, `Litbridge-To-Seq` to_seq) and, in
+        its Nats-Msg-Id, the run, so a `since` replay finds and keeps it like an event."""
         line = encode(ev.replay_gap(from_seq, to_seq))
         self.gaps += 1
         await self._send(
             subjects.event(self.cfg.fleet, self.name, None),
             line,
             f"{self.hub.daemon_id}:gap:{from_seq}",
-            None,
+            from_seq,
+            to_seq,
         )
 
-    async def _send(self, subject: str, payload: bytes, msg_id: str, seq: int | None) -> bool:
+    async def _send(
+        self, subject: str, payload: bytes, msg_id: str, seq: int, to_seq: int | None = None
+    ) -> bool:
         """Publish until JetStream acknowledges (an outage waits here; the ring keeps the rest). False when
         the server can never take it (larger than its max_payload)."""
         import nats.errors
         import nats.js.errors
 
-        headers = {subjects.MSG_ID: msg_id, subjects.DAEMON_HEADER: self.name}
-        if seq is not None:
-            headers[subjects.SEQ_HEADER] = str(seq)
+        headers = {subjects.MSG_ID: msg_id, subjects.DAEMON_HEADER: self.name, subjects.SEQ_HEADER: str(seq)}
+        if to_seq is not None:
+            headers[subjects.TO_SEQ_HEADER] = str(to_seq)
         delay = 0.2
         while True:
             if self.nc.is_connected:
