@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
 import os
@@ -33,6 +34,8 @@ from litbridge import __version__
 from litbridge.daemon.hub import Client
 from litbridge.fleet import subjects
 from litbridge.fleet.config import (
+    DEFAULT_MAX_AGE,
+    DEFAULT_MAX_BYTES,
     DUPLICATE_WINDOW,
     REGISTRY_KEEP,
     REGISTRY_TTL,
@@ -160,23 +163,39 @@ class FleetLink:
         self._wake.set()
 
     async def _setup(self) -> None:
+        """Create the stream and the bucket, or use the ones there. An existing stream keeps its settings
+        (an administrator's replicas, placement, description...): only the limits given as flags
+        (`--nats-max-age`, `--nats-max-bytes`) are changed, when they differ."""
         from nats.js.api import KeyValueConfig, StorageType, StreamConfig
-        from nats.js.errors import BadRequestError, BucketNotFoundError
+        from nats.js.errors import BadRequestError, BucketNotFoundError, NotFoundError
 
         fleet = self.cfg.fleet
-        config = StreamConfig(
-            name=subjects.stream(fleet),
-            subjects=[subjects.events_all(fleet)],
-            storage=StorageType.FILE,
-            max_age=self.cfg.max_age,
-            max_bytes=self.cfg.max_bytes,
-            duplicate_window=DUPLICATE_WINDOW,
-        )
-        try:
-            await self.js.add_stream(config)
-        except BadRequestError:  # exists with other limits: this daemon's flags win (logged)
-            log.info("fleet: stream %s exists with other limits; updating them", config.name)
-            await self.js.update_stream(config)
+        name = subjects.stream(fleet)
+        info = None
+        with contextlib.suppress(NotFoundError):
+            info = await self.js.stream_info(name)
+        if info is None:
+            config = StreamConfig(
+                name=name,
+                subjects=[subjects.events_all(fleet)],
+                storage=StorageType.FILE,
+                max_age=self.cfg.max_age if self.cfg.max_age is not None else DEFAULT_MAX_AGE,
+                max_bytes=self.cfg.max_bytes if self.cfg.max_bytes is not None else DEFAULT_MAX_BYTES,
+                duplicate_window=DUPLICATE_WINDOW,
+            )
+            try:
+                await self.js.add_stream(config)
+            except BadRequestError:  # another daemon made it meanwhile (with other limits)
+                info = await self.js.stream_info(name)
+        if info is not None:
+            wanted = {
+                k: v
+                for k, v in (("max_age", self.cfg.max_age), ("max_bytes", self.cfg.max_bytes))
+                if v is not None and getattr(info.config, k) != v
+            }
+            if wanted:
+                log.info("fleet: stream %s: setting %s (its other settings kept)", name, wanted)
+                await self.js.update_stream(dataclasses.replace(info.config, **wanted))
         try:
             self.kv = await self.js.key_value(subjects.bucket(fleet))
         except BucketNotFoundError:
