@@ -139,7 +139,9 @@ async def test_killed_daemon_leaves_the_registry_others_stay(nats_server, fleet_
             await request(nc, "d1", {"cmd": "ping"}, timeout=5)
         with pytest.raises((nats.errors.NoRespondersError, nats.errors.TimeoutError)):
             await request(nc, "never-was", {"cmd": "ping"}, timeout=5)
-        assert gone_after < 60
+        # the bound, here with the fixture's shorter TTL (test_fleet_client.py's
+        # test_dead_daemon_listed_unavailable_and_commands_name_it times it with the production TTL)
+        assert gone_after <= 15.0, gone_after
         # started again under its name, it clears the entries its killed run left
         fleet_daemons(1, names=["d1"])
         reg = await wait_registry(

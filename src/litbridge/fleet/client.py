@@ -596,7 +596,7 @@ class Fleet:
         """Connect to the fleet `fleet` through the NATS server(s) at `url` (comma-separated for a cluster).
 
         Options: `request_timeout` (default 60 s), `ttl` (seconds without a registry renewal after which
-        a daemon that does not state its own `ttl` counts as gone; default $LITBRIDGE_FLEET_TTL or 15 s),
+        a daemon that does not state its own `ttl` counts as gone; default $LITBRIDGE_FLEET_TTL or 10 s),
         `reconnect_attempts` (default 5; -1 retries a lost NATS link forever). Bad options raise
         `LitbridgeError('bad_usage')`."""
         try:
@@ -786,7 +786,7 @@ class Fleet:
 
     def stale_after(self, daemon: Event) -> float:
         """Seconds without a renewal after which `daemon` counts as gone: the `ttl` its registry entry states,
-        else the client's (`ttl=`, default $LITBRIDGE_FLEET_TTL or 15 s)."""
+        else the client's (`ttl=`, default $LITBRIDGE_FLEET_TTL or 10 s)."""
         said = daemon.get("ttl")
         if isinstance(said, (int, float)) and not isinstance(said, bool) and said > 0:
             return float(said)

@@ -19,8 +19,10 @@ DEFAULT_MAX_AGE = 7 * 24 * 3600.0  # seconds of history the stream keeps
 DEFAULT_MAX_BYTES = 1 << 30  # bytes of history the stream keeps
 DUPLICATE_WINDOW = 120.0  # seconds JetStream remembers a Nats-Msg-Id
 # Seconds after its last re-put that a daemon's registry entry means "gone" (daemons re-put every TTL/3 and
-# write both figures into their entry as `ttl` and `heartbeat`). Environment knob for tests only.
-REGISTRY_TTL = float(os.environ.get("LITBRIDGE_FLEET_TTL", "15"))
+# write both figures into their entry as `ttl` and `heartbeat`). 10, so that a killed daemon is seen as gone
+# within 15 s: at most TTL after its last re-put, plus the time a client takes to read the registry.
+# Environment knob for tests only.
+REGISTRY_TTL = float(os.environ.get("LITBRIDGE_FLEET_TTL", "10"))
 # The KV bucket's max_age: entries of a daemon that died without cleaning up stay this long (its sessions stay
 # listed, unavailable), then go. Live entries are re-put every TTL/3, so they never reach it.
 REGISTRY_KEEP = 24 * 3600.0
