@@ -130,6 +130,45 @@ async def test_list_create_send_kill_across_daemons(nats_server: Any, fleet_daem
         assert missing.value.code == "session_not_found"
 
 
+async def test_input_keystroke_dump_ping_request_through_the_fleet(
+    nats_server: Any, fleet_daemons: Any
+) -> None:
+    """`Fleet` has `Client`'s `input`, `keystroke`, `ping` and `request`: typed input runs in the session (its
+    output is on the screen `dump` shows), a Ctrl-C keystroke stops a running command, a raw `request` reaches
+    the daemon named by `daemon=` or by a `DAEMON/SESSION`."""
+    await joined(nats_server.url, fleet_daemons, 2)
+    async with Fleet.connect(nats_server.url) as fleet:
+        await fleet.create("in", on="d1", **BASH)
+        assert (await fleet.ping("d1"))["event"] == "pong"
+
+        def lines(dump: dict[str, Any]) -> list[str]:
+            return [line.strip() for line in dump["capture"].splitlines()]
+
+        sent = await fleet.input("d1/in", "echo typed-$((3*4))")
+        assert sent["event"] == "input_sent" and sent["session"] == "in", sent
+        await until(
+            lambda: fleet.dump("d1/in"), lambda d: "typed-12" in lines(d), "the typed command's output"
+        )
+
+        await fleet.input("d1/in", "sleep 120")
+        await asyncio.sleep(0.5)
+        keys = await fleet.keystroke("in", "C-c", daemon="d1")
+        assert keys["event"] == "keystroke_sent" and keys["keys"] == ["C-c"], keys
+        await fleet.input("d1/in", "echo after-$((40+2))")  # runs only once the sleep is interrupted
+        await until(lambda: fleet.dump("d1/in"), lambda d: "after-42" in lines(d), "the command after Ctrl-C")
+
+        listed = await fleet.request("list", daemon="d1")
+        assert listed["event"] == "sessions" and [s["name"] for s in listed["sessions"]] == ["in"]
+        dump = await fleet.request("dump", {"session": "d1/in"})
+        assert dump["event"] == "dump" and "after-42" in lines(dump)
+        with pytest.raises(LitbridgeError) as missing:
+            await fleet.input("d0/in", "echo nobody")  # the session lives on d1
+        assert missing.value.code == "session_not_found"
+        with pytest.raises(LitbridgeError) as unnamed:
+            await fleet.request("list")
+        assert unnamed.value.code == "bad_usage"
+
+
 async def test_placement_fewest_sessions_and_labels(nats_server: Any, fleet_daemons: Any) -> None:
     (gpu,) = await joined(nats_server.url, fleet_daemons, 1, "--label", "gpu=1")
     (plain,) = await joined(nats_server.url, fleet_daemons, 1)

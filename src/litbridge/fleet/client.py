@@ -845,6 +845,41 @@ class Fleet:
         view, session = self._target(target, daemon)
         return await view.send(session, content, **options)
 
+    async def input(self, target: str, content: str, *, daemon: str | None = None, **options: Any) -> Event:
+        """Type `content` + Enter into `DAEMON/SESSION` without observing a turn; returns `input_sent`."""
+        view, session = self._target(target, daemon)
+        return await view.input(session, content, **options)
+
+    async def keystroke(
+        self, target: str, keys: Sequence[str] | str, *, daemon: str | None = None, **options: Any
+    ) -> Event:
+        """Send named keys (`Enter`, `Esc`, `C-c`...) to `DAEMON/SESSION`; returns `keystroke_sent`."""
+        view, session = self._target(target, daemon)
+        return await view.keystroke(session, keys, **options)
+
+    async def ping(self, daemon: str) -> Event:
+        """Whether `daemon` answers: its `pong` (`daemon_unavailable` when nothing listens)."""
+        return await self.daemon(daemon).ping()
+
+    async def request(
+        self,
+        cmd: str,
+        fields: dict[str, Any] | None = None,
+        *,
+        daemon: str | None = None,
+        timeout: float | Literal["default"] | None = "default",
+        id: str | None = None,
+    ) -> Event:
+        """Any command to `daemon` (or, without it, to the daemon of a `DAEMON/SESSION` in `fields["session"]`),
+        as `Client.request`: its reply; an `error` raises `LitbridgeError`."""
+        fields = dict(fields or {})
+        if daemon is None:
+            session = fields.get("session")
+            if not isinstance(session, str):
+                raise LitbridgeError("bad_usage", f"{cmd!r}: name the daemon (daemon=) or a DAEMON/SESSION")
+            daemon, fields["session"] = split_target(session)
+        return await self.daemon(daemon).request(cmd, fields, timeout=timeout, id=id)
+
     async def answer(self, target: str, *, daemon: str | None = None, **options: Any) -> Event:
         view, session = self._target(target, daemon)
         return await view.answer(session, **options)
