@@ -374,6 +374,10 @@ async def test_cli_nats_list_send_events_and_dead_daemon(nats_server: Any, fleet
     assert listed.returncode == 0, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if "cli1" in line)
     assert row.split()[0] == "d1" and "yes" in row, row
+    listed_global = await asyncio.to_thread(lb, "--nats", url, "list", "--json")  # the syntax
+    assert listed_global.returncode == 0, listed_global.stderr
+    rows = orjson.loads(listed_global.stdout)["sessions"]
+    assert [(s["daemon"], s["name"]) for s in rows] == [("d1", "cli1")], rows
 
     sent = await asyncio.to_thread(lb, "send", "d1/cli1", "echo via-$((40+2))", "--nats", url, "--json")
     assert sent.returncode == 0, sent.stderr
