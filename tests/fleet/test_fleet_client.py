@@ -7,10 +7,12 @@ and stream messages) is checked against `litbridge schema`.
 from __future__ import annotations
 
 import asyncio
+import datetime as _real_datetime
 import os
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -448,3 +450,44 @@ async def test_a_killed_runs_leftover_session_is_unavailable_after_a_restart(
         )
         assert (await fleet.daemons())[0]["available"] is True
         assert (named(sessions, "dx", "old") or {}).get("available") is not True, sessions
+
+
+class _AnyDatetime(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, _real_datetime.datetime)
+
+
+def skew_client_clock(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """The fleet client's wall clock (`datetime.datetime.now`) runs `seconds` off; nothing else changes."""
+
+    class Skewed(_real_datetime.datetime, metaclass=_AnyDatetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> _real_datetime.datetime:  # type: ignore[override]
+            return _real_datetime.datetime.now(tz) + _real_datetime.timedelta(seconds=seconds)
+
+    fake = types.SimpleNamespace(
+        datetime=Skewed, timezone=_real_datetime.timezone, timedelta=_real_datetime.timedelta
+    )
+    monkeypatch.setattr(fleet_client, "datetime", fake)
+
+
+async def test_liveness_does_not_depend_on_the_clients_clock(
+    nats_server: Any, fleet_daemons: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Registry ages are measured on the server's clock: a client an hour ahead still sees a live daemon live,
+    and a client an hour behind still sees a killed one gone."""
+    _, d1 = await joined(nats_server.url, fleet_daemons, 2)
+    async with Fleet.connect(nats_server.url) as fleet:
+        await fleet.create("s", on="d1", **BASH)
+        await until(fleet.list, lambda s: named(s, "d1", "s") is not None, "the session listed")
+        skew_client_clock(monkeypatch, 3600.0)
+        assert {d["daemon"]: d["available"] for d in await fleet.daemons()} == {"d0": True, "d1": True}
+        assert named(await fleet.list(), "d1", "s")["available"] is True
+        skew_client_clock(monkeypatch, -3600.0)
+        d1.kill()
+        await until(
+            fleet.daemons,
+            lambda ds: {d["daemon"]: d["available"] for d in ds} == {"d0": True, "d1": False},
+            "the killed daemon gone, the other live",
+        )
+        assert named(await fleet.list(), "d1", "s")["available"] is False

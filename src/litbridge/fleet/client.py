@@ -30,6 +30,7 @@ import contextlib
 import datetime
 import itertools
 import os
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Collection, Generator, Sequence
@@ -83,12 +84,13 @@ def split_target(target: str, daemon: str | None = None) -> tuple[str, str]:
     return daemon, session
 
 
-def _age(entry: Any) -> float:
-    """Seconds since the server stored a registry entry (its own clock: no skew between daemons)."""
+def _age(entry: Any, now: datetime.datetime) -> float:
+    """Seconds between the server storing a registry entry and `now` (the server's clock too: see
+    `Fleet._registry`), so neither a daemon's nor the client's clock matters."""
     created = entry.created
     if not isinstance(created, datetime.datetime):
         return 0.0
-    return (datetime.datetime.now(datetime.timezone.utc) - created).total_seconds()
+    return (now - created).total_seconds()
 
 
 class _Feed:
@@ -733,19 +735,30 @@ class Fleet:
 
     # --- the registry ---------------------------------------------------------------------------------
 
-    async def _registry(self) -> list[Any]:
-        """Every live entry of the KV bucket (empty when no daemon ever joined)."""
+    async def _registry(self) -> tuple[list[Any], datetime.datetime]:
+        """Every live entry of the KV bucket (empty when no daemon ever joined), and the server's time now.
+
+        The server's time is the `created` stamp of the consumer this read opens (the server's clock, like the
+        entries' stamps) plus the time elapsed here since: a client whose clock is off still judges ages
+        right. The client's own clock is the fallback when the server does not say."""
         if self.nc is None:
             await self._start()
         nats = _import_nats()
+        utc = datetime.timezone.utc
         if self._kv is None:
             try:
                 self._kv = await self.js.key_value(subjects.bucket(self.name))
             except nats.js.errors.BucketNotFoundError:
-                return []
+                return [], datetime.datetime.now(utc)
         watcher = await self._kv.watchall(ignore_deletes=True)
+        opened = time.monotonic()
+        server_then: datetime.datetime | None = None
         entries = []
         try:
+            with contextlib.suppress(Exception):
+                created = (await watcher._sub.consumer_info()).created
+                if isinstance(created, datetime.datetime):
+                    server_then = created
             while True:
                 entry = await watcher.updates(timeout=10.0)
                 if entry is None:
@@ -754,12 +767,15 @@ class Fleet:
         finally:
             with contextlib.suppress(Exception):
                 await watcher.stop()
-        return entries
+        if server_then is None:
+            return entries, datetime.datetime.now(utc)
+        return entries, server_then + datetime.timedelta(seconds=time.monotonic() - opened)
 
     async def _read_registry(self) -> tuple[dict[str, Event], builtins.list[Event]]:
         daemons: dict[str, Event] = {}
         sessions: builtins.list[Event] = []
-        for entry in await self._registry():
+        entries, now = await self._registry()
+        for entry in entries:
             try:
                 kind, daemon, _session = subjects.parse_key(entry.key)
                 value = decode(entry.value or b"")
@@ -768,7 +784,7 @@ class Fleet:
             if not isinstance(value, dict):
                 continue
             value.setdefault("daemon", daemon)
-            value["age"] = round(_age(entry), 3)
+            value["age"] = round(_age(entry, now), 3)
             if kind == "session":
                 sessions.append(value)
             else:
