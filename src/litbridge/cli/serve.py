@@ -138,7 +138,10 @@ def main(args: argparse.Namespace) -> int:
         try:
             import nats  # noqa: F401
         except ImportError:
-            print("litbridge serve: --nats needs nats-py: pip install 'litbridge[fleet]'", file=sys.stderr)
+            print(
+                "litbridge serve: --nats needs nats-py (from a checkout: pip install '.[fleet]')",
+                file=sys.stderr,
+            )
             return 2
     coro = run(args.socket, args.port, web, notify_config, fleet)
     if sys.platform != "win32":

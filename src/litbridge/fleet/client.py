@@ -60,7 +60,7 @@ def _import_nats() -> Any:
         import nats
     except ImportError:
         raise LitbridgeError(
-            "unsupported", "fleet mode needs nats-py: pip install 'litbridge[fleet]'"
+            "unsupported", "fleet mode needs nats-py (from a checkout: pip install '.[fleet]')"
         ) from None
     return nats
 
