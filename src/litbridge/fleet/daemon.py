@@ -75,7 +75,9 @@ class _Collector(Client):
         self._max_bytes = max_bytes
         self._size = 0
 
-    def send(self, line: bytes, kind: str | None = None, session: str | None = None) -> None:
+    def send(
+        self, line: bytes, kind: str | None = None, session: str | None = None, text: Any = None
+    ) -> None:  # `text`: the hub's delta text, for delta clients (this one is not)
         self.lines.append(line)
         self._size += len(line)
 
