@@ -148,8 +148,11 @@ def check_order(stored: list[Stored], daemon_id: str) -> list[int]:
     seqs = []
     for m in stored:
         seq = m.event.get("seq")
-        if m.event["event"] == "replay_gap":
-            assert m.subject.endswith("._") and subjects.SEQ_HEADER not in m.headers, m
+        if m.event["event"] == "replay_gap":  # its headers name the seqs it stands for, and the run
+            assert m.subject.endswith("._"), m
+            assert m.headers[subjects.MSG_ID] == f"{daemon_id}:gap:{m.event['from_seq']}", m
+            assert m.headers[subjects.SEQ_HEADER] == str(m.event["from_seq"]), m
+            assert m.headers[subjects.TO_SEQ_HEADER] == str(m.event["to_seq"]), m
             continue
         assert m.headers[subjects.MSG_ID] == f"{daemon_id}:{seq}", m
         assert m.headers[subjects.SEQ_HEADER] == str(seq), m

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import doctest
+import subprocess
+import sys
 
 import pytest
 
@@ -64,3 +66,23 @@ def test_cli_says_clearly_when_nats_is_unreachable_or_the_url_is_bad() -> None:
     assert bad.returncode == 1 and "[bad_usage]" in bad.stderr, bad.stderr
     stray = lb("create", "x", "--on", "d0", "--cli", "bash", "--socket", "/nonexistent/lb.sock")
     assert stray.returncode == 2 and "give --nats URL" in stray.stderr, stray.stderr
+
+
+def lb(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "litbridge", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_fleet_options_before_the_subcommand_are_passed_down() -> None:
+    """`litbridge --nats URL list` is `litbridge list --nats URL` (here: no server there, so the same error);
+    options after the subcommand win; a subcommand without fleet options refuses them."""
+    for argv in (("--nats", "nats://127.0.0.1:1", "list"), ("list", "--nats", "nats://127.0.0.1:1")):
+        out = lb(*argv)
+        assert out.returncode == 1 and "cannot connect to NATS at nats://127.0.0.1:1" in out.stderr, out
+    out = lb("--nats", "nats://127.0.0.1:1", "--fleet", "x y", "list")
+    assert out.returncode == 1 and "fleet name 'x y'" in out.stderr, out
+    out = lb("--nats", "nats://127.0.0.1:1", "--fleet", "x y", "list", "--fleet", "ok")
+    assert "fleet name" not in out.stderr and "cannot connect to NATS" in out.stderr, out
+    out = lb("--nats", "nats://127.0.0.1:1", "schema")
+    assert out.returncode == 2 and "does not take fleet options" in out.stderr, out

@@ -144,7 +144,10 @@ def main(args: argparse.Namespace) -> int:
         try:
             import nats  # noqa: F401
         except ImportError:
-            print("litbridge serve: --nats needs nats-py: pip install 'litbridge[fleet]'", file=sys.stderr)
+            print(
+                "litbridge serve: --nats needs nats-py (from a checkout: pip install '.[fleet]')",
+                file=sys.stderr,
+            )
             return 2
     coro = run(args.socket, args.port, web, notify_config, fleet, already_running_ok=args.already_running_ok)
     if sys.platform != "win32":

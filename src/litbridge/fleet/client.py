@@ -30,9 +30,10 @@ import contextlib
 import datetime
 import itertools
 import os
+import time
 import uuid
 from collections import deque
-from collections.abc import Collection, Generator, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from typing import Any, Literal
 
 from litbridge.client import commands
@@ -59,7 +60,7 @@ def _import_nats() -> Any:
         import nats
     except ImportError:
         raise LitbridgeError(
-            "unsupported", "fleet mode needs nats-py: pip install 'litbridge[fleet]'"
+            "unsupported", "fleet mode needs nats-py (from a checkout: pip install '.[fleet]')"
         ) from None
     return nats
 
@@ -83,12 +84,13 @@ def split_target(target: str, daemon: str | None = None) -> tuple[str, str]:
     return daemon, session
 
 
-def _age(entry: Any) -> float:
-    """Seconds since the server stored a registry entry (its own clock: no skew between daemons)."""
+def _age(entry: Any, now: datetime.datetime) -> float:
+    """Seconds between the server storing a registry entry and `now` (the server's clock too: see
+    `Fleet._registry`), so neither a daemon's nor the client's clock matters."""
     created = entry.created
     if not isinstance(created, datetime.datetime):
         return 0.0
-    return (datetime.datetime.now(datetime.timezone.utc) - created).total_seconds()
+    return (now - created).total_seconds()
 
 
 class _Feed:
@@ -329,6 +331,7 @@ class FleetEventStream:
         kinds: Collection[str] | None,
         follow: bool,
         daemon_id: str | None,
+        last_seq: int | None = None,
     ) -> None:
         self.fleet = fleet
         self.daemon = daemon
@@ -337,6 +340,7 @@ class FleetEventStream:
         self.kinds = frozenset(kinds) if kinds is not None else None
         self.follow = follow
         self.daemon_id = daemon_id
+        self.last_seq = last_seq  # the run's newest published seq (its registry entry), for `_lost`
         self._queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
         self._sub: Any = None
         self._done = False
@@ -349,46 +353,90 @@ class FleetEventStream:
             return subjects.event(name, self.daemon, self.session)
         return subjects.events_of(name, self.daemon)
 
-    def _wanted(self, headers: dict[str, str] | None) -> bool:
-        """Whether a stored message is one the `since` replay starts at or after (this run, seq > since)."""
+    @staticmethod
+    def _covers(headers: dict[str, str] | None) -> tuple[str, int, int] | None:
+        """(run, first seq, last seq) a stored message stands for: an event its own seq, a `replay_gap` its
+        from_seq..to_seq; None for a message without `Litbridge-Seq`."""
         headers = headers or {}
         try:
-            seq = int(headers.get(subjects.SEQ_HEADER, ""))
+            first = int(headers.get(subjects.SEQ_HEADER, ""))
+            last = int(headers.get(subjects.TO_SEQ_HEADER, first))
         except ValueError:
-            return False
-        run = str(headers.get(subjects.MSG_ID, "")).rpartition(":")[0]
-        return seq > (self.since or 0) and (self.daemon_id is None or run == self.daemon_id)
+            return None
+        return subjects.run_of(str(headers.get(subjects.MSG_ID, ""))), first, last
+
+    def _of_run(self, covers: tuple[str, int, int] | None) -> bool:
+        return covers is not None and (self.daemon_id is None or covers[0] == self.daemon_id)
+
+    def _wanted(self, headers: dict[str, str] | None) -> bool:
+        """Whether a stored message belongs in the `since` replay: this run, and it stands for a seq > since (a
+        `replay_gap` whose to_seq is past `since` too). Along one daemon's messages this is false, then true."""
+        covers = self._covers(headers)
+        return self._of_run(covers) and covers is not None and covers[2] > (self.since or 0)
+
+    async def _first(self, subject: str, pred: Callable[[dict[str, str] | None], bool]) -> Any:
+        """The first stored message on `subject` for which `pred(headers)` holds (`pred` must be false, then
+        true along the subject's messages), found by bisection with direct gets of the next message on the
+        subject: O(log n) requests, not a read of the whole history. None when there is none. Raises when the
+        server cannot do it (an older server, no MSG.GET right)."""
+        nats = _import_nats()
+        js, name = self.fleet.js, subjects.stream(self.fleet.name)
+        state = (await js.stream_info(name)).state
+        lo, hi = int(state.first_seq), int(state.last_seq) + 1
+        found = None
+        while lo < hi:
+            mid = (lo + hi) // 2
+            try:
+                msg = await js.get_msg(name, seq=mid, subject=subject, next=True)
+            except nats.js.errors.NotFoundError:  # no message of the subject at or after mid
+                hi = mid
+                continue
+            if pred(msg.headers):
+                found, hi = msg, mid
+            else:
+                lo = int(msg.seq) + 1
+        return found
 
     async def _start_seq(self) -> int | None:
-        """The stream sequence a `since` replay starts at, found by bisection over the stream with direct gets
-        of the next message on the subject (O(log n) requests, not a read of the whole history): a daemon's
-        messages of its current run, seq > since, are a suffix of its messages. None: read from the start."""
-        nats = _import_nats()
-        js, name, subject = self.fleet.js, subjects.stream(self.fleet.name), self._subject()
+        """The stream sequence a `since` replay starts at (its first wanted message; past the end when there is
+        none). None: read from the start, filtering (the server cannot bisect)."""
         try:
-            state = (await js.stream_info(name)).state
-            lo, hi = int(state.first_seq), int(state.last_seq) + 1
-            found: int | None = None
-            while lo < hi:
-                mid = (lo + hi) // 2
-                try:
-                    msg = await js.get_msg(name, seq=mid, subject=subject, next=True)
-                except nats.js.errors.NotFoundError:  # no message of the subject at or after mid
-                    hi = mid
-                    continue
-                if self._wanted(msg.headers):
-                    found, hi = int(msg.seq), mid
-                else:
-                    lo = int(msg.seq) + 1
-            return found if found is not None else int(state.last_seq) + 1
-        except Exception:  # an older server or no MSG.GET right: filter while reading everything instead
+            found = await self._first(self._subject(), self._wanted)
+            if found is not None:
+                return int(found.seq)
+            return int((await self.fleet.js.stream_info(subjects.stream(self.fleet.name))).state.last_seq) + 1
+        except Exception:
             return None
+
+    async def _lost(self) -> tuple[int, int] | None:
+        """The seqs after `since` the stream no longer holds (its age/bytes limits dropped them, or it was
+        deleted): from since+1 up to the first seq of the run's oldest kept message (on any of the daemon's
+        subjects), or up to the run's last published seq when none is kept. As the socket names what left
+        its ring. Needs the run (`daemon_id`)."""
+        if self.daemon_id is None or self.daemon is None:
+            return None
+        first_wanted = (self.since or 0) + 1
+        try:
+            oldest = await self._first(
+                subjects.events_of(self.fleet.name, self.daemon), lambda h: self._of_run(self._covers(h))
+            )
+        except Exception:
+            return None
+        if oldest is not None:
+            covers = self._covers(oldest.headers)
+            last_missing = (covers[1] if covers else first_wanted) - 1
+        else:
+            last_missing = self.last_seq or 0
+        return (first_wanted, last_missing) if first_wanted <= last_missing else None
 
     async def start(self) -> FleetEventStream:
         nats = _import_nats()
         api = nats.js.api
         policy, start_seq = (api.DeliverPolicy.ALL if not self.follow else api.DeliverPolicy.NEW), None
         if self.since is not None:
+            lost = await self._lost()
+            if lost is not None:  # first, as the socket's replay_gap precedes its replayed events
+                self._put({"event": "replay_gap", "from_seq": lost[0], "to_seq": lost[1]}, self.daemon)
             start_seq = await self._start_seq()
             policy = api.DeliverPolicy.ALL if start_seq is None else api.DeliverPolicy.BY_START_SEQUENCE
         try:
@@ -413,29 +461,38 @@ class FleetEventStream:
                 self._queue.put_nowait(None)  # nothing stored: caught up at once
         return self
 
+    def _put(self, ev: Event, daemon: str | None) -> None:
+        if self.kinds is None or ev.get("event") in self.kinds:
+            self._queue.put_nowait({**ev, "daemon": daemon})
+
     async def _on_msg(self, msg: Any) -> None:
         last = not self.follow and msg.metadata.num_pending == 0
-        ev = self._accept(msg)
-        if ev is not None:
-            self._queue.put_nowait(ev)
+        self._accept(msg)
         if last:
             self._queue.put_nowait(None)
 
-    def _accept(self, msg: Any) -> Event | None:
+    def _accept(self, msg: Any) -> None:
         headers = msg.headers or {}
         if self.since is not None and not self._wanted(headers):
-            return None
+            return
         try:
             ev = decode(msg.data)
         except ProtocolError:
-            return None
-        if not isinstance(ev, dict) or (self.kinds is not None and ev.get("event") not in self.kinds):
-            return None
+            return
+        if not isinstance(ev, dict):
+            return
+        if (
+            self.since is not None
+            and ev.get("event") == "replay_gap"
+            and isinstance(ev.get("from_seq"), int)
+            and ev["from_seq"] <= self.since
+        ):  # a gap that began before `since`: only its part after `since` is missed, as on the socket
+            ev = {**ev, "from_seq": self.since + 1}
         daemon = headers.get(subjects.DAEMON_HEADER)
         if not daemon:
             with contextlib.suppress(ValueError):
                 daemon = subjects.parse_event_subject(msg.subject)[1]
-        return {**ev, "daemon": daemon}
+        self._put(ev, daemon)
 
     def __aiter__(self) -> FleetEventStream:
         return self
@@ -541,7 +598,7 @@ class Fleet:
         """Connect to the fleet `fleet` through the NATS server(s) at `url` (comma-separated for a cluster).
 
         Options: `request_timeout` (default 60 s), `ttl` (seconds without a registry renewal after which
-        a daemon that does not state its own `ttl` counts as gone; default $LITBRIDGE_FLEET_TTL or 15 s),
+        a daemon that does not state its own `ttl` counts as gone; default $LITBRIDGE_FLEET_TTL or 10 s),
         `reconnect_attempts` (default 5; -1 retries a lost NATS link forever). Bad options raise
         `LitbridgeError('bad_usage')`."""
         try:
@@ -678,19 +735,30 @@ class Fleet:
 
     # --- the registry ---------------------------------------------------------------------------------
 
-    async def _registry(self) -> list[Any]:
-        """Every live entry of the KV bucket (empty when no daemon ever joined)."""
+    async def _registry(self) -> tuple[list[Any], datetime.datetime]:
+        """Every live entry of the KV bucket (empty when no daemon ever joined), and the server's time now.
+
+        The server's time is the `created` stamp of the consumer this read opens (the server's clock, like the
+        entries' stamps) plus the time elapsed here since: a client whose clock is off still judges ages
+        right. The client's own clock is the fallback when the server does not say."""
         if self.nc is None:
             await self._start()
         nats = _import_nats()
+        utc = datetime.timezone.utc
         if self._kv is None:
             try:
                 self._kv = await self.js.key_value(subjects.bucket(self.name))
             except nats.js.errors.BucketNotFoundError:
-                return []
+                return [], datetime.datetime.now(utc)
         watcher = await self._kv.watchall(ignore_deletes=True)
+        opened = time.monotonic()
+        server_then: datetime.datetime | None = None
         entries = []
         try:
+            with contextlib.suppress(Exception):
+                created = (await watcher._sub.consumer_info()).created
+                if isinstance(created, datetime.datetime):
+                    server_then = created
             while True:
                 entry = await watcher.updates(timeout=10.0)
                 if entry is None:
@@ -699,12 +767,15 @@ class Fleet:
         finally:
             with contextlib.suppress(Exception):
                 await watcher.stop()
-        return entries
+        if server_then is None:
+            return entries, datetime.datetime.now(utc)
+        return entries, server_then + datetime.timedelta(seconds=time.monotonic() - opened)
 
     async def _read_registry(self) -> tuple[dict[str, Event], builtins.list[Event]]:
         daemons: dict[str, Event] = {}
         sessions: builtins.list[Event] = []
-        for entry in await self._registry():
+        entries, now = await self._registry()
+        for entry in entries:
             try:
                 kind, daemon, _session = subjects.parse_key(entry.key)
                 value = decode(entry.value or b"")
@@ -713,7 +784,7 @@ class Fleet:
             if not isinstance(value, dict):
                 continue
             value.setdefault("daemon", daemon)
-            value["age"] = round(_age(entry), 3)
+            value["age"] = round(_age(entry, now), 3)
             if kind == "session":
                 sessions.append(value)
             else:
@@ -731,7 +802,7 @@ class Fleet:
 
     def stale_after(self, daemon: Event) -> float:
         """Seconds without a renewal after which `daemon` counts as gone: the `ttl` its registry entry states,
-        else the client's (`ttl=`, default $LITBRIDGE_FLEET_TTL or 15 s)."""
+        else the client's (`ttl=`, default $LITBRIDGE_FLEET_TTL or 10 s)."""
         said = daemon.get("ttl")
         if isinstance(said, (int, float)) and not isinstance(said, bool) and said > 0:
             return float(said)
@@ -790,6 +861,41 @@ class Fleet:
         view, session = self._target(target, daemon)
         return await view.send(session, content, **options)
 
+    async def input(self, target: str, content: str, *, daemon: str | None = None, **options: Any) -> Event:
+        """Type `content` + Enter into `DAEMON/SESSION` without observing a turn; returns `input_sent`."""
+        view, session = self._target(target, daemon)
+        return await view.input(session, content, **options)
+
+    async def keystroke(
+        self, target: str, keys: Sequence[str] | str, *, daemon: str | None = None, **options: Any
+    ) -> Event:
+        """Send named keys (`Enter`, `Esc`, `C-c`...) to `DAEMON/SESSION`; returns `keystroke_sent`."""
+        view, session = self._target(target, daemon)
+        return await view.keystroke(session, keys, **options)
+
+    async def ping(self, daemon: str) -> Event:
+        """Whether `daemon` answers: its `pong` (`daemon_unavailable` when nothing listens)."""
+        return await self.daemon(daemon).ping()
+
+    async def request(
+        self,
+        cmd: str,
+        fields: dict[str, Any] | None = None,
+        *,
+        daemon: str | None = None,
+        timeout: float | Literal["default"] | None = "default",
+        id: str | None = None,
+    ) -> Event:
+        """Any command to `daemon` (or, without it, to the daemon of a `DAEMON/SESSION` in `fields["session"]`),
+        as `Client.request`: its reply; an `error` raises `LitbridgeError`."""
+        fields = dict(fields or {})
+        if daemon is None:
+            session = fields.get("session")
+            if not isinstance(session, str):
+                raise LitbridgeError("bad_usage", f"{cmd!r}: name the daemon (daemon=) or a DAEMON/SESSION")
+            daemon, fields["session"] = split_target(session)
+        return await self.daemon(daemon).request(cmd, fields, timeout=timeout, id=id)
+
     async def answer(self, target: str, *, daemon: str | None = None, **options: Any) -> Event:
         view, session = self._target(target, daemon)
         return await view.answer(session, **options)
@@ -823,11 +929,19 @@ class Fleet:
             raise LitbridgeError("bad_usage", "events since a seq need the daemon (seqs are per daemon)")
         if daemon is not None:
             split_target(f"{daemon}/x")  # a valid daemon name
-        daemon_id = None
+        daemon_id, last_seq = None, None
         if since is not None:
             registry, _ = await self._read_registry()
-            daemon_id = (registry.get(str(daemon)) or {}).get("daemon_id")
+            info = registry.get(str(daemon)) or {}
+            daemon_id, last_seq = info.get("daemon_id"), info.get("last_seq")
         stream = FleetEventStream(
-            self, daemon, since=since, session=session, kinds=kinds, follow=follow, daemon_id=daemon_id
+            self,
+            daemon,
+            since=since,
+            session=session,
+            kinds=kinds,
+            follow=follow,
+            daemon_id=daemon_id,
+            last_seq=last_seq if isinstance(last_seq, int) else None,
         )
         return await stream.start()

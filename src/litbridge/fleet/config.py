@@ -19,8 +19,10 @@ DEFAULT_MAX_AGE = 7 * 24 * 3600.0  # seconds of history the stream keeps
 DEFAULT_MAX_BYTES = 1 << 30  # bytes of history the stream keeps
 DUPLICATE_WINDOW = 120.0  # seconds JetStream remembers a Nats-Msg-Id
 # Seconds after its last re-put that a daemon's registry entry means "gone" (daemons re-put every TTL/3 and
-# write both figures into their entry as `ttl` and `heartbeat`). Environment knob for tests only.
-REGISTRY_TTL = float(os.environ.get("LITBRIDGE_FLEET_TTL", "15"))
+# write both figures into their entry as `ttl` and `heartbeat`). 10, so that a killed daemon is seen as gone
+# within 15 s: at most TTL after its last re-put, plus the time a client takes to read the registry.
+# Environment knob for tests only.
+REGISTRY_TTL = float(os.environ.get("LITBRIDGE_FLEET_TTL", "10"))
 # The KV bucket's max_age: entries of a daemon that died without cleaning up stay this long (its sessions stay
 # listed, unavailable), then go. Live entries are re-put every TTL/3, so they never reach it.
 REGISTRY_KEEP = 24 * 3600.0
@@ -61,8 +63,9 @@ class FleetConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
-    max_age: float = DEFAULT_MAX_AGE
-    max_bytes: int = DEFAULT_MAX_BYTES
+    # the stream's limits; None: the defaults for a stream this daemon creates, and an existing one is left as is
+    max_age: float | None = None
+    max_bytes: int | None = None
     allow_plaintext_env: bool = False
 
     def __post_init__(self) -> None:
@@ -82,7 +85,9 @@ class FleetConfig:
         for path in (self.creds, self.tls_ca, self.tls_cert, self.tls_key):
             if path and not os.path.isfile(path):
                 raise FleetConfigError(f"{path}: no such file")
-        if self.max_age <= 0 or self.max_bytes <= 0:
+        if (self.max_age is not None and self.max_age <= 0) or (
+            self.max_bytes is not None and self.max_bytes <= 0
+        ):
             raise FleetConfigError("--nats-max-age and --nats-max-bytes must be positive")
 
     def servers(self) -> list[str]:
@@ -158,16 +163,14 @@ def add_arguments(p: Any, daemon: bool = False) -> None:
     g.add_argument(
         "--nats-max-age",
         type=float,
-        default=DEFAULT_MAX_AGE,
         metavar="SECONDS",
-        help="event history the stream keeps (default 7 days)",
+        help="event history the stream keeps (set on an existing stream too; default for a new one: 7 days)",
     )
     g.add_argument(
         "--nats-max-bytes",
         type=int,
-        default=DEFAULT_MAX_BYTES,
         metavar="BYTES",
-        help="event history bytes the stream keeps (default 1 GiB)",
+        help="event history bytes the stream keeps (set on an existing stream too; default for a new one: 1 GiB)",
     )
     g.add_argument(
         "--nats-allow-plaintext-env",
@@ -190,7 +193,7 @@ def from_args(args: Any) -> FleetConfig | None:
         tls_cert=args.nats_tls_cert,
         tls_key=args.nats_tls_key,
         labels=parse_labels(getattr(args, "label", None)),
-        max_age=getattr(args, "nats_max_age", DEFAULT_MAX_AGE),
-        max_bytes=getattr(args, "nats_max_bytes", DEFAULT_MAX_BYTES),
+        max_age=getattr(args, "nats_max_age", None),
+        max_bytes=getattr(args, "nats_max_bytes", None),
         allow_plaintext_env=getattr(args, "nats_allow_plaintext_env", False),
     )

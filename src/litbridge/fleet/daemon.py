@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
 import os
@@ -33,6 +34,8 @@ from litbridge import __version__
 from litbridge.daemon.hub import Client
 from litbridge.fleet import subjects
 from litbridge.fleet.config import (
+    DEFAULT_MAX_AGE,
+    DEFAULT_MAX_BYTES,
     DUPLICATE_WINDOW,
     REGISTRY_KEEP,
     REGISTRY_TTL,
@@ -72,7 +75,9 @@ class _Collector(Client):
         self._max_bytes = max_bytes
         self._size = 0
 
-    def send(self, line: bytes, kind: str | None = None, session: str | None = None) -> None:
+    def send(
+        self, line: bytes, kind: str | None = None, session: str | None = None, text: Any = None
+    ) -> None:  # `text`: the hub's delta text, for delta clients (this one is not)
         self.lines.append(line)
         self._size += len(line)
 
@@ -160,23 +165,39 @@ class FleetLink:
         self._wake.set()
 
     async def _setup(self) -> None:
+        """Create the stream and the bucket, or use the ones there. An existing stream keeps its settings
+        (an administrator's replicas, placement, description...): only the limits given as flags
+        (`--nats-max-age`, `--nats-max-bytes`) are changed, when they differ."""
         from nats.js.api import KeyValueConfig, StorageType, StreamConfig
-        from nats.js.errors import BadRequestError, BucketNotFoundError
+        from nats.js.errors import BadRequestError, BucketNotFoundError, NotFoundError
 
         fleet = self.cfg.fleet
-        config = StreamConfig(
-            name=subjects.stream(fleet),
-            subjects=[subjects.events_all(fleet)],
-            storage=StorageType.FILE,
-            max_age=self.cfg.max_age,
-            max_bytes=self.cfg.max_bytes,
-            duplicate_window=DUPLICATE_WINDOW,
-        )
-        try:
-            await self.js.add_stream(config)
-        except BadRequestError:  # exists with other limits: this daemon's flags win (logged)
-            log.info("fleet: stream %s exists with other limits; updating them", config.name)
-            await self.js.update_stream(config)
+        name = subjects.stream(fleet)
+        info = None
+        with contextlib.suppress(NotFoundError):
+            info = await self.js.stream_info(name)
+        if info is None:
+            config = StreamConfig(
+                name=name,
+                subjects=[subjects.events_all(fleet)],
+                storage=StorageType.FILE,
+                max_age=self.cfg.max_age if self.cfg.max_age is not None else DEFAULT_MAX_AGE,
+                max_bytes=self.cfg.max_bytes if self.cfg.max_bytes is not None else DEFAULT_MAX_BYTES,
+                duplicate_window=DUPLICATE_WINDOW,
+            )
+            try:
+                await self.js.add_stream(config)
+            except BadRequestError:  # another daemon made it meanwhile (with other limits)
+                info = await self.js.stream_info(name)
+        if info is not None:
+            wanted = {
+                k: v
+                for k, v in (("max_age", self.cfg.max_age), ("max_bytes", self.cfg.max_bytes))
+                if v is not None and getattr(info.config, k) != v
+            }
+            if wanted:
+                log.info("fleet: stream %s: setting %s (its other settings kept)", name, wanted)
+                await self.js.update_stream(dataclasses.replace(info.config, **wanted))
         try:
             self.kv = await self.js.key_value(subjects.bucket(fleet))
         except BucketNotFoundError:
@@ -296,25 +317,30 @@ class FleetLink:
             self._progress.set()
 
     async def _gap(self, from_seq: int, to_seq: int) -> None:
-        """`replay_gap{from_seq,to_seq}` on the daemon's `_` subject: these events will never be in the stream."""
+        """`replay_gap{from_seq,to_seq}` on the daemon's `_` subject: these events will never be in the stream.
+        Its headers say which seqs it stands for (`Litbridge-Seq` from_seq, `Litbridge-To-Seq` to_seq) and, in
+        its Nats-Msg-Id, the run, so a `since` replay finds and keeps it like an event."""
         line = encode(ev.replay_gap(from_seq, to_seq))
         self.gaps += 1
         await self._send(
             subjects.event(self.cfg.fleet, self.name, None),
             line,
             f"{self.hub.daemon_id}:gap:{from_seq}",
-            None,
+            from_seq,
+            to_seq,
         )
 
-    async def _send(self, subject: str, payload: bytes, msg_id: str, seq: int | None) -> bool:
+    async def _send(
+        self, subject: str, payload: bytes, msg_id: str, seq: int, to_seq: int | None = None
+    ) -> bool:
         """Publish until JetStream acknowledges (an outage waits here; the ring keeps the rest). False when
         the server can never take it (larger than its max_payload)."""
         import nats.errors
         import nats.js.errors
 
-        headers = {subjects.MSG_ID: msg_id, subjects.DAEMON_HEADER: self.name}
-        if seq is not None:
-            headers[subjects.SEQ_HEADER] = str(seq)
+        headers = {subjects.MSG_ID: msg_id, subjects.DAEMON_HEADER: self.name, subjects.SEQ_HEADER: str(seq)}
+        if to_seq is not None:
+            headers[subjects.TO_SEQ_HEADER] = str(to_seq)
         delay = 0.2
         while True:
             if self.nc.is_connected:

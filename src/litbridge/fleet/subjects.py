@@ -17,7 +17,14 @@ NO_SESSION = "_"  # the subject token of events that belong to no session (repla
 # Headers on every event message.
 MSG_ID = "Nats-Msg-Id"  # "<daemon_id>:<seq>": JetStream drops a repeat within the duplicate window
 DAEMON_HEADER = "Litbridge-Daemon"
-SEQ_HEADER = "Litbridge-Seq"
+SEQ_HEADER = "Litbridge-Seq"  # the event's seq (a replay_gap's from_seq)
+TO_SEQ_HEADER = "Litbridge-To-Seq"  # a replay_gap's to_seq (only on those)
+
+
+def run_of(msg_id: str) -> str:
+    """The daemon run (`daemon_id`) of a Nats-Msg-Id: `<daemon_id>:<seq>` or `<daemon_id>:gap:<from_seq>`."""
+    return msg_id.partition(":")[0]
+
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
