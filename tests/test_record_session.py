@@ -252,7 +252,7 @@ def test_sqlite_rows_are_recorded_as_they_come_and_replayed_at_their_times(
     finally:
         loop.close()
     # (the exit may stop the loop before a last chunk recorded at the same instant is fed: compare what was fed)
-    before = [rows for rows, (t, _) in zip(seen, cap.chunks) if t < cap.sqlite[0].t]
+    before = [rows for rows, (t, _) in zip(seen, cap.chunks, strict=False) if t < cap.sqlite[0].t]
     assert before and all(rows == [] for rows in before)  # nothing before its recorded time
     assert seen[-1] == [(2, "héllo 你好 🙂?"), (3, "two\nlines")]
 

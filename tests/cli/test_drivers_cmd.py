@@ -62,7 +62,6 @@ def test_each_driver_names_the_version_its_real_binary_tests_run_against() -> No
     """`CliSpec.tested` (what `litbridge drivers` shows as `tested`) is the version `tests/fetch_fixtures.py`
     installs for the real-binary tests: the two cannot drift apart."""
     import fetch_fixtures
-
     from litbridge import drivers
 
     pinned = {

@@ -115,13 +115,13 @@ async def test_sigterm_kills_sessions_and_cleans_up() -> None:
     lst = await c.request({"cmd": "list"}, "sessions")
     pids = [s["pid"] for s in lst["sessions"]]
     assert len(pids) == 2 and all(pid_alive(p) for p in pids)
-    assert Path(sock + ".token").is_file()  # noqa: ASYNC240
+    assert Path(sock + ".token").is_file()
     code = await asyncio.to_thread(d.stop)
     assert code == 0, d.log()
     for p in pids:
         assert not pid_alive(p)
     for p in (sock, sock + ".attach", sock + ".token"):
-        assert not os.path.exists(p), p  # noqa: ASYNC240
+        assert not os.path.exists(p), p
     await c.close()
     assert port
 
@@ -134,7 +134,7 @@ async def test_tcp_token_handshake() -> None:
     try:
         token_file = sock + ".token"
         assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
-        token = Path(token_file).read_text().strip()  # noqa: ASYNC240
+        token = Path(token_file).read_text().strip()
         # anything but hello{token} first: error + close, no monitor_ready
         r, w = await asyncio.open_connection("127.0.0.1", port)
         w.write(b'{"cmd":"ping"}\n')

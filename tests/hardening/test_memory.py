@@ -38,7 +38,7 @@ def read_all(sock: socket.socket, timeout: float) -> bytes:
     try:
         while chunk := sock.recv(1 << 20):
             data += chunk
-    except (ConnectionResetError, socket.timeout):
+    except (TimeoutError, ConnectionResetError):
         pass
     return bytes(data)
 

@@ -69,7 +69,9 @@ def test_claude_terminal_chat_markdown_and_permission_click(
     assert first_answer(log, WAIT) == ("Paris", ["one", "two"])  # the complete text, rendered as markdown
     events = page.evaluate("() => window.litbridge.events.filter(e => e.session === 'cc')")
     kinds = [e["event"] for e in events]
-    assert "append" in kinds and kinds.index("append") < kinds.index("complete")  # it streamed first (as deltas)
+    assert "append" in kinds and kinds.index("append") < kinds.index(
+        "complete"
+    )  # it streamed first (as deltas)
 
     send_from_page(page, "Create the file please")
     question = answer_by_click(page, "cc", "Yes", WAIT)

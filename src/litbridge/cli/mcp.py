@@ -17,7 +17,9 @@ async def _main(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         if exc.name is None or not exc.name.startswith(("mcp", "pydantic")):
             raise
-        common.eprint("litbridge mcp: needs the MCP SDK: pip install 'litbridge[mcp]' (from a checkout: pip install '.[mcp]')")
+        common.eprint(
+            "litbridge mcp: needs the MCP SDK: pip install 'litbridge[mcp]' (from a checkout: pip install '.[mcp]')"
+        )
         return common.EXIT_ERROR
     await serve_stdio(lambda: common.connect(args, reconnect_timeout=5.0))
     return common.EXIT_OK

@@ -457,7 +457,9 @@ class Hub:
         self._texts: dict[str | None, tuple[str | None, str]] = {}
         self.clients: set[Client] = set()
         self._idle_since: int | None = 0  # seq at which the last client left (None while clients exist)
-        self.taps: list[Callable[[dict[str, Any]], None]] = []  # in-process observers (notify.py); must not raise
+        self.taps: list[
+            Callable[[dict[str, Any]], None]
+        ] = []  # in-process observers (notify.py); must not raise
 
     def publish(self, event: dict[str, Any]) -> None:
         """A session event: seq, ring, broadcast to every subscribed (authenticated) client."""

@@ -54,6 +54,8 @@ def configure() -> bool:
         return False
     mallopt = _libc_function("mallopt", [ctypes.c_int, ctypes.c_int])
     return mallopt is not None and mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+
+
 _pending: asyncio.TimerHandle | None = None
 _pending_loop: asyncio.AbstractEventLoop | None = None
 _last_run = float("-inf")

@@ -36,11 +36,30 @@ def test_a_tool_turn_ends_on_the_stop_step_with_its_exact_text_and_usage() -> No
             part("prt_1", "msg_1", type="text", text="run it?"),
             msg("msg_2", "assistant"),
             part("prt_2", "msg_2", type="text", text="Let me run it."),
-            part("prt_3", "msg_2", type="tool", callID="c1", tool="bash", state={"status": "pending", "input": {}}),
-            part("prt_3", "msg_2", type="tool", callID="c1", tool="bash",
-                 state={"status": "running", "input": {"command": "echo hi"}}),  # fmt: skip
-            part("prt_3", "msg_2", type="tool", callID="c1", tool="bash",
-                 state={"status": "completed", "input": {"command": "echo hi"}, "output": "hi\n"}),  # fmt: skip
+            part(
+                "prt_3",
+                "msg_2",
+                type="tool",
+                callID="c1",
+                tool="bash",
+                state={"status": "pending", "input": {}},
+            ),
+            part(
+                "prt_3",
+                "msg_2",
+                type="tool",
+                callID="c1",
+                tool="bash",
+                state={"status": "running", "input": {"command": "echo hi"}},
+            ),
+            part(
+                "prt_3",
+                "msg_2",
+                type="tool",
+                callID="c1",
+                tool="bash",
+                state={"status": "completed", "input": {"command": "echo hi"}, "output": "hi\n"},
+            ),
             part("prt_4", "msg_2", type="step-finish", reason="tool-calls", tokens=steps),
             msg("msg_2", "assistant", time={"created": 1, "completed": 2}, finish="tool-calls"),
             msg("msg_3", "assistant"),
@@ -72,22 +91,44 @@ def test_abort_is_interrupted_an_api_error_is_an_error_and_a_rejected_tool_ends_
             part("prt_1", "msg_1", type="text", text="slow"),
             msg("msg_2", "assistant"),
             part("prt_2", "msg_2", type="text", text="partial"),
-            msg("msg_2", "assistant", time={"completed": 2}, error={"name": "MessageAbortedError", "data": {}}),
+            msg(
+                "msg_2", "assistant", time={"completed": 2}, error={"name": "MessageAbortedError", "data": {}}
+            ),
             msg("msg_3", "user"),
             part("prt_3", "msg_3", type="text", text="fail"),
-            msg("msg_4", "assistant", time={"completed": 3},
-                error={"name": "APIError", "data": {"message": "mock error 400"}}),  # fmt: skip
+            msg(
+                "msg_4",
+                "assistant",
+                time={"completed": 3},
+                error={"name": "APIError", "data": {"message": "mock error 400"}},
+            ),
             msg("msg_5", "user"),
             part("prt_5", "msg_5", type="text", text="rm"),
-            part("prt_6", "msg_6", type="tool", callID="c2", tool="bash", state={
-                "status": "error", "input": {"command": "rm x"},
-                "error": "The user rejected permission to use this specific tool call."}),  # fmt: skip
+            part(
+                "prt_6",
+                "msg_6",
+                type="tool",
+                callID="c2",
+                tool="bash",
+                state={
+                    "status": "error",
+                    "input": {"command": "rm x"},
+                    "error": "The user rejected permission to use this specific tool call.",
+                },
+            ),
             msg("msg_6", "assistant", time={"completed": 4}, finish="tool-calls"),
         ]
     )
     assert [k for k, _ in kinds(ev)] == [
-        "prompt", "interrupted", "prompt", "error", "prompt", "tool_use", "tool_result", "complete",
-    ]  # fmt: skip
+        "prompt",
+        "interrupted",
+        "prompt",
+        "error",
+        "prompt",
+        "tool_use",
+        "tool_result",
+        "complete",
+    ]
     assert ev[1].text == "partial" and ev[3].text == "mock error 400"
     assert ev[6].data["is_error"] is True
 
@@ -112,7 +153,9 @@ PERMISSION = [
 
 def test_the_permission_prompt_is_numbered_and_answered_with_left_right() -> None:
     rules = Rules()
-    r = rules.classify([""] * 40 + PERMISSION, highlight=lambda y, x: x == 3 + len("  ┃") + len("Allow once   "))
+    r = rules.classify(
+        [""] * 40 + PERMISSION, highlight=lambda y, x: x == 3 + len("  ┃") + len("Allow once   ")
+    )
     assert r.state == "dialog" and r.dialog is not None
     d = r.dialog
     assert [(o.digit, o.label, o.selected) for o in d.options] == [
@@ -128,7 +171,9 @@ def test_the_permission_prompt_is_numbered_and_answered_with_left_right() -> Non
 def test_busy_idle_and_draft() -> None:
     rules = Rules()
     box = ["  ┃", "  ┃  half typed", "  ┃", "  ┃  Build · Mock Mock", "  ╹" + "▀" * 100]
-    idle = rules.classify([""] * 40 + box + ["   ~/work/proj      8.2K  ctrl+p commands    • OpenCode 1.18.33"])
+    idle = rules.classify(
+        [""] * 40 + box + ["   ~/work/proj      8.2K  ctrl+p commands    • OpenCode 1.18.33"]
+    )
     assert (idle.state, idle.draft, idle.version) == ("idle", "half typed", "1.18.33")
     busy = rules.classify([""] * 40 + box + ["   ■■■⬝⬝⬝⬝⬝  esc interrupt      tab agents  ctrl+p commands"])
     assert busy.state == "busy" and busy.spinner == "■■■⬝⬝⬝⬝⬝  esc interrupt"

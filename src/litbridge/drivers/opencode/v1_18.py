@@ -160,7 +160,7 @@ class Rules(BaseRules):
         """`Allow once   Allow always   Reject` (the key hints cut off) as numbered options; the highlighted one is
         selected (the first when colours are not known: where the cursor starts)."""
         s = row.lstrip()
-        if not s.startswith(self.BAR) or "Allow" not in s and "Reject" not in s:
+        if not s.startswith(self.BAR) or ("Allow" not in s and "Reject" not in s):
             return []
         start = len(row) - len(s) + 1
         body = self.OPTIONS_END_RE.sub("", row[start:])
