@@ -271,6 +271,8 @@ class _EngineState:
         """What the last `response_text` read was asked on (screen, turn, its text so far): asked again on
         the same, it would say the same, so the streaming tick skips it."""
         self._cache: Reading | None = None
+        self._extra = getattr(hooks, "screen_key_extra", None)
+        """The driver's `screen_key_extra` (None: the rules read nothing besides the text and the title)."""
         self._pending_key: tuple[Any, ...] | None = None
         self._pending_since = 0.0
         self._settle_handle: asyncio.TimerHandle | None = None
@@ -319,16 +321,30 @@ class _EngineState:
         gen = getattr(term, "generation", None)
         if gen is None:
             return (self._frame, getattr(self.host, "last_output_at", 0.0) or 0.0)
-        extra = getattr(self.hooks, "screen_key_extra", None)  # what the rules read besides text (colours)
+        extra = self._extra  # what the rules read besides text (colours)
         return (gen, getattr(term, "title", None), id(getattr(self.hooks, "rules", None)), extra() if extra else ())
 
     def reading(self) -> Reading:
-        """The current screen's reading, computed once per screen generation (not per call)."""
+        """The current screen's reading, computed once per screen generation (not per call).
+
+        The hot path (every reader of a frame asks) compares the generation int and the title with the cached
+        key's before building a key: a cached reading of an unchanged screen costs two attribute reads."""
+        cache, key = self._cache, self._cache_key
+        if cache is not None and key is not None and self._extra is None:
+            term = getattr(self.host, "terminal", None)
+            gen = getattr(term, "generation", None)
+            if (
+                gen is not None
+                and gen == key[0]
+                and getattr(term, "title", None) == key[1]
+                and id(getattr(self.hooks, "rules", None)) == key[2]
+            ):
+                return cache
         key = self.screen_key()
-        if self._cache is None or key != self._cache_key:
-            self._cache = self.hooks.read_screen()
+        if cache is None or key != self._cache_key:
+            cache = self._cache = self.hooks.read_screen()
             self._cache_key = key
-        return self._cache
+        return cache
 
     def invalidate(self) -> None:
         """Forget the cached reading (e.g. the driver switched rules)."""
