@@ -46,7 +46,7 @@ def compare(before: Path, after: Path) -> int:
         if ea is None or eb is None:
             print(f"{name}: only in {'after' if ea is None else 'before'}")
             continue
-        i = next((i for i, (x, y) in enumerate(zip(ea, eb)) if x != y), min(len(ea), len(eb)))
+        i = next((i for i, (x, y) in enumerate(zip(ea, eb, strict=False)) if x != y), min(len(ea), len(eb)))
         print(f"{name}: {len(ea)} vs {len(eb)} events, first difference at #{i}")
         print(f"  before: {ea[i] if i < len(ea) else '-'}")
         print(f"  after:  {eb[i] if i < len(eb) else '-'}")

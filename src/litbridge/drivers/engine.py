@@ -322,7 +322,12 @@ class _EngineState:
         if gen is None:
             return (self._frame, getattr(self.host, "last_output_at", 0.0) or 0.0)
         extra = self._extra  # what the rules read besides text (colours)
-        return (gen, getattr(term, "title", None), id(getattr(self.hooks, "rules", None)), extra() if extra else ())
+        return (
+            gen,
+            getattr(term, "title", None),
+            id(getattr(self.hooks, "rules", None)),
+            extra() if extra else (),
+        )
 
     def reading(self) -> Reading:
         """The current screen's reading, computed once per screen generation (not per call).
@@ -938,7 +943,12 @@ class TurnEngine(_EngineTurns):
                 keys_sent += 1
                 last_key = now
                 changed = False
-                if keys[0] not in ("Up", "Down", "Left", "Right"):  # cursor moves (a row of options: Left/Right)
+                if keys[0] not in (
+                    "Up",
+                    "Down",
+                    "Left",
+                    "Right",
+                ):  # cursor moves (a row of options: Left/Right)
                     return True
             before = self.last_change
             await self.wait_change(0.5 if settled or not changed else wait + 0.005)

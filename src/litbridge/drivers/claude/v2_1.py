@@ -39,7 +39,8 @@ def _first_word(s: str) -> str:
 class Screen(BaseRules):
     """Claude Code 2.1.x markers (class attributes) and a frame's state. `Rules` below is the whole set: every
     marker, dialog text and key choice is a class attribute or a method, so a later version subclasses `Rules`
-    and overrides only what changed (`versions.py`). Instances hold no state (one per session is cheap)."""
+    and overrides only what changed (`versions.py`). Instances hold no state but `Rules`' memo of its last
+    response extraction (one per session is cheap)."""
 
     VERSION = "2.1"
     VERSIONS = ("2.1",)
@@ -324,10 +325,10 @@ class Dialogs(Screen):
     def parse_dialog(self, rows: Sequence[str]) -> Dialog | None:
         """Parse the modal at the bottom of the screen into {kind, text, options, detail}; None if no modal."""
         rows = _strip(rows)
-        kind = self._dialog_kind(rows)
         footer = self._footer_row(rows)
         if footer is None:
-            return None
+            return None  # most frames: no modal (the marker scan below is not needed)
+        kind = self._dialog_kind(rows)
         if kind is None:
             prompt = self.find_prompt_row(rows)
             if prompt is not None and prompt > footer:
@@ -415,6 +416,9 @@ class Dialogs(Screen):
 
 class Rules(Dialogs):
     """Claude Code 2.1.x screen rules (see the module docstring): this level reads the response text."""
+
+    _last_extract: tuple[tuple[object, ...], str] | None = None
+    """`extract_response`'s last (what it read, its text): the streaming tick asks on every frame."""
 
     def _is_chrome(self, row: str) -> bool:
         s = row.strip()
@@ -531,6 +535,20 @@ class Rules(Dialogs):
         """
         lines = _strip(lines)
         end = self._content_end(lines)
+        # What the text follows from: the rows from the prompt's (or the top) to two past the content's end (a
+        # block's head looks two rows ahead). The streaming tick asks again on every frame, and most frames
+        # change only rows outside it (the spinner, the input box): the last answer is kept for its rows.
+        a = 0 if start is None else start
+        key = (cols, start is None, end - a, tuple(lines[a : end + 2]))
+        last = self._last_extract
+        if last is not None and last[0] == key:
+            return last[1]
+        text = self._extract(lines, start, end, cols)
+        self._last_extract = (key, text)
+        return text
+
+    def _extract(self, lines: list[str], start: int | None, end: int, cols: int) -> str:
+        """`extract_response` for `lines` (stripped) whose content ends at `end`."""
         y = 0 if start is None else start + 1
         header = start is None and any(self.VERSION_RE.search(r) for r in lines[: min(end, 6)])
         if header:
