@@ -15,7 +15,16 @@ from wcwidth import wcswidth
 
 from litbridge.drivers.claude.model import Dialog, Option, ScreenState
 from litbridge.drivers.kit import Rules as BaseRules
-from litbridge.drivers.screen_ops import first_match, has_any, last_kind, last_match, needles_in, strip_rows
+from litbridge.drivers.screen_ops import (
+    changed,
+    first_match,
+    has_any,
+    last_kind,
+    last_match,
+    memo,
+    needles_in,
+    strip_rows,
+)
 
 
 def _strip(rows: Sequence[str]) -> list[str]:
@@ -133,9 +142,13 @@ class Screen(BaseRules):
     def spinner_line(self, rows: Sequence[str], end: int | None = None) -> str | None:
         """The busy spinner/progress line (`✶ Verb… (3s · ↓ 2 tokens)`), scanning up from `end`."""
         rows = _strip(rows)
-        end = len(rows) if end is None else end
-        y, kind = last_kind(rows, self._spinner_kind, (type(self), "spinner"), 0, end)
+        y, kind = self._spinner_at(rows, len(rows) if end is None else end)
         return rows[y].strip() if y is not None and kind == 1 else None
+
+    def _spinner_at(self, rows: list[str], end: int) -> tuple[int | None, int]:
+        """Where `spinner_line`'s scan up from `end` stops: (y, 1) the spinner row, (y, 2) a row that ends the
+        scan, (None, 0) none."""
+        return last_kind(rows, self._spinner_kind, (type(self), "spinner"), 0, end)
 
     def _spinner_kind(self, row: str) -> int:
         """For `spinner_line`'s scan up: 1 the spinner row, 2 a row that ends the scan, 0 keep going."""
@@ -148,13 +161,44 @@ class Screen(BaseRules):
             return 2
         return 0
 
+    def _footer_row(self, rows: list[str]) -> int | None:
+        """The last row showing a dialog footer (`Esc to cancel`...), or None: no modal owns the screen."""
+        return last_match(rows, self.DIALOG_FOOTER_RE, search=True)
+
     def parse_dialog(self, rows: Sequence[str]) -> Dialog | None:
         """The modal on the screen, or None: implemented by `Dialogs` below (`classify` needs it)."""
         raise NotImplementedError
 
+    # What `classify` reads of a row besides its text (`_row_facts`), as bits.
+    _F_VERSION, _F_FOOTER, _F_PROMPT, _F_RULE, _F_TEXT, _F_SPIN = 1, 2, 4, 8, 16, 32
+
+    def _row_facts(self, row: str) -> int:
+        """Every test `classify` puts to a (stripped) row: the logo's version, a dialog footer, the prompt line,
+        a box rule, any text, and the spinner scan's kind (`_spinner_kind`, times `_F_SPIN`)."""
+        return (
+            (self._F_VERSION if self.VERSION_RE.search(row) else 0)
+            | (self._F_FOOTER if self.DIALOG_FOOTER_RE.search(row) else 0)
+            | (self._F_PROMPT if self.is_prompt_line(row) else 0)
+            | (self._F_RULE if self.RULE_RE.match(row) else 0)
+            | (self._F_TEXT if row else 0)
+            | self._spinner_kind(row) * self._F_SPIN
+        )
+
+    _last_frame: tuple[list[str], ScreenState, int, int, int, int | None] | None = None
+    """The last frame `classify` read in full with no dialog footer on it: (rows, its reading, prompt row, input
+    end, end of the spinner scan, where that scan stopped)."""
+
     def classify(self, rows: Sequence[str]) -> ScreenState:
-        """Classify one frame (the capture harness's rules, reference §10, plus dialog parsing)."""
+        """Classify one frame (the capture harness's rules, reference §10, plus dialog parsing).
+
+        Most frames differ from the previous one in the spinner row, the input line or conversation rows above
+        the prompt box; `_reclassify` reads such a frame from the last one's reading (the same answer)."""
         rows = _strip(rows)
+        if self._last_frame is not None:
+            cls = self._reclassify(rows, *self._last_frame)
+            if cls is not None:
+                return cls
+            self._last_frame = None
         # the first row showing the version is where a search of the whole text finds it (one row's pattern)
         version_y = first_match(rows, self.VERSION_RE, search=True)
         version_m = self.VERSION_RE.search(rows[version_y]) if version_y is not None else None
@@ -176,11 +220,13 @@ class Screen(BaseRules):
             if rows[y].strip():
                 footer = rows[y].strip()
                 break
-        spin = self.spinner_line(rows, top if top is not None else prompt_row)
+        bound = top if top is not None else prompt_row
+        spin_y, spin_kind = self._spinner_at(rows, bound)
+        spin = rows[spin_y].strip() if spin_y is not None and spin_kind == 1 else None
         # The footer drops `esc to interrupt` while the input holds a draft; the spinner still shows busy.
         state = "busy" if self.BUSY_MARK in footer or spin is not None else "idle"
         draft = "" if self.PLACEHOLDER_RE.match(input_text.strip()) else input_text.strip()
-        return ScreenState(
+        cls = ScreenState(
             state,
             prompt_row=prompt_row,
             footer=footer,
@@ -189,6 +235,60 @@ class Screen(BaseRules):
             spinner=spin,
             version=version,
         )
+        if self._footer_row(rows) is None:
+            self._last_frame = (rows, cls, prompt_row, input_end, bound, spin_y)
+        return cls
+
+    def _reclassify(
+        self,
+        rows: list[str],
+        last: list[str],
+        prev: ScreenState,
+        prompt_row: int,
+        input_end: int,
+        bound: int,
+        spin_y: int | None,
+    ) -> ScreenState | None:
+        """`classify(rows)` from the reading of the frame `last` (no dialog footer on it), or None for a full
+        read. A row that changed must show the same `_row_facts` (no version on it) and be one `classify`
+        reads only through them (above the prompt box), the spinner row (its text re-read) or the input line
+        (re-read). Then the version, the dialog (none: no footer), the prompt row, the box and the footer are
+        the last frame's, and the spinner scan stops where it did."""
+        ys = changed(last, rows)
+        if ys is None:
+            return None
+        facts = memo((type(self), "facts"))
+        spin, input_text, draft = prev.spinner, prev.input_text, prev.draft
+        for y in ys:
+            old, new = last[y], rows[y]
+            fo = facts.get(old)
+            if fo is None:
+                fo = facts[old] = self._row_facts(old)
+            fn = facts.get(new)
+            if fn is None:
+                fn = facts[new] = self._row_facts(new)
+            if fo != fn or fn & self._F_VERSION:
+                return None
+            if y == prompt_row:
+                lines = [rows[prompt_row][2:]] + [r[2:] for r in rows[prompt_row + 1 : input_end]]
+                input_text = "\n".join(lines).rstrip()
+                draft = "" if self.PLACEHOLDER_RE.match(input_text.strip()) else input_text.strip()
+            elif y >= bound:
+                return None
+            elif y == spin_y and fn // self._F_SPIN == 1:
+                spin = new.strip()
+        state = "busy" if self.BUSY_MARK in prev.footer or spin is not None else "idle"
+        cls = ScreenState(
+            state,
+            prompt_row=prompt_row,
+            footer=prev.footer,
+            input_text=input_text,
+            draft=draft,
+            spinner=spin,
+            version=prev.version,
+        )
+        self._last_frame = (rows, cls, prompt_row, input_end, bound, spin_y)
+        return cls
 
     # ---------------------------------------------------------------------------------------------- dialogs
 
@@ -275,9 +375,6 @@ class Dialogs(Screen):
             options.append(Option(str(i + 1), label, selected, block[0]))
             lines.append(f"{i + 1}. {label}" + (f" — {desc}" if desc else ""))
         return options, (blocks[0][0] if blocks else None), "\n".join(lines)
-
-    def _footer_row(self, rows: list[str]) -> int | None:
-        return last_match(rows, self.DIALOG_FOOTER_RE, search=True)
 
     def _parse_options(self, rows: list[str], footer: int) -> tuple[list[Option], int | None]:
         """Options drawn above `footer`: the `❯` row and its siblings whose text starts in the same column."""
