@@ -25,6 +25,7 @@ from litbridge.drivers.screen_ops import (
     needles_in,
     strip_rows,
 )
+from litbridge.term import ScreenRows
 
 
 def _strip(rows: Sequence[str]) -> list[str]:
@@ -529,8 +530,20 @@ class Rules(Dialogs):
             or _indent(row) >= 60  # right-aligned transient hints above the prompt box
         )
 
+    _last_end: tuple[list[str], int] | None = None
+    """`_content_end`'s last (terminal frame, answer): the streaming tick asks twice per frame."""
+
     def _content_end(self, lines: list[str]) -> int:
         """Index one past the last conversation line (above the prompt box / dialog / spinner / hints)."""
+        last = self._last_end
+        if last is not None and last[0] is lines:
+            return last[1]
+        end = self._content_end_of(lines)
+        if type(lines) is ScreenRows:  # a terminal's frame never changes (a caller's list may)
+            self._last_end = (lines, end)
+        return end
+
+    def _content_end_of(self, lines: list[str]) -> int:
         prompt = self.find_prompt_row(lines)
         end = len(lines)
         if prompt is not None:
