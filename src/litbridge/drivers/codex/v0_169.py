@@ -193,7 +193,7 @@ class Rules(BaseRules):
     def classify(self, rows: list[str]) -> ScreenState:
         """What the frame shows. Busy only from the `• Working (Ns • esc to interrupt)` row: it disappears while text
         streams, so the driver prefers OSC 7501 and the title spinner (`title_busy`)."""
-        if not any(r.strip() for r in rows):
+        if not any(strip_rows(rows)):  # the frame's right-stripped twin: a row with text is a non-empty one
             return ScreenState("blank")
         version = self.version_of(rows)
         dialog = self.parse_dialog(rows)

@@ -155,7 +155,7 @@ class Rules(BaseRules):
         """One screen -> state. Judged on the live area only: everything above the last rule is history."""
         rows = self._strip(rows)
         version = self.header_version(rows)
-        if not any(r.strip() for r in rows):
+        if not any(rows):  # right-stripped: a row with text is a non-empty one
             return ScreenState("blank", version=version)
         rule = self.last_rule(rows)
         tail = rows if rule is None else rows[rule + 1 :]
