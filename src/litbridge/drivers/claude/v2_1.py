@@ -16,6 +16,7 @@ from wcwidth import wcswidth
 from litbridge.drivers.claude.model import Dialog, Option, ScreenState
 from litbridge.drivers.kit import Rules as BaseRules
 from litbridge.drivers.screen_ops import (
+    MEMO_MAX,
     changed,
     first_match,
     has_any,
@@ -44,6 +45,18 @@ def _width(s: str) -> int:
 def _first_word(s: str) -> str:
     s = s.strip()
     return s.split(" ", 1)[0] if s else ""
+
+
+_ReflowFacts = tuple[str, int, bool, bool, "int | None", int, int]
+_reflow_memos: dict[type, dict[str, _ReflowFacts]] = {}
+
+
+def _reflow_memo(rules: type) -> dict[str, _ReflowFacts]:
+    """Row text -> `Rules._reflow_facts` for a rules class, started over past `screen_ops.MEMO_MAX` rows."""
+    m = _reflow_memos.get(rules)
+    if m is None or len(m) > MEMO_MAX:
+        m = _reflow_memos[rules] = {}
+    return m
 
 
 class Screen(BaseRules):
@@ -573,30 +586,41 @@ class Rules(Dialogs):
         out: list[str] = []
         cont_indent: int | None = None
         prev_width = 0
+        facts = _reflow_memo(type(self))
         for row in rows:
-            s = row.strip()
-            ind = _indent(row)
-            boxy = has_any(s, self.BOX_CHARS)
+            f = facts.get(row)
+            if f is None:
+                f = facts[row] = self._reflow_facts(row)
+            s, ind, boxy, listed, next_indent, word_width, width = f
             if (
                 out
                 and s
                 and not boxy
                 and cont_indent is not None
                 and ind == cont_indent
-                and not self.LIST_MARKER_RE.match(s)
-                and prev_width + 1 + _width(_first_word(s)) > cols - 1
+                and not listed
+                and prev_width + 1 + word_width > cols - 1
             ):
                 out[-1] = out[-1].rstrip() + " " + s
-                prev_width = _width(row)
+                prev_width = width
                 continue
             out.append(row.rstrip())
-            prev_width = _width(row)
-            if not s or boxy:
-                cont_indent = None
-            else:
-                m = self.LIST_MARKER_RE.match(s)
-                cont_indent = ind + (len(m.group(1)) if m and not s.startswith("▎") else 0)
+            prev_width = width
+            cont_indent = next_indent
         return out
+
+    def _reflow_facts(self, row: str) -> _ReflowFacts:
+        """What `reflow` reads of a row (its text alone decides): stripped text, indent, box-drawn, a list item,
+        the continuation indent it sets, its first word's width and its own width."""
+        s = row.strip()
+        ind = _indent(row)
+        boxy = has_any(s, self.BOX_CHARS)
+        m = self.LIST_MARKER_RE.match(s)
+        if not s or boxy:
+            next_indent = None
+        else:
+            next_indent = ind + (len(m.group(1)) if m and not s.startswith("▎") else 0)
+        return s, ind, boxy, m is not None, next_indent, _width(_first_word(s)), _width(row)
 
     def _block_is_tool(self, head: str, following: list[str]) -> bool:
         if (
@@ -626,15 +650,22 @@ class Rules(Dialogs):
         if prompt_text and prompt_text.strip():
             needle = prompt_text.strip().splitlines()[0].strip()[:40]
         paste_like = bool(prompt_text and ("\n" in prompt_text.strip() or len(prompt_text) > 200))
-        for y in range(end - 1, -1, -1):
-            r = rows[y]
-            if r.startswith(self.PROMPT + " ") and not self.is_prompt_line(r):
-                shown = r[2:].strip()
-                if not needle or shown.startswith(needle) or needle.startswith(shown[:40]):
-                    return y
-                if paste_like and self.PASTED_RE.match(shown):
-                    return y  # Claude collapsed our pasted message into a placeholder
-        return None
+        stop = end
+        while True:
+            # the next user prompt row up (the scan of rows in the compiled loop; the needle test on its hits)
+            y, _ = last_kind(rows, self._user_prompt_kind, (type(self), "user prompt"), 0, stop)
+            if y is None:
+                return None
+            shown = rows[y][2:].strip()
+            if not needle or shown.startswith(needle) or needle.startswith(shown[:40]):
+                return y
+            if paste_like and self.PASTED_RE.match(shown):
+                return y  # Claude collapsed our pasted message into a placeholder
+            stop = y
+
+    def _user_prompt_kind(self, row: str) -> int:
+        """1 for a prompt row of the conversation (`❯ text`, normal space; not the live input line)."""
+        return 1 if row.startswith(self.PROMPT + " ") and not self.is_prompt_line(row) else 0
 
     def extract_response(self, lines: Sequence[str], start: int | None = None, cols: int = 200) -> str:
         """The current turn's assistant text from rendered logical lines, chrome removed, prose rejoined.
