@@ -828,10 +828,10 @@ class _EngineTurns(_EngineState):
     def stream(self) -> None:
         """Read the open turn's text off the screen (between frames) and relay it, or relay the spinner."""
         self._stream_handle = None
-        self._last_stream_at = self.now()
+        now = self._last_stream_at = self.now()
         if self.question is not None or self.exited:
             return
-        since_output = self.now() - (getattr(self.host, "last_output_at", 0.0) or 0.0)
+        since_output = now - (getattr(self.host, "last_output_at", 0.0) or 0.0)
         if since_output < self.timing.frame_quiet:
             # a frame split across reads looks like garbage for a moment: read the screen between frames
             self._stream_handle = self.host.call_later(
