@@ -271,8 +271,6 @@ class _EngineState:
         """What the last `response_text` read was asked on (screen, turn, its text so far): asked again on
         the same, it would say the same, so the streaming tick skips it."""
         self._cache: Reading | None = None
-        self._extra = getattr(hooks, "screen_key_extra", None)
-        """The driver's `screen_key_extra` (None: the rules read nothing besides the text and the title)."""
         self._pending_key: tuple[Any, ...] | None = None
         self._pending_since = 0.0
         self._settle_handle: asyncio.TimerHandle | None = None
@@ -290,6 +288,16 @@ class _EngineState:
         withdrawn) do not make the session `thinking` again until the CLI reads not busy or a turn starts."""
         self._ended_dialog: tuple[Any, ...] | None = None
         """The dialog of a question closed with its turn while still drawn: not asked again until it goes."""
+
+    @property
+    def hooks(self) -> EngineHooks:
+        return self._hooks
+
+    @hooks.setter
+    def hooks(self, hooks: EngineHooks) -> None:
+        self._hooks = hooks
+        self._extra = getattr(hooks, "screen_key_extra", None)
+        """The driver's `screen_key_extra` (None: the rules read nothing besides the text and the title)."""
 
     @property
     def turn(self) -> Turn | None:
