@@ -127,3 +127,16 @@ def test_cached_match_is_the_patterns_match(rows: list[str], pattern) -> None:
             assert (got is None) == (want is None)
             if want is not None:
                 assert got is not None and got.groups() == want.groups() and got.span() == want.span()
+
+
+@settings(max_examples=300, deadline=None)
+@given(ROWS, ROWS)
+def test_changed_lists_the_rows_that_differ(old: list[str], new: list[str]) -> None:
+    want = [y for y in range(len(new)) if old[y] != new[y]] if len(old) == len(new) else None
+    same_objects = list(old)  # identical rows: found by identity
+    impls = [PURE["changed"]] + ([COMPILED.changed] if COMPILED is not None else [])
+    for changed in impls:
+        assert changed(old, new) == want
+        assert changed(old, [r + "" for r in old]) == []  # equal text, another object: not changed
+        assert changed(old, same_objects) == []
+        assert changed(ScreenRows(old), tuple(new)) == want

@@ -5,15 +5,34 @@ from collections.abc import Callable, Hashable, Sequence
 
 def memo(key: Hashable) -> dict[str, int]: ...
 def last_kind(
-    rows: Sequence[str], kind: Callable[[str], int], key: Hashable, start: int | None = None, stop: int | None = None
+    rows: Sequence[str],
+    kind: Callable[[str], int],
+    key: Hashable,
+    start: int | None = None,
+    stop: int | None = None,
 ) -> tuple[int | None, int]: ...
 def first_kind(
-    rows: Sequence[str], kind: Callable[[str], int], key: Hashable, start: int | None = None, stop: int | None = None
+    rows: Sequence[str],
+    kind: Callable[[str], int],
+    key: Hashable,
+    start: int | None = None,
+    stop: int | None = None,
 ) -> tuple[int | None, int]: ...
 def last_match(
-    rows: Sequence[str], pattern: re.Pattern[str], start: int | None = None, stop: int | None = None, *, search: bool = False
+    rows: Sequence[str],
+    pattern: re.Pattern[str],
+    start: int | None = None,
+    stop: int | None = None,
+    *,
+    search: bool = False,
 ) -> int | None: ...
 def first_match(
-    rows: Sequence[str], pattern: re.Pattern[str], start: int | None = None, stop: int | None = None, *, search: bool = False
+    rows: Sequence[str],
+    pattern: re.Pattern[str],
+    start: int | None = None,
+    stop: int | None = None,
+    *,
+    search: bool = False,
 ) -> int | None: ...
 def needles_in(rows: Sequence[str], needles: tuple[str, ...]) -> int: ...
+def changed(old: Sequence[str], new: Sequence[str]) -> list[int] | None: ...

@@ -2146,12 +2146,22 @@ cdef class Screen:
         their stripped text. A touched-but-identical frame keeps its generation."""
         cdef int y
         cdef bint dirty = self.flushed or memchr(self.ldirty, 1, self.lines) != NULL
+        old = self.snap_rows
+        cdef bytes sw = self.snap_wraps
+        cdef const unsigned char* sp
+        if not dirty and old is not None and sw is not None and len(sw) == self.lines:
+            # the hot case (every reader of a frame asks): nothing re-rendered; compare the wrap flags in place
+            sp = sw
+            for y in range(self.lines):
+                if sp[y] != self.g.wrapped[self.g.rowmap[y]]:
+                    break
+            else:
+                return 0
         cdef bytearray wb = bytearray(self.lines)
         cdef unsigned char* w = wb
         for y in range(self.lines):
             w[y] = self.g.wrapped[self.g.rowmap[y]]
         wraps = bytes(wb)
-        old = self.snap_rows
         if not dirty and old is not None and wraps == self.snap_wraps:
             return 0
         self.flushed = False

@@ -290,6 +290,16 @@ class _EngineState:
         """The dialog of a question closed with its turn while still drawn: not asked again until it goes."""
 
     @property
+    def hooks(self) -> EngineHooks:
+        return self._hooks
+
+    @hooks.setter
+    def hooks(self, hooks: EngineHooks) -> None:
+        self._hooks = hooks
+        self._extra = getattr(hooks, "screen_key_extra", None)
+        """The driver's `screen_key_extra` (None: the rules read nothing besides the text and the title)."""
+
+    @property
     def turn(self) -> Turn | None:
         """The turn the driver is running (the desk's, once `begin()` took it), or None."""
         t = self.turns.current
@@ -319,16 +329,35 @@ class _EngineState:
         gen = getattr(term, "generation", None)
         if gen is None:
             return (self._frame, getattr(self.host, "last_output_at", 0.0) or 0.0)
-        extra = getattr(self.hooks, "screen_key_extra", None)  # what the rules read besides text (colours)
-        return (gen, getattr(term, "title", None), id(getattr(self.hooks, "rules", None)), extra() if extra else ())
+        extra = self._extra  # what the rules read besides text (colours)
+        return (
+            gen,
+            getattr(term, "title", None),
+            id(getattr(self.hooks, "rules", None)),
+            extra() if extra else (),
+        )
 
     def reading(self) -> Reading:
-        """The current screen's reading, computed once per screen generation (not per call)."""
+        """The current screen's reading, computed once per screen generation (not per call).
+
+        The hot path (every reader of a frame asks) compares the generation int and the title with the cached
+        key's before building a key: a cached reading of an unchanged screen costs two attribute reads."""
+        cache, key = self._cache, self._cache_key
+        if cache is not None and key is not None and self._extra is None:
+            term = getattr(self.host, "terminal", None)
+            gen = getattr(term, "generation", None)
+            if (
+                gen is not None
+                and gen == key[0]
+                and getattr(term, "title", None) == key[1]
+                and id(getattr(self.hooks, "rules", None)) == key[2]
+            ):
+                return cache
         key = self.screen_key()
-        if self._cache is None or key != self._cache_key:
-            self._cache = self.hooks.read_screen()
+        if cache is None or key != self._cache_key:
+            cache = self._cache = self.hooks.read_screen()
             self._cache_key = key
-        return self._cache
+        return cache
 
     def invalidate(self) -> None:
         """Forget the cached reading (e.g. the driver switched rules)."""
@@ -807,10 +836,10 @@ class _EngineTurns(_EngineState):
     def stream(self) -> None:
         """Read the open turn's text off the screen (between frames) and relay it, or relay the spinner."""
         self._stream_handle = None
-        self._last_stream_at = self.now()
+        now = self._last_stream_at = self.now()
         if self.question is not None or self.exited:
             return
-        since_output = self.now() - (getattr(self.host, "last_output_at", 0.0) or 0.0)
+        since_output = now - (getattr(self.host, "last_output_at", 0.0) or 0.0)
         if since_output < self.timing.frame_quiet:
             # a frame split across reads looks like garbage for a moment: read the screen between frames
             self._stream_handle = self.host.call_later(
@@ -922,7 +951,12 @@ class TurnEngine(_EngineTurns):
                 keys_sent += 1
                 last_key = now
                 changed = False
-                if keys[0] not in ("Up", "Down", "Left", "Right"):  # cursor moves (a row of options: Left/Right)
+                if keys[0] not in (
+                    "Up",
+                    "Down",
+                    "Left",
+                    "Right",
+                ):  # cursor moves (a row of options: Left/Right)
                     return True
             before = self.last_change
             await self.wait_change(0.5 if settled or not changed else wait + 0.005)

@@ -11,7 +11,9 @@ rows again. What they all do to rows is here, done once per frame or once per di
 - `last_kind` / `first_kind`: the same for the rules' own per-row tests (a spinner row, a row that ends the
   scan), memoised per rules class;
 - `cached_match`: a pattern's match object for a row (groups the rules read), once per distinct row text;
-- `has_any`: does a row hold any of a set of characters (box drawing); `joined`: the frame as one text.
+- `has_any`: does a row hold any of a set of characters (box drawing); `joined`: the frame as one text;
+- `changed`: which rows differ between two frames (a row the core did not re-render is the same str object, so
+  an unchanged row costs an identity check): what rules that read a frame incrementally start from.
 
 The loops run in the compiled core (`litbridge._core.ops`) when it is built; the functions below are the
 fallback and what the compiled twin is tested against. Either way the result is what the plain loop gives.
@@ -28,6 +30,7 @@ from litbridge.term import ScreenRows
 
 __all__ = [
     "cached_match",
+    "changed",
     "first_kind",
     "first_match",
     "has_any",
@@ -164,7 +167,15 @@ def needles_in(rows: Sequence[str], needles: tuple[str, ...]) -> int:
     return mask
 
 
+def changed(old: Sequence[str], new: Sequence[str]) -> list[int] | None:
+    """The y whose row differs between two frames (`old[y] != new[y]`), in order; None if their heights differ."""
+    if len(old) != len(new):
+        return None
+    return [y for y in range(len(new)) if old[y] is not new[y] and old[y] != new[y]]
+
+
 PURE = {
+    "changed": changed,
     "memo": memo,
     "last_kind": last_kind,
     "first_kind": first_kind,
@@ -177,6 +188,7 @@ PURE = {
 if _core.AVAILABLE:  # pragma: no branch - depends on the build
     try:
         from litbridge._core.ops import (  # type: ignore[assignment]
+            changed,
             first_kind,
             first_match,
             last_kind,

@@ -430,3 +430,61 @@ def test_rewind_list_is_a_question_with_one_option_per_entry() -> None:
     # `Rewind` quoted in a conversation above a live prompt is not the list
     idle = read_screen(capture("s06_") / "screens" / "19_f_after_esc_close.txt")[1]
     assert R.classify(idle).state == "idle"
+
+
+# ---------------------------------------------------------------------------------------------- incremental reading
+
+
+def _frames(capdir: Path) -> list[list[str]]:
+    """Every distinct frame of a recording, chunk by chunk, as the terminal hands it to the rules."""
+    cap = Capture.load(capdir)
+    term = Terminal(200, 50)
+    frames, gen = [], None
+    for _, data in cap.chunks:
+        term.feed(data)
+        if term.generation != gen:
+            gen = term.generation
+            frames.append(term.display)
+    return frames
+
+
+@pytest.mark.parametrize("capdir", or_skip(capture_dirs()), ids=lambda p: getattr(p, "name", p))
+def test_a_frame_read_from_the_last_one_reads_as_a_fresh_frame(capdir: Path) -> None:
+    """One rules instance reads a recording frame after frame (most frames from the previous reading); every
+    reading equals a fresh instance's full read of the same frame, and the incremental path is taken."""
+    rules = v2_1.Rules()
+    taken = 0
+    for rows in _frames(capdir):
+        before = rules._last_frame
+        got = rules.classify(rows)
+        taken += before is not None and rules._last_frame is not None and rules._last_frame[1] is got
+        assert got == v2_1.Rules().classify(rows)
+    assert taken > 0 or len(_frames(capdir)) < 20
+
+
+def test_a_changed_row_rereads_what_it_shows() -> None:
+    """The spinner row, the input line and a conversation row change between two frames: the reading from the
+    last frame has the new spinner text and draft; a row that becomes chrome (a dialog footer) is a full read."""
+    rows = [
+        "● earlier answer",
+        "",
+        "✶ Pondering… (3s · ↓ 2 tokens)",
+        "─" * 40,
+        "❯\u00a0hel",
+        "─" * 40,
+        "  ? for shortcuts",
+    ]
+    rules = v2_1.Rules()
+    first = rules.classify(rows)
+    assert first.state == "busy" and first.draft == "hel" and rules._last_frame is not None
+    later = list(rows)
+    later[0] = "● earlier answer, longer"
+    later[2] = "✶ Pondering… (4s · ↓ 9 tokens)"
+    later[4] = "❯\u00a0hello"
+    assert rules._reclassify(later, *rules._last_frame) == v2_1.Rules().classify(later)
+    got = rules.classify(later)
+    assert (got.spinner, got.draft, got.state) == ("✶ Pondering… (4s · ↓ 9 tokens)", "hello", "busy")
+    footer = list(later)
+    footer[0] = "Esc to cancel"
+    assert rules._reclassify(footer, *rules._last_frame) is None
+    assert rules.classify(footer) == v2_1.Rules().classify(footer)

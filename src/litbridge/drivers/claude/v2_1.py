@@ -15,7 +15,18 @@ from wcwidth import wcswidth
 
 from litbridge.drivers.claude.model import Dialog, Option, ScreenState
 from litbridge.drivers.kit import Rules as BaseRules
-from litbridge.drivers.screen_ops import first_match, has_any, last_kind, last_match, needles_in, strip_rows
+from litbridge.drivers.screen_ops import (
+    MEMO_MAX,
+    changed,
+    first_match,
+    has_any,
+    last_kind,
+    last_match,
+    memo,
+    needles_in,
+    strip_rows,
+)
+from litbridge.term import ScreenRows
 
 
 def _strip(rows: Sequence[str]) -> list[str]:
@@ -36,10 +47,23 @@ def _first_word(s: str) -> str:
     return s.split(" ", 1)[0] if s else ""
 
 
+_ReflowFacts = tuple[str, int, bool, bool, "int | None", int, int]
+_reflow_memos: dict[type, dict[str, _ReflowFacts]] = {}
+
+
+def _reflow_memo(rules: type) -> dict[str, _ReflowFacts]:
+    """Row text -> `Rules._reflow_facts` for a rules class, started over past `screen_ops.MEMO_MAX` rows."""
+    m = _reflow_memos.get(rules)
+    if m is None or len(m) > MEMO_MAX:
+        m = _reflow_memos[rules] = {}
+    return m
+
+
 class Screen(BaseRules):
     """Claude Code 2.1.x markers (class attributes) and a frame's state. `Rules` below is the whole set: every
     marker, dialog text and key choice is a class attribute or a method, so a later version subclasses `Rules`
-    and overrides only what changed (`versions.py`). Instances hold no state (one per session is cheap)."""
+    and overrides only what changed (`versions.py`). Instances hold no state but `Rules`' memo of its last
+    response extraction (one per session is cheap)."""
 
     VERSION = "2.1"
     VERSIONS = ("2.1",)
@@ -132,9 +156,13 @@ class Screen(BaseRules):
     def spinner_line(self, rows: Sequence[str], end: int | None = None) -> str | None:
         """The busy spinner/progress line (`✶ Verb… (3s · ↓ 2 tokens)`), scanning up from `end`."""
         rows = _strip(rows)
-        end = len(rows) if end is None else end
-        y, kind = last_kind(rows, self._spinner_kind, (type(self), "spinner"), 0, end)
+        y, kind = self._spinner_at(rows, len(rows) if end is None else end)
         return rows[y].strip() if y is not None and kind == 1 else None
+
+    def _spinner_at(self, rows: list[str], end: int) -> tuple[int | None, int]:
+        """Where `spinner_line`'s scan up from `end` stops: (y, 1) the spinner row, (y, 2) a row that ends the
+        scan, (None, 0) none."""
+        return last_kind(rows, self._spinner_kind, (type(self), "spinner"), 0, end)
 
     def _spinner_kind(self, row: str) -> int:
         """For `spinner_line`'s scan up: 1 the spinner row, 2 a row that ends the scan, 0 keep going."""
@@ -147,13 +175,44 @@ class Screen(BaseRules):
             return 2
         return 0
 
+    def _footer_row(self, rows: list[str]) -> int | None:
+        """The last row showing a dialog footer (`Esc to cancel`...), or None: no modal owns the screen."""
+        return last_match(rows, self.DIALOG_FOOTER_RE, search=True)
+
     def parse_dialog(self, rows: Sequence[str]) -> Dialog | None:
         """The modal on the screen, or None: implemented by `Dialogs` below (`classify` needs it)."""
         raise NotImplementedError
 
+    # What `classify` reads of a row besides its text (`_row_facts`), as bits.
+    _F_VERSION, _F_FOOTER, _F_PROMPT, _F_RULE, _F_TEXT, _F_SPIN = 1, 2, 4, 8, 16, 32
+
+    def _row_facts(self, row: str) -> int:
+        """Every test `classify` puts to a (stripped) row: the logo's version, a dialog footer, the prompt line,
+        a box rule, any text, and the spinner scan's kind (`_spinner_kind`, times `_F_SPIN`)."""
+        return (
+            (self._F_VERSION if self.VERSION_RE.search(row) else 0)
+            | (self._F_FOOTER if self.DIALOG_FOOTER_RE.search(row) else 0)
+            | (self._F_PROMPT if self.is_prompt_line(row) else 0)
+            | (self._F_RULE if self.RULE_RE.match(row) else 0)
+            | (self._F_TEXT if row else 0)
+            | self._spinner_kind(row) * self._F_SPIN
+        )
+
+    _last_frame: tuple[list[str], ScreenState, int, int, int, int | None] | None = None
+    """The last frame `classify` read in full with no dialog footer on it: (rows, its reading, prompt row, input
+    end, end of the spinner scan, where that scan stopped)."""
+
     def classify(self, rows: Sequence[str]) -> ScreenState:
-        """Classify one frame (the capture harness's rules, reference §10, plus dialog parsing)."""
+        """Classify one frame (the capture harness's rules, reference §10, plus dialog parsing).
+
+        Most frames differ from the previous one in the spinner row, the input line or conversation rows above
+        the prompt box; `_reclassify` reads such a frame from the last one's reading (the same answer)."""
         rows = _strip(rows)
+        if self._last_frame is not None:
+            cls = self._reclassify(rows, *self._last_frame)
+            if cls is not None:
+                return cls
+            self._last_frame = None
         # the first row showing the version is where a search of the whole text finds it (one row's pattern)
         version_y = first_match(rows, self.VERSION_RE, search=True)
         version_m = self.VERSION_RE.search(rows[version_y]) if version_y is not None else None
@@ -175,11 +234,13 @@ class Screen(BaseRules):
             if rows[y].strip():
                 footer = rows[y].strip()
                 break
-        spin = self.spinner_line(rows, top if top is not None else prompt_row)
+        bound = top if top is not None else prompt_row
+        spin_y, spin_kind = self._spinner_at(rows, bound)
+        spin = rows[spin_y].strip() if spin_y is not None and spin_kind == 1 else None
         # The footer drops `esc to interrupt` while the input holds a draft; the spinner still shows busy.
         state = "busy" if self.BUSY_MARK in footer or spin is not None else "idle"
         draft = "" if self.PLACEHOLDER_RE.match(input_text.strip()) else input_text.strip()
-        return ScreenState(
+        cls = ScreenState(
             state,
             prompt_row=prompt_row,
             footer=footer,
@@ -188,6 +249,60 @@ class Screen(BaseRules):
             spinner=spin,
             version=version,
         )
+        if self._footer_row(rows) is None:
+            self._last_frame = (rows, cls, prompt_row, input_end, bound, spin_y)
+        return cls
+
+    def _reclassify(
+        self,
+        rows: list[str],
+        last: list[str],
+        prev: ScreenState,
+        prompt_row: int,
+        input_end: int,
+        bound: int,
+        spin_y: int | None,
+    ) -> ScreenState | None:
+        """`classify(rows)` from the reading of the frame `last` (no dialog footer on it), or None for a full
+        read. A row that changed must show the same `_row_facts` (no version on it) and be one `classify`
+        reads only through them (above the prompt box), the spinner row (its text re-read) or the input line
+        (re-read). Then the version, the dialog (none: no footer), the prompt row, the box and the footer are
+        the last frame's, and the spinner scan stops where it did."""
+        ys = changed(last, rows)
+        if ys is None:
+            return None
+        facts = memo((type(self), "facts"))
+        spin, input_text, draft = prev.spinner, prev.input_text, prev.draft
+        for y in ys:
+            old, new = last[y], rows[y]
+            fo = facts.get(old)
+            if fo is None:
+                fo = facts[old] = self._row_facts(old)
+            fn = facts.get(new)
+            if fn is None:
+                fn = facts[new] = self._row_facts(new)
+            if fo != fn or fn & self._F_VERSION:
+                return None
+            if y == prompt_row:
+                lines = [rows[prompt_row][2:]] + [r[2:] for r in rows[prompt_row + 1 : input_end]]
+                input_text = "\n".join(lines).rstrip()
+                draft = "" if self.PLACEHOLDER_RE.match(input_text.strip()) else input_text.strip()
+            elif y >= bound:
+                return None
+            elif y == spin_y and fn // self._F_SPIN == 1:
+                spin = new.strip()
+        state = "busy" if self.BUSY_MARK in prev.footer or spin is not None else "idle"
+        cls = ScreenState(
+            state,
+            prompt_row=prompt_row,
+            footer=prev.footer,
+            input_text=input_text,
+            draft=draft,
+            spinner=spin,
+            version=prev.version,
+        )
+        self._last_frame = (rows, cls, prompt_row, input_end, bound, spin_y)
+        return cls
 
     # ---------------------------------------------------------------------------------------------- dialogs
 
@@ -275,9 +390,6 @@ class Dialogs(Screen):
             lines.append(f"{i + 1}. {label}" + (f" — {desc}" if desc else ""))
         return options, (blocks[0][0] if blocks else None), "\n".join(lines)
 
-    def _footer_row(self, rows: list[str]) -> int | None:
-        return last_match(rows, self.DIALOG_FOOTER_RE, search=True)
-
     def _parse_options(self, rows: list[str], footer: int) -> tuple[list[Option], int | None]:
         """Options drawn above `footer`: the `❯` row and its siblings whose text starts in the same column."""
         sel = None
@@ -324,10 +436,10 @@ class Dialogs(Screen):
     def parse_dialog(self, rows: Sequence[str]) -> Dialog | None:
         """Parse the modal at the bottom of the screen into {kind, text, options, detail}; None if no modal."""
         rows = _strip(rows)
-        kind = self._dialog_kind(rows)
         footer = self._footer_row(rows)
         if footer is None:
-            return None
+            return None  # most frames: no modal (the marker scan below is not needed)
+        kind = self._dialog_kind(rows)
         if kind is None:
             prompt = self.find_prompt_row(rows)
             if prompt is not None and prompt > footer:
@@ -416,6 +528,9 @@ class Dialogs(Screen):
 class Rules(Dialogs):
     """Claude Code 2.1.x screen rules (see the module docstring): this level reads the response text."""
 
+    _last_extract: tuple[tuple[object, ...], str] | None = None
+    """`extract_response`'s last (what it read, its text): the streaming tick asks on every frame."""
+
     def _is_chrome(self, row: str) -> bool:
         s = row.strip()
         return bool(
@@ -428,8 +543,20 @@ class Rules(Dialogs):
             or _indent(row) >= 60  # right-aligned transient hints above the prompt box
         )
 
+    _last_end: tuple[list[str], int] | None = None
+    """`_content_end`'s last (terminal frame, answer): the streaming tick asks twice per frame."""
+
     def _content_end(self, lines: list[str]) -> int:
         """Index one past the last conversation line (above the prompt box / dialog / spinner / hints)."""
+        last = self._last_end
+        if last is not None and last[0] is lines:
+            return last[1]
+        end = self._content_end_of(lines)
+        if type(lines) is ScreenRows:  # a terminal's frame never changes (a caller's list may)
+            self._last_end = (lines, end)
+        return end
+
+    def _content_end_of(self, lines: list[str]) -> int:
         prompt = self.find_prompt_row(lines)
         end = len(lines)
         if prompt is not None:
@@ -459,30 +586,41 @@ class Rules(Dialogs):
         out: list[str] = []
         cont_indent: int | None = None
         prev_width = 0
+        facts = _reflow_memo(type(self))
         for row in rows:
-            s = row.strip()
-            ind = _indent(row)
-            boxy = has_any(s, self.BOX_CHARS)
+            f = facts.get(row)
+            if f is None:
+                f = facts[row] = self._reflow_facts(row)
+            s, ind, boxy, listed, next_indent, word_width, width = f
             if (
                 out
                 and s
                 and not boxy
                 and cont_indent is not None
                 and ind == cont_indent
-                and not self.LIST_MARKER_RE.match(s)
-                and prev_width + 1 + _width(_first_word(s)) > cols - 1
+                and not listed
+                and prev_width + 1 + word_width > cols - 1
             ):
                 out[-1] = out[-1].rstrip() + " " + s
-                prev_width = _width(row)
+                prev_width = width
                 continue
             out.append(row.rstrip())
-            prev_width = _width(row)
-            if not s or boxy:
-                cont_indent = None
-            else:
-                m = self.LIST_MARKER_RE.match(s)
-                cont_indent = ind + (len(m.group(1)) if m and not s.startswith("▎") else 0)
+            prev_width = width
+            cont_indent = next_indent
         return out
+
+    def _reflow_facts(self, row: str) -> _ReflowFacts:
+        """What `reflow` reads of a row (its text alone decides): stripped text, indent, box-drawn, a list item,
+        the continuation indent it sets, its first word's width and its own width."""
+        s = row.strip()
+        ind = _indent(row)
+        boxy = has_any(s, self.BOX_CHARS)
+        m = self.LIST_MARKER_RE.match(s)
+        if not s or boxy:
+            next_indent = None
+        else:
+            next_indent = ind + (len(m.group(1)) if m and not s.startswith("▎") else 0)
+        return s, ind, boxy, m is not None, next_indent, _width(_first_word(s)), _width(row)
 
     def _block_is_tool(self, head: str, following: list[str]) -> bool:
         if (
@@ -512,15 +650,22 @@ class Rules(Dialogs):
         if prompt_text and prompt_text.strip():
             needle = prompt_text.strip().splitlines()[0].strip()[:40]
         paste_like = bool(prompt_text and ("\n" in prompt_text.strip() or len(prompt_text) > 200))
-        for y in range(end - 1, -1, -1):
-            r = rows[y]
-            if r.startswith(self.PROMPT + " ") and not self.is_prompt_line(r):
-                shown = r[2:].strip()
-                if not needle or shown.startswith(needle) or needle.startswith(shown[:40]):
-                    return y
-                if paste_like and self.PASTED_RE.match(shown):
-                    return y  # Claude collapsed our pasted message into a placeholder
-        return None
+        stop = end
+        while True:
+            # the next user prompt row up (the scan of rows in the compiled loop; the needle test on its hits)
+            y, _ = last_kind(rows, self._user_prompt_kind, (type(self), "user prompt"), 0, stop)
+            if y is None:
+                return None
+            shown = rows[y][2:].strip()
+            if not needle or shown.startswith(needle) or needle.startswith(shown[:40]):
+                return y
+            if paste_like and self.PASTED_RE.match(shown):
+                return y  # Claude collapsed our pasted message into a placeholder
+            stop = y
+
+    def _user_prompt_kind(self, row: str) -> int:
+        """1 for a prompt row of the conversation (`❯ text`, normal space; not the live input line)."""
+        return 1 if row.startswith(self.PROMPT + " ") and not self.is_prompt_line(row) else 0
 
     def extract_response(self, lines: Sequence[str], start: int | None = None, cols: int = 200) -> str:
         """The current turn's assistant text from rendered logical lines, chrome removed, prose rejoined.
@@ -531,6 +676,20 @@ class Rules(Dialogs):
         """
         lines = _strip(lines)
         end = self._content_end(lines)
+        # What the text follows from: the rows from the prompt's (or the top) to two past the content's end (a
+        # block's head looks two rows ahead). The streaming tick asks again on every frame, and most frames
+        # change only rows outside it (the spinner, the input box): the last answer is kept for its rows.
+        a = 0 if start is None else start
+        key = (cols, start is None, end - a, tuple(lines[a : end + 2]))
+        last = self._last_extract
+        if last is not None and last[0] == key:
+            return last[1]
+        text = self._extract(lines, start, end, cols)
+        self._last_extract = (key, text)
+        return text
+
+    def _extract(self, lines: list[str], start: int | None, end: int, cols: int) -> str:
+        """`extract_response` for `lines` (stripped) whose content ends at `end`."""
         y = 0 if start is None else start + 1
         header = start is None and any(self.VERSION_RE.search(r) for r in lines[: min(end, 6)])
         if header:

@@ -15,7 +15,7 @@ from typing import Any
 from litbridge.drivers.dialog import Dialog, Option
 from litbridge.drivers.kit import Rules as BaseRules
 from litbridge.drivers.osc7501 import state_of
-from litbridge.drivers.screen_ops import first_kind, strip_rows
+from litbridge.drivers.screen_ops import first_kind, first_match, last_kind, strip_rows
 
 __all__ = ["Dialog", "Option", "Rules", "ScreenState"]
 
@@ -177,11 +177,9 @@ class Rules(BaseRules):
         return None
 
     def version_of(self, rows: list[str]) -> str | None:
-        for row in rows[:6]:
-            m = self.HEADER_RE.search(row)
-            if m:
-                return m.group(1)
-        return None
+        y = first_match(rows, self.HEADER_RE, 0, 6, search=True)  # each row text searched once
+        m = self.HEADER_RE.search(rows[y]) if y is not None else None
+        return m.group(1) if m else None
 
     def draft_of(self, rows: list[str], composer: int | None) -> str:
         """The composer's unsent text (its first line; "" for the placeholder)."""
@@ -193,7 +191,7 @@ class Rules(BaseRules):
     def classify(self, rows: list[str]) -> ScreenState:
         """What the frame shows. Busy only from the `• Working (Ns • esc to interrupt)` row: it disappears while text
         streams, so the driver prefers OSC 7501 and the title spinner (`title_busy`)."""
-        if not any(r.strip() for r in rows):
+        if not any(strip_rows(rows)):  # the frame's right-stripped twin: a row with text is a non-empty one
             return ScreenState("blank")
         version = self.version_of(rows)
         dialog = self.parse_dialog(rows)
@@ -201,13 +199,16 @@ class Rules(BaseRules):
             return ScreenState("dialog", dialog, None, None, version)
         comp = self.composer_row(rows)
         draft = self.draft_of(rows, comp)
-        busy = None
-        for row in rows[max(0, len(rows) - 12) :]:
-            if self.ESC_TO_INTERRUPT in row and self.WORKING_RE.match(row.strip()):
-                busy = row.strip()
+        # the last `• Working (Ns • esc to interrupt)` row of the bottom 12 (each row text tested once)
+        y, _ = last_kind(rows, self._working_kind, (type(self), "working"), len(rows) - 12)
+        busy = rows[y].strip() if y is not None else None
         if busy is not None:
             return ScreenState("busy", None, comp, busy, version, draft)
         return ScreenState("idle" if comp is not None else "other", None, comp, None, version, draft)
+
+    def _working_kind(self, row: str) -> int:
+        """1 for the busy row (`• Working (Ns • esc to interrupt)`), else 0."""
+        return 1 if self.ESC_TO_INTERRUPT in row and self.WORKING_RE.match(row.strip()) else 0
 
     def title_busy(self, title: str | None) -> bool:
         """The window title carries a spinner frame while Codex works."""

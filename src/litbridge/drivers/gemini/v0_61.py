@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from litbridge.drivers.dialog import Dialog, Option
 from litbridge.drivers.kit import Rules as BaseRules
-from litbridge.drivers.screen_ops import cached_match, last_match, strip_rows
+from litbridge.drivers.screen_ops import cached_match, first_match, last_kind, last_match, strip_rows
 
 __all__ = ["Dialog", "Option", "Reading", "Rules", "ScreenState"]
 
@@ -99,12 +99,9 @@ class Rules(BaseRules):
 
     def parse_dialog(self, rows: list[str]) -> Dialog | None:
         """The dialog box at the bottom of `rows` (below any input rule), or None."""
-        bottom = None
-        for i in range(len(rows) - 1, -1, -1):
-            if rows[i].strip():
-                if self.BOX_BOTTOM_RE.match(rows[i]):
-                    bottom = i
-                break
+        # the last row with text, if it is a box's bottom (each row text tested once)
+        last, what = last_kind(rows, self._bottom_kind, (type(self), "bottom"))
+        bottom = last if what == 1 else None
         if bottom is None:
             return None
         top = None
@@ -143,19 +140,23 @@ class Rules(BaseRules):
             detail = "\n".join(x for x in [tool[2:].strip(), *inner_box] if x)
         return Dialog(kind, text, options, detail, question_kind=qkind, ident=(detail,))
 
+    def _bottom_kind(self, row: str) -> int:
+        """For `parse_dialog`'s scan up: 1 a box's bottom row, 2 another row with text, 0 a blank row."""
+        if not row.strip():
+            return 0
+        return 1 if self.BOX_BOTTOM_RE.match(row) else 2
+
     def header_version(self, rows: list[str]) -> str | None:
         """The version the header names in the first rows (`HEADER_RE`), None before it is drawn."""
-        for r in rows[:12]:
-            m = self.HEADER_RE.search(r)
-            if m:
-                return str(m.group(1))
-        return None
+        y = first_match(rows, self.HEADER_RE, 0, 12, search=True)  # each row text searched once
+        m = self.HEADER_RE.search(rows[y]) if y is not None else None
+        return str(m.group(1)) if m else None
 
     def classify(self, rows: list[str]) -> ScreenState:
         """One screen -> state. Judged on the live area only: everything above the last rule is history."""
         rows = self._strip(rows)
         version = self.header_version(rows)
-        if not any(r.strip() for r in rows):
+        if not any(rows):  # right-stripped: a row with text is a non-empty one
             return ScreenState("blank", version=version)
         rule = self.last_rule(rows)
         tail = rows if rule is None else rows[rule + 1 :]
