@@ -143,6 +143,7 @@ class FleetLink:
             try:
                 self.nc = await nats.connect(
                     **self.cfg.connect_kwargs(f"litbridge {self.name}"),
+                    inbox_prefix=subjects.inbox_prefix(self.name),
                     error_cb=self._on_error,
                     disconnected_cb=self._on_disconnect,
                     reconnected_cb=self._on_reconnect,
