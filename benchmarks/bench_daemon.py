@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import replay_cli  # type: ignore[import-not-found]
 
 from daemon_support import (  # type: ignore[import-not-found]
-    CAPTURES,
     REPLAYABLE,
     Conn,
     DaemonProc,
@@ -33,7 +31,9 @@ from daemon_support import (  # type: ignore[import-not-found]
     cpu_seconds,
     daemon,
     mem_kb,
+    need_captures,
     pct,
+    prompts_of,
     read_log,
     runq_wait_seconds,
 )
@@ -189,16 +189,6 @@ class ReplaySession:
     @property
     def finished(self) -> bool:
         return self.failed is not None or self.done >= len(self.prompts)
-
-
-_PROMPTS: dict[str, list[str]] = {}
-
-
-def prompts_of(capture: str) -> list[str]:
-    if capture not in _PROMPTS:
-        _, gates, _ = replay_cli.load_timeline(CAPTURES / capture)
-        _PROMPTS[capture] = [g["text"] for g in gates if not g.get("hold")]
-    return _PROMPTS[capture]
 
 
 def complete_latencies(d: DaemonProc, sessions: list[ReplaySession]) -> tuple[list[float], list[float]]:
@@ -366,12 +356,6 @@ def _sessions(n: int, prefix: str) -> list[ReplaySession]:
     return out
 
 
-def _need_captures() -> None:
-    missing = [c for c in REPLAYABLE if not (CAPTURES / c / "chunks.jsonl").exists()]
-    if missing:
-        pytest.skip(f"Claude recordings missing under {CAPTURES}: {missing}")
-
-
 # ---------------------------------------------------------------------------------------------- benchmarks
 
 
@@ -401,7 +385,7 @@ def test_event_latency() -> None:
 
 def test_complete_latency() -> None:
     """Transcript end_turn line written -> `complete` read (Claude driver, replayed real recordings)."""
-    _need_captures()
+    need_captures()
     rounds, n = (1, 1) if SMOKE else (3, 2 * len(REPLAYABLE))
     from_end: list[float] = []
     from_dur: list[float] = []
@@ -456,7 +440,7 @@ SCALE_TARGETS: dict[int, dict[str, float]] = {
 @pytest.mark.parametrize("n", SCALE_N)
 def test_scale(n: int) -> None:
     """N Claude sessions replaying recordings at recorded speed + 1 tick probe: CPU, RSS, event lag, create rate."""
-    _need_captures()
+    need_captures()
     with daemon() as d:
         conn = d.connect()
         rss0 = mem_kb(d.pid)["VmRSS"]

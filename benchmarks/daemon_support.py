@@ -377,6 +377,28 @@ def _accepts(path: str) -> bool:
     return True
 
 
+_PROMPTS: dict[str, list[str]] = {}
+
+
+def prompts_of(capture: str) -> list[str]:
+    """The prompts a recording's user typed, in order (a replay is driven by sending them, one per turn)."""
+    if capture not in _PROMPTS:
+        import replay_cli  # type: ignore[import-not-found]  # tests/fakes (pyproject's pythonpath)
+
+        _, gates, _ = replay_cli.load_timeline(CAPTURES / capture)
+        _PROMPTS[capture] = [g["text"] for g in gates if not g.get("hold")]
+    return _PROMPTS[capture]
+
+
+def need_captures() -> None:
+    """Skip unless every REPLAYABLE recording is in the fixture cache."""
+    import pytest
+
+    missing = [c for c in REPLAYABLE if not (CAPTURES / c / "chunks.jsonl").exists()]
+    if missing:
+        pytest.skip(f"Claude recordings missing under {CAPTURES}: {missing}")
+
+
 def pct(values: list[float], q: float) -> float | None:
     """Nearest-rank percentile (q in 0..100) or None for no samples."""
     if not values:

@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
@@ -16,6 +18,16 @@ from litbridge.fleet import subjects
 FLEET = subjects.DEFAULT_FLEET
 WAIT = 60.0  # generous: the test box is loaded
 T = TypeVar("T")
+
+
+@dataclass
+class TlsFiles:
+    """A throwaway CA and a server certificate (with its key) for 127.0.0.1 and localhost, as PEM files (the
+    `tls_files` fixture)."""
+
+    ca: Path
+    cert: Path
+    key: Path
 
 
 async def request(nc: Any, daemon: str, cmd: dict[str, Any], timeout: float = 60.0) -> list[dict[str, Any]]:

@@ -628,7 +628,15 @@ class Fleet:
             pass
 
         try:
-            self.nc = await nats.connect(**kwargs, error_cb=_quiet)
+            self.nc = await asyncio.wait_for(
+                nats.connect(**kwargs, error_cb=_quiet), self.config.connect_wait()
+            )
+        except asyncio.TimeoutError:
+            raise LitbridgeError(
+                "no_nats",
+                f"cannot connect to NATS at {self.url}: no answer in {self.config.connect_wait():.0f} s "
+                "(a TLS server whose certificate is not trusted: give --nats-tls-ca / tls_ca)",
+            ) from None
         except Exception as exc:
             raise LitbridgeError(
                 "no_nats", f"cannot connect to NATS at {self.url}: {exc or type(exc).__name__}"

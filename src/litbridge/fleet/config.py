@@ -26,6 +26,7 @@ REGISTRY_TTL = float(os.environ.get("LITBRIDGE_FLEET_TTL", "10"))
 # The KV bucket's max_age: entries of a daemon that died without cleaning up stay this long (its sessions stay
 # listed, unavailable), then go. Live entries are re-put every TTL/3, so they never reach it.
 REGISTRY_KEEP = 24 * 3600.0
+CONNECT_TIMEOUT = 5.0  # seconds for one server's TCP + TLS + CONNECT
 
 
 class FleetConfigError(ValueError):
@@ -107,6 +108,11 @@ class FleetConfig:
             ctx.load_cert_chain(self.tls_cert, self.tls_key)
         return ctx
 
+    def connect_wait(self) -> float:
+        """Seconds a first `nats.connect` may take before it counts as failed: nats-py (2.16) never returns when
+        the server's TLS certificate fails verification, so callers bound it (connect_timeout per server + 5)."""
+        return CONNECT_TIMEOUT * len(self.servers()) + 5.0
+
     def connect_kwargs(self, name: str) -> dict[str, Any]:
         """Arguments for `nats.connect`: reconnect forever (an outage never ends the link), no secrets logged."""
         kw: dict[str, Any] = {
@@ -115,7 +121,7 @@ class FleetConfig:
             "allow_reconnect": True,
             "max_reconnect_attempts": -1,
             "reconnect_time_wait": 1,
-            "connect_timeout": 5,
+            "connect_timeout": CONNECT_TIMEOUT,
         }
         if self.creds:
             kw["user_credentials"] = self.creds

@@ -146,11 +146,23 @@ class FleetLink:
 
         while self.nc is None:
             try:
-                self.nc = await nats.connect(
-                    **self.cfg.connect_kwargs(f"litbridge {self.name}"),
-                    error_cb=self._on_error,
-                    disconnected_cb=self._on_disconnect,
-                    reconnected_cb=self._on_reconnect,
+                self.nc = await asyncio.wait_for(
+                    nats.connect(
+                        **self.cfg.connect_kwargs(f"litbridge {self.name}"),
+                        inbox_prefix=subjects.inbox_prefix(self.name),
+                        error_cb=self._on_error,
+                        disconnected_cb=self._on_disconnect,
+                        reconnected_cb=self._on_reconnect,
+                    ),
+                    self.cfg.connect_wait(),
+                )
+            except (
+                asyncio.TimeoutError
+            ):  # e.g. a TLS server whose certificate we do not trust (nats-py hangs)
+                log.warning(
+                    "fleet: cannot connect to NATS (no answer in %.0f s; an untrusted TLS certificate? "
+                    "see --nats-tls-ca); retrying",
+                    self.cfg.connect_wait(),
                 )
             except Exception as exc:  # nats raises its own errors and OSError; the daemon must not care
                 log.warning("fleet: cannot connect to NATS (%s); retrying", exc or type(exc).__name__)

@@ -4,6 +4,7 @@ Layout (fleet F, daemon D, session key encoded with `token()`):
   events    litbridge.F.ev.D.<token>   (`_` for events with no session), in stream LITBRIDGE_<F upper>
   commands  litbridge.F.cmd.D          (request/reply)
   registry  KV bucket litbridge_F: keys daemon.D and session.D.<token>
+  inboxes   _INBOX_D.>                 (a daemon's replies: JetStream acks, registry reads)
 """
 
 from __future__ import annotations
@@ -102,6 +103,12 @@ def command(fleet: str, daemon: str) -> str:
 
 def commands_all(fleet: str) -> str:
     return f"{PREFIX}.{fleet}.cmd.*"
+
+
+def inbox_prefix(daemon: str) -> str:
+    """A daemon's own inbox prefix (`_INBOX_D`, not nats-py's shared `_INBOX`): its permissions then let it
+    subscribe to `_INBOX_D.>` only, so a daemon cannot read the replies meant for other daemons or clients."""
+    return f"_INBOX_{daemon}"
 
 
 def daemon_key(daemon: str) -> str:
