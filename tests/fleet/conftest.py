@@ -5,7 +5,8 @@ a test module overrides `nats_config` (configuration text, e.g. accounts and a `
 server's environment: config variables such as passwords). `tls_files` is a throwaway CA and a server certificate
 for 127.0.0.1. `fleet_daemons(n, ...)` starts n `litbridge serve --nats` daemons named d0..d{n-1} (tests/daemon/
 lbd_helpers start_daemon), returns once each has joined (subscribed to its command subject), and stops them all
-at teardown.
+at teardown. Every event the fleet client decodes in any of these tests is checked against the schema
+(`checked_events`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from _daemon import checked_decode
 from fleet_helpers import TlsFiles
 from lbd_helpers import DaemonProc, start_daemon
 
@@ -104,6 +106,18 @@ class NatsServer:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
+
+
+@pytest.fixture(autouse=True)
+def checked_events() -> Iterator[None]:
+    """Every event the fleet client decodes (reply arrays and stream messages) validates against the schema;
+    collected and reported at the end (raising inside a NATS callback would look like a lost message)."""
+    from litbridge.fleet import client as fleet_client  # nats-py: the fleet extra, imported when a test runs
+
+    violations: list[str] = []
+    with checked_decode(fleet_client, violations):
+        yield
+    assert not violations, "events that violate `litbridge schema`:\n" + "\n".join(violations[:10])
 
 
 @pytest.fixture

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from _daemon import checked_decode
 from fleet_helpers import WAIT, TlsFiles, _wait, read_stream, registry
 
 from litbridge.client import LitbridgeError
-from litbridge.fleet import client as fleet_client
 from litbridge.fleet import subjects
 from litbridge.fleet.client import Fleet
 from litbridge.fleet.config import FleetConfig
@@ -82,14 +79,6 @@ def nats_config(tmp_path: Path, tls_files: TlsFiles) -> str:
 @pytest.fixture
 def nats_env() -> dict[str, str]:
     return PASSWORDS  # the block's $BUILD7_PASS ... resolve from the server's environment
-
-
-@pytest.fixture(autouse=True)
-def checked_events() -> Iterator[None]:
-    violations: list[str] = []
-    with checked_decode(fleet_client, violations):
-        yield
-    assert not violations, "events that violate `litbridge schema`:\n" + "\n".join(violations[:10])
 
 
 def url_of(server: Any, user: str) -> str:

@@ -8,17 +8,14 @@ import asyncio
 import json
 import socket
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _daemon import checked_decode
 from fleet_helpers import WAIT, TlsFiles, _wait
 from lbd_helpers import start_daemon
 
 from litbridge.client import Client, LitbridgeError
-from litbridge.fleet import client as fleet_client
 from litbridge.fleet.client import Fleet
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(240)]
@@ -40,14 +37,6 @@ def nats_config(tls_files: TlsFiles) -> str:
     return (
         f'tls {{ cert_file: "{tls_files.cert}", key_file: "{tls_files.key}" }}\nhttp: "127.0.0.1:{MONITOR}"\n'
     )
-
-
-@pytest.fixture(autouse=True)
-def checked_events() -> Iterator[None]:
-    violations: list[str] = []
-    with checked_decode(fleet_client, violations):
-        yield
-    assert not violations, "events that violate `litbridge schema`:\n" + "\n".join(violations[:10])
 
 
 def connections() -> list[dict[str, Any]]:
