@@ -2,8 +2,10 @@
 
 - Publisher: a hub tap only wakes it; it publishes, in seq order and with acks, every event from the last
   one the stream acknowledged up to the hub's newest, reading the lines back from the hub's replay ring
-  (the exact bytes the socket sends). So a NATS outage never blocks the daemon and costs no memory beyond
-  the ring: when NATS is back it carries on where it stopped; events that left the ring meanwhile are
+  (the exact bytes the socket sends), up to `WINDOW` publishes in flight at once (one round trip per window,
+  not per event; a failure resends from the first unacknowledged one, in order). So a NATS outage never
+  blocks the daemon and costs no memory beyond the ring and one window: when NATS is back it carries on
+  where it stopped; events that left the ring meanwhile are
   reported by one `replay_gap{from_seq,to_seq}` on the daemon's `_` subject. A `replace` superseded in the
   ring is skipped (the newer one carries the whole text). `Nats-Msg-Id: <daemon_id>:<seq>` makes a
   re-publish after a lost ack a no-op.
@@ -19,6 +21,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import itertools
@@ -53,6 +56,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("litbridge.fleet")
 
 PUBLISH_TIMEOUT = 5.0  # seconds to wait for a JetStream ack before retrying (same Nats-Msg-Id)
+WINDOW = 256  # publishes in flight at once (awaiting their acks), in seq order
+WINDOW_BYTES = 4 << 20  # ... and at most about this many bytes of them
 CREATE_WAIT = float(
     os.environ.get("LITBRIDGE_FLEET_CREATE_WAIT", "120")
 )  # seconds a create reply waits for ready
@@ -95,6 +100,28 @@ class _Collector(Client):
         self.closed = True
 
 
+class _NoStream(Exception):
+    """No stream listens on the subject (a no-responders status instead of an ack)."""
+
+
+@dataclasses.dataclass(eq=False)
+class _Out:
+    """One publish in flight: event `seq` (or a `replay_gap` for `seq`..`last`), until its ack."""
+
+    seq: int
+    last: int
+    subject: str
+    payload: bytes
+    msg_id: str
+    ack: asyncio.Future[Any]
+    gap: bool = False
+    sent: float = 0.0
+
+    @property
+    def token(self) -> str:
+        return str(self.seq)
+
+
 class _Waiter:
     """The published events carrying one NATS command's id (`re`); `ended` once its create is answered."""
 
@@ -121,6 +148,8 @@ class FleetLink:
         self.gaps = 0  # replay_gap events published
         self._wake = asyncio.Event()
         self._progress = asyncio.Event()  # set whenever acked_seq advances
+        self._acks: dict[str, asyncio.Future[Any]] = {}  # reply token -> the ack of the publish in flight
+        self._resend = False  # resend the window (a reconnect: what the old connection carried may be lost)
         self._dirty: set[str] = set()
         self._session_keys: set[str] = set()  # registry keys we put (deleted at a clean stop)
         self._dirty_event = asyncio.Event()
@@ -280,11 +309,14 @@ class FleetLink:
         log.debug("fleet: NATS error: %s", exc)
 
     async def _on_disconnect(self) -> None:
+        self._drop_unsent()
+        self._resend = True
         if not self._stopping:
             log.warning("fleet: NATS disconnected; events wait in the ring (%d)", self.hub.buffer)
 
     async def _on_reconnect(self) -> None:
-        log.info("fleet: NATS reconnected; publishing from seq %d", self.next_seq)
+        log.info("fleet: NATS reconnected; publishing from seq %d", self.acked_seq + 1)
+        self._resend = True
         self._wake.set()
         self._dirty_event.set()
 
@@ -305,74 +337,174 @@ class FleetLink:
 
     # ------------------------------------------------------------------ publisher
     async def _publish_loop(self) -> None:
-        daemon_id = self.hub.daemon_id
+        """Keep up to `WINDOW` publishes in flight, in seq order, on the one connection (the server stores them
+        in the order it reads them); retire them as their acks come, in order. A failed or unanswered front,
+        or a reconnect, resends every unacknowledged one in order (their Nats-Msg-Id makes a stored one a
+        no-op), so the stream keeps seq order with no duplicate."""
+        loop = asyncio.get_running_loop()
+        inbox = self.nc.new_inbox()
+        await self.nc.subscribe(f"{inbox}.*", cb=self._on_ack)
+        window: collections.deque[_Out] = collections.deque()
+        size, delay = 0, 0.2
         while True:
-            if self.next_seq > self.hub.seq:
-                self._wake.clear()
+            self._wake.clear()
+            while window and window[0].ack.done() and window[0].ack.exception() is None:
+                out = window.popleft()
+                size -= len(out.payload)
+                self._acks.pop(out.token, None)
+                # what it covers, and the superseded replaces up to the next one in flight
+                self.acked_seq = window[0].seq - 1 if window else self.next_seq - 1
+                self._progress.set()
+                delay = 0.2
+            if self._resend and not window and self.nc.is_connected:
+                self._resend = False  # nothing in flight to resend
+            if window and (
+                self._resend
+                or (window[0].ack.done())  # failed: done without a result
+                or loop.time() - window[0].sent > PUBLISH_TIMEOUT
+            ):
+                if not self._resend:
+                    exc = window[0].ack.exception() if window[0].ack.done() else None
+                    log.debug("fleet: publish %s failed: %s", window[0].msg_id, exc or "no ack")
+                    if isinstance(exc, _NoStream):  # the stream is gone (deleted by hand?): make it again
+                        log.warning("fleet: no stream takes %s; creating it again", window[0].subject)
+                        with contextlib.suppress(Exception):
+                            await self._setup()
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 2.0)
+                if not self.nc.is_connected:
+                    await asyncio.sleep(delay)
+                    continue
+                self._resend = False
+                for out in window:  # in order, every one not yet acknowledged
+                    if not out.ack.done() or out.ack.exception() is not None:
+                        if not await self._put_out(out, inbox, loop):
+                            break
+                continue
+            while (
+                len(window) < WINDOW
+                and size < WINDOW_BYTES
+                and self.next_seq <= self.hub.seq
+                and self.nc.is_connected
+                and not self._resend
+            ):
+                out = self._next_out(loop)
+                if out is None:  # a superseded replace: nothing to publish
+                    if not window:
+                        self.acked_seq = self.next_seq - 1
+                        self._progress.set()
+                    continue
+                window.append(out)
+                size += len(out.payload)
+                if not await self._put_out(out, inbox, loop):
+                    break
+            if not window and self.next_seq > self.hub.seq:
                 await self._wake.wait()
                 continue
-            item = self.hub.kept(self.next_seq)
-            if item is None:  # it left the ring while NATS was away
-                oldest = self.hub.oldest_seq
-                to_seq = (oldest - 1) if oldest is not None else self.hub.seq
-                log.warning("fleet: events %d..%d left the ring before NATS took them", self.next_seq, to_seq)
-                await self._gap(self.next_seq, to_seq)
-                self.next_seq, self.acked_seq = to_seq + 1, to_seq
-                continue
-            seq, line = self.next_seq, item.line
-            if line is not None:  # None: a replace superseded by a newer one of the same turn
-                subject = subjects.event(self.cfg.fleet, self.name, item.session)
-                if not await self._send(subject, line, f"{daemon_id}:{seq}", seq):
-                    log.warning("fleet: event %d (%d bytes) exceeds the server's max_payload", seq, len(line))
-                    await self._gap(seq, seq)
-            self.next_seq, self.acked_seq = seq + 1, seq
-            self._progress.set()
+            timeout = None
+            if window:
+                timeout = max(0.01, window[0].sent + PUBLISH_TIMEOUT - loop.time())
+            if not self.nc.is_connected:
+                timeout = delay
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
 
-    async def _gap(self, from_seq: int, to_seq: int) -> None:
+    def _next_out(self, loop: asyncio.AbstractEventLoop) -> _Out | None:
+        """The publish for `next_seq` (advancing it): its event, a `replay_gap` for what left the ring or
+        can never be published, or None for a superseded `replace`. Already-acknowledged futures stand for
+        entries that need no publish."""
+        seq = self.next_seq
+        item = self.hub.kept(seq)
+        if item is None:  # it left the ring while NATS was away
+            oldest = self.hub.oldest_seq
+            to_seq = (oldest - 1) if oldest is not None else self.hub.seq
+            log.warning("fleet: events %d..%d left the ring before NATS took them", seq, to_seq)
+            self.next_seq = to_seq + 1
+            return self._gap(seq, to_seq, loop)
+        self.next_seq = seq + 1
+        line = item.line
+        if line is None:  # a replace superseded by a newer one of the same turn
+            return None
+        if len(line) > self.nc.max_payload:
+            log.warning("fleet: event %d (%d bytes) exceeds the server's max_payload", seq, len(line))
+            return self._gap(seq, seq, loop)
+        return _Out(
+            seq,
+            seq,
+            subjects.event(self.cfg.fleet, self.name, item.session),
+            line,
+            f"{self.hub.daemon_id}:{seq}",
+            loop.create_future(),
+        )
+
+    def _gap(self, from_seq: int, to_seq: int, loop: asyncio.AbstractEventLoop) -> _Out:
         """`replay_gap{from_seq,to_seq}` on the daemon's `_` subject: these events will never be in the stream.
         Its headers say which seqs it stands for (`Litbridge-Seq` from_seq, `Litbridge-To-Seq` to_seq) and, in
         its Nats-Msg-Id, the run, so a `since` replay finds and keeps it like an event."""
-        line = encode(ev.replay_gap(from_seq, to_seq))
         self.gaps += 1
-        await self._send(
-            subjects.event(self.cfg.fleet, self.name, None),
-            line,
-            f"{self.hub.daemon_id}:gap:{from_seq}",
+        return _Out(
             from_seq,
             to_seq,
+            subjects.event(self.cfg.fleet, self.name, None),
+            encode(ev.replay_gap(from_seq, to_seq)),
+            f"{self.hub.daemon_id}:gap:{from_seq}",
+            loop.create_future(),
+            gap=True,
         )
 
-    async def _send(
-        self, subject: str, payload: bytes, msg_id: str, seq: int, to_seq: int | None = None
-    ) -> bool:
-        """Publish until JetStream acknowledges (an outage waits here; the ring keeps the rest). False when
-        the server can never take it (larger than its max_payload)."""
-        import nats.errors
-        import nats.js.errors
+    async def _put_out(self, out: _Out, inbox: str, loop: asyncio.AbstractEventLoop) -> bool:
+        """Send one publish with its ack coming to `<inbox>.<first seq>`; False when the client refused it
+        (disconnected meanwhile): it is resent with the rest after the reconnect."""
+        headers = {
+            subjects.MSG_ID: out.msg_id,
+            subjects.DAEMON_HEADER: self.name,
+            subjects.SEQ_HEADER: str(out.seq),
+        }
+        if out.gap:
+            headers[subjects.TO_SEQ_HEADER] = str(out.last)
+        if out.ack.done():
+            out.ack = loop.create_future()
+        self._acks[out.token] = out.ack
+        out.sent = loop.time()
+        try:
+            await self.nc.publish(out.subject, out.payload, reply=f"{inbox}.{out.token}", headers=headers)
+        except Exception as exc:
+            log.debug("fleet: publish %s failed: %s", out.msg_id, exc or type(exc).__name__)
+            self._resend = True
+            return False
+        return True
 
-        headers = {subjects.MSG_ID: msg_id, subjects.DAEMON_HEADER: self.name, subjects.SEQ_HEADER: str(seq)}
-        if to_seq is not None:
-            headers[subjects.TO_SEQ_HEADER] = str(to_seq)
-        delay = 0.2
-        while True:
-            if self.nc.is_connected:
-                if len(payload) > self.nc.max_payload:
-                    return False
-                try:
-                    await self.js.publish(subject, payload, timeout=PUBLISH_TIMEOUT, headers=headers)
-                    return True
-                except nats.errors.MaxPayloadError:
-                    return False
-                except (
-                    nats.js.errors.NoStreamResponseError
-                ):  # the stream is gone (deleted by hand?): make it again
-                    log.warning("fleet: no stream takes %s; creating it again", subject)
-                    with contextlib.suppress(Exception):
-                        await self._setup()
-                except Exception as exc:
-                    log.debug("fleet: publish %s failed: %s", msg_id, exc or type(exc).__name__)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 2.0)
+    async def _on_ack(self, msg: Any) -> None:
+        """A JetStream ack (or error, or no-responders status) for the publish its subject's last token names."""
+        ack = self._acks.get(msg.subject.rsplit(".", 1)[-1])
+        if ack is None or ack.done():
+            return
+        if msg.headers and msg.headers.get("Status") == "503":
+            ack.set_exception(_NoStream())
+        else:
+            try:
+                resp = orjson.loads(msg.data)
+            except orjson.JSONDecodeError:
+                resp = {"error": "not JSON"}
+            if isinstance(resp, dict) and "error" not in resp:
+                ack.set_result(resp)
+            else:
+                ack.set_exception(RuntimeError(str(resp.get("error") if isinstance(resp, dict) else resp)))
+        self._wake.set()
+
+    def _drop_unsent(self) -> None:
+        """nats-py keeps what it had not written when its connection broke and writes it after reconnecting:
+        our event publishes there would land after the ones lost with the old connection, out of seq order.
+        They are dropped (the window is resent in order after the reconnect). Guarded: nats-py's buffer is
+        not public API; without it this does nothing."""
+        pending = getattr(self.nc, "_pending", None)
+        if not isinstance(pending, list) or not hasattr(self.nc, "_pending_data_size"):
+            return
+        prefix = f"HPUB {subjects.events_of(self.cfg.fleet, self.name)[:-1]}".encode()
+        kept = [c for c in pending if not bytes(c[: len(prefix)]) == prefix]
+        if len(kept) != len(pending):
+            pending[:] = kept
+            self.nc._pending_data_size = sum(len(c) for c in kept)
 
     # ------------------------------------------------------------------ commands
     async def _on_request(self, msg: Any) -> None:
