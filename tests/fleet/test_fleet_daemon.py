@@ -5,9 +5,11 @@ as `replay_gap`), answers commands by request/reply through its own handler, and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import subprocess
 import sys
+import threading
 import time
 
 import nats
@@ -369,3 +371,96 @@ async def joined_and_published(nc, js, daemon):
     await joined(nc, daemon)
     await request(nc, daemon, bash_create("s"))
     await wait_stream(js, lambda got: any(m.daemon == daemon and m.event["event"] == "ready" for m in got))
+
+
+class _SlowLink:
+    """A TCP proxy to nats-server that delays everything the server sends by `delay` seconds (a long round
+    trip) and stamps each event publish the daemon sends, in a thread of its own (the daemon fixture blocks)."""
+
+    def __init__(self, target_port: int, delay: float, marker: bytes) -> None:
+        self.delay, self.marker, self.target_port = delay, marker, target_port
+        self.stamps: list[float] = []  # monotonic time of each event publish the daemon sent
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
+        self.thread.start()
+        ready.wait(10)
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._conn, "127.0.0.1", 0))
+        self.url = f"nats://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        ready.set()
+        self.loop.run_forever()
+
+    async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_r, up_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+        late: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def upstream() -> None:  # daemon -> server at once, counting event publishes
+            tail = b""
+            while data := await reader.read(65536):
+                seen = tail + data
+                self.stamps.extend([time.monotonic()] * seen.count(self.marker))
+                tail = seen[-(len(self.marker) - 1) :]
+                up_w.write(data)
+                await up_w.drain()
+
+        async def downstream() -> None:  # server -> daemon, each chunk `delay` later, in order
+            while data := await up_r.read(65536):
+                late.put_nowait((time.monotonic() + self.delay, data))
+            late.put_nowait((0.0, b""))
+
+        async def deliver() -> None:
+            while True:
+                due, data = await late.get()
+                if not data:
+                    break
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
+                writer.write(data)
+                await writer.drain()
+
+        with contextlib.suppress(Exception):
+            await asyncio.gather(upstream(), downstream(), deliver())
+        for w in (writer, up_w):
+            w.close()
+
+    def most_within(self, span: float) -> int:
+        """The most event publishes sent within any `span` seconds."""
+        best, lo = 0, 0
+        for hi, t in enumerate(self.stamps):
+            while t - self.stamps[lo] >= span:
+                lo += 1
+            best = max(best, hi - lo + 1)
+        return best
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.mark.asyncio
+async def test_a_burst_is_published_many_events_per_round_trip(nats_server, fleet_daemons):
+    """Over a link with a 0.4 s round trip, a turn's burst of events leaves the daemon many per round trip (a
+    window of publishes in flight), not one per ack; all of it reaches the stream in seq order."""
+    delay = 0.4
+    port = int(nats_server.url.rsplit(":", 1)[1])
+    link = _SlowLink(port, delay, f"PUB {subjects.events_of(FLEET, 'd0')[:-1]}".encode())
+    try:
+        (d,) = fleet_daemons(1, url=lambda name: link.url)
+        async with nats_client(nats_server.url, d.name) as (nc, js):
+            await request(nc, d.name, bash_create("b"))
+            script = "for i in $(seq 1 150); do echo burst-$i; sleep 0.01; done; echo burst-done"
+            reply = await request(nc, d.name, {"cmd": "send", "session": "b", "content": script})
+            assert reply[0]["event"] == "accepted"
+            stored = await wait_stream(
+                js, lambda got: completes(got, d.name, "burst-done"), what="the burst's turn", timeout=240
+            )
+            daemon_id = stored[0].headers[subjects.MSG_ID].split(":")[0]
+            seqs = check_order(of_daemon(stored, d.name), daemon_id)
+            assert seqs[0] == 1
+            # one publish per ack would send at most one within any half round trip; a window sends many
+            most = link.most_within(delay / 2)
+            assert most >= 5, (most, len(link.stamps), len(seqs))
+    finally:
+        link.close()
