@@ -86,3 +86,74 @@ def test_fleet_options_before_the_subcommand_are_passed_down() -> None:
     assert "fleet name" not in out.stderr and "cannot connect to NATS" in out.stderr, out
     out = lb("--nats", "nats://127.0.0.1:1", "schema")
     assert out.returncode == 2 and "does not take fleet options" in out.stderr, out
+
+
+class _Watcher:
+    """A KV watcher as nats-py hands it out, in the order its race delivers: the "caught up" marker (None)
+    first, then the entries the server had already pushed (its consumer's num_pending was 0)."""
+
+    def __init__(self, queue: list[object], pending: int, delivered: int) -> None:
+        import datetime
+        import types
+
+        self.queue = queue
+        self.stopped = False
+        info = types.SimpleNamespace(
+            num_pending=pending,
+            delivered=types.SimpleNamespace(consumer_seq=delivered),
+            created=datetime.datetime(2026, 12, 2, tzinfo=datetime.timezone.utc),
+        )
+
+        async def consumer_info() -> object:
+            return info
+
+        self._sub = types.SimpleNamespace(consumer_info=consumer_info)
+
+    async def updates(self, timeout: float = 5.0) -> object:
+        import nats.errors
+
+        if not self.queue:
+            raise nats.errors.TimeoutError
+        return self.queue.pop(0)
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+
+class _Kv:
+    def __init__(self, watcher: _Watcher) -> None:
+        self.watcher = watcher
+
+    async def watchall(self, **_: object) -> _Watcher:
+        return self.watcher
+
+
+def _entry(key: str, op: str | None = None) -> object:
+    import types
+
+    return types.SimpleNamespace(key=key, value=b"{}", operation=op)
+
+
+def test_a_registry_read_counts_entries_instead_of_trusting_the_watchers_early_marker() -> None:
+    """nats-py's watcher can say "caught up" (None) before the entries the server already pushed: the read
+    takes as many messages as the consumer owes (num_pending + delivered), drops deletes, ignores the marker.
+    (Reading until the first None, as before, returned an empty registry: a fleet view without daemons.)"""
+    import asyncio
+
+    from litbridge.fleet import registry
+
+    queue = [None, _entry("daemon.d0"), _entry("session.d1.gone", "DEL"), _entry("daemon.d1")]
+    watcher = _Watcher(queue, pending=0, delivered=3)
+    entries, now = asyncio.run(registry.snapshot(_Kv(watcher)))
+    assert [e.key for e in entries] == ["daemon.d0", "daemon.d1"]  # type: ignore[attr-defined]
+    assert now.year == 2026 and watcher.stopped  # the server's clock, the consumer let go
+
+    # a watcher whose count cannot be read: its own marker ends the read, as nats-py means it to
+    blind = _Watcher([_entry("daemon.d0"), None, _entry("daemon.late")], pending=0, delivered=0)
+
+    async def no_info() -> object:
+        raise RuntimeError("no consumer info")
+
+    blind._sub.consumer_info = no_info
+    entries, _ = asyncio.run(registry.snapshot(_Kv(blind)))
+    assert [e.key for e in entries] == ["daemon.d0"]  # type: ignore[attr-defined]

@@ -30,7 +30,6 @@ import contextlib
 import datetime
 import itertools
 import os
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Collection, Generator, Sequence
@@ -39,7 +38,7 @@ from typing import Any, Literal
 from litbridge.client import commands
 from litbridge.client.client import Event, Turn, session_key
 from litbridge.client.errors import ConnectionLost, LitbridgeError
-from litbridge.fleet import subjects
+from litbridge.fleet import registry, subjects
 from litbridge.fleet.config import REGISTRY_TTL, FleetConfig, FleetConfigError, is_tls
 from litbridge.protocol.framing import decode, encode
 from litbridge.protocol.spec import ProtocolError
@@ -744,40 +743,17 @@ class Fleet:
     # --- the registry ---------------------------------------------------------------------------------
 
     async def _registry(self) -> tuple[list[Any], datetime.datetime]:
-        """Every live entry of the KV bucket (empty when no daemon ever joined), and the server's time now.
-
-        The server's time is the `created` stamp of the consumer this read opens (the server's clock, like the
-        entries' stamps) plus the time elapsed here since: a client whose clock is off still judges ages
-        right. The client's own clock is the fallback when the server does not say."""
+        """Every live entry of the KV bucket (empty when no daemon ever joined), and the server's time now
+        (`registry.snapshot`: ages are judged on the server's clock, whatever the client's says)."""
         if self.nc is None:
             await self._start()
         nats = _import_nats()
-        utc = datetime.timezone.utc
         if self._kv is None:
             try:
                 self._kv = await self.js.key_value(subjects.bucket(self.name))
             except nats.js.errors.BucketNotFoundError:
-                return [], datetime.datetime.now(utc)
-        watcher = await self._kv.watchall(ignore_deletes=True)
-        opened = time.monotonic()
-        server_then: datetime.datetime | None = None
-        entries = []
-        try:
-            with contextlib.suppress(Exception):
-                created = (await watcher._sub.consumer_info()).created
-                if isinstance(created, datetime.datetime):
-                    server_then = created
-            while True:
-                entry = await watcher.updates(timeout=10.0)
-                if entry is None:
-                    break
-                entries.append(entry)
-        finally:
-            with contextlib.suppress(Exception):
-                await watcher.stop()
-        if server_then is None:
-            return entries, datetime.datetime.now(utc)
-        return entries, server_then + datetime.timedelta(seconds=time.monotonic() - opened)
+                return [], datetime.datetime.now(datetime.timezone.utc)
+        return await registry.snapshot(self._kv)
 
     async def _read_registry(self) -> tuple[dict[str, Event], builtins.list[Event]]:
         daemons: dict[str, Event] = {}

@@ -35,7 +35,7 @@ import orjson
 
 from litbridge import __version__
 from litbridge.daemon.hub import Client
-from litbridge.fleet import subjects
+from litbridge.fleet import registry, subjects
 from litbridge.fleet.config import (
     DEFAULT_MAX_AGE,
     DEFAULT_MAX_BYTES,
@@ -249,13 +249,9 @@ class FleetLink:
     async def _sweep(self) -> None:
         """Delete `session.<us>.*` entries a previous run under our name left (it was SIGKILLed or lost NATS
         at its end): none of those sessions exists any more."""
-        from nats.js.errors import NoKeysError
-
         prefix = subjects.sessions_of(self.name)[:-1]  # "session.<daemon>."
-        try:
-            keys = await self.kv.keys()
-        except NoKeysError:
-            return
+        entries, _ = await registry.snapshot(self.kv)
+        keys = [e.key for e in entries]
         stale = [
             k for k in keys if k.startswith(prefix) and subjects.parse_key(k)[2] not in self.daemon.sessions
         ]
@@ -388,15 +384,15 @@ class FleetLink:
                 and self.nc.is_connected
                 and not self._resend
             ):
-                out = self._next_out(loop)
-                if out is None:  # a superseded replace: nothing to publish
+                nxt = self._next_out(loop)
+                if nxt is None:  # a superseded replace: nothing to publish
                     if not window:
                         self.acked_seq = self.next_seq - 1
                         self._progress.set()
                     continue
-                window.append(out)
-                size += len(out.payload)
-                if not await self._put_out(out, inbox, loop):
+                window.append(nxt)
+                size += len(nxt.payload)
+                if not await self._put_out(nxt, inbox, loop):
                     break
             if not window and self.next_seq > self.hub.seq:
                 await self._wake.wait()
