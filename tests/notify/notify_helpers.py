@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from _daemon import write_rift
 from aiohttp import web
-from lbd_helpers import ROOT, Conn, DaemonProc, start_daemon
-
-FAKE_RIFT = ROOT / "tests" / "fakes" / "fake_rift.py"
+from lbd_helpers import Conn, DaemonProc, start_daemon
 
 
 class Receiver:
@@ -106,9 +104,7 @@ def fake_rift_path(directory: Path) -> dict[str, str]:
     """The daemon's environment with an executable `rift` running the fake first on PATH."""
     bindir = directory / "bin"
     bindir.mkdir(exist_ok=True)
-    exe = bindir / "rift"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_RIFT}" "$@"\n')
-    exe.chmod(0o755)
+    write_rift(bindir)
     return {"PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
+from _daemon import write_rift
 from lbd_helpers import check_event
 from web_helpers import (
     WebDaemon,
@@ -290,15 +290,10 @@ def test_shell_output_is_shown_as_it_is_not_as_markdown(web_daemon: WebDaemon, p
     assert done.locator("em, strong, h1, p").count() == 0
 
 
-FAKE_RIFT = Path(__file__).resolve().parents[1] / "fakes" / "fake_rift.py"
-
-
 def test_an_ai_clis_answer_is_rendered_as_markdown(web_daemon: WebDaemon, page: Any, tmp_path: Path) -> None:
     """rift (here the project's fake, first on the session's PATH) writes markdown."""
-    rift = tmp_path / "bin" / "rift"
-    rift.parent.mkdir()
-    rift.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_RIFT}" "$@"\n')
-    rift.chmod(0o755)
+    (tmp_path / "bin").mkdir()
+    rift = write_rift(tmp_path / "bin")
     env = {
         "PATH": f"{rift.parent}{os.pathsep}{os.environ['PATH']}",
         "HOME": str(tmp_path),

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _daemon import write_rift
 from lbd_helpers import bash_create
 from web_helpers import WebDaemon
 
 WAIT = 60_000  # ms
-FAKE_RIFT = Path(__file__).resolve().parents[1] / "fakes" / "fake_rift.py"
 
 # Records every Notification the page makes; permission starts at "default" and the page's button asks for it;
 # window.__hidden decides what document.visibilityState says.
@@ -121,10 +120,8 @@ def test_question_turn_error_and_exit_notify_a_kill_does_not(
     page, wd = stubbed_page, web_daemon
     page.locator("#notify").click()
     page.wait_for_function("() => document.querySelector('#notify').textContent === 'Notifications on'")
-    rift = tmp_path / "bin" / "rift"
-    rift.parent.mkdir()
-    rift.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_RIFT}" "$@"\n')
-    rift.chmod(0o755)
+    (tmp_path / "bin").mkdir()
+    rift = write_rift(tmp_path / "bin")
     env = {
         "PATH": f"{rift.parent}{os.pathsep}{os.environ['PATH']}",
         "HOME": str(tmp_path),
