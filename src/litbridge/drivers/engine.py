@@ -951,12 +951,8 @@ class TurnEngine(_EngineTurns):
                 keys_sent += 1
                 last_key = now
                 changed = False
-                if keys[0] not in (
-                    "Up",
-                    "Down",
-                    "Left",
-                    "Right",
-                ):  # cursor moves (a row of options: Left/Right)
+                # cursor moves (a row of options: Left/Right)
+                if keys[0] not in ("Up", "Down", "Left", "Right"):
                     return True
             before = self.last_change
             await self.wait_change(0.5 if settled or not changed else wait + 0.005)
