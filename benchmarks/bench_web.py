@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,11 @@ SESSIONS = 3 if SMOKE else 20
 WINDOW = 1.5 if SMOKE else 10.0  # s of steady output per CPU measurement
 pytestmark = pytest.mark.timeout(900)
 
-# The CLI: waits for one line, then prints `mark <i> <wall time>` every INTERVAL, then idles.
+# The CLI: says it waits (a program that prints nothing is taken as ready only after 3 s), waits for one line, then
+# prints `mark <i> <wall time>` every INTERVAL, then idles.
 MARKER = (
     "import sys, time\n"
+    "sys.stdout.write('waiting for go\\n'); sys.stdout.flush()\n"
     "sys.stdin.readline()\n"
     "n, dt = int(sys.argv[1]), float(sys.argv[2])\n"
     "for i in range(n):\n"
@@ -272,8 +275,10 @@ def test_twenty_sessions_in_one_page_vs_attach(browser: Any) -> None:
     for case in ("no viewer", f"{SESSIONS} attach clients", f"one page, {SESSIONS} terminals"):
         with web_daemon() as wd:
             names = [f"s{i}" for i in range(SESSIONS)]
-            for n in names:
-                wd.create(n, lines, 0.01)
+            with ThreadPoolExecutor(
+                len(names)
+            ) as pool:  # the creates side by side, as the web view's users do
+                list(pool.map(lambda n: wd.create(n, lines, 0.01), names))
             viewers: list[AttachReader] = []
             page = None
             if case.endswith("attach clients"):

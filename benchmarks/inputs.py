@@ -17,7 +17,7 @@ from wcwidth import wcswidth
 from fetch_fixtures import CAPTURES, PYTE_DIR
 
 SMOKE = os.environ.get("LITBRIDGE_BENCH_SMOKE", "") not in ("", "0")
-"""The smoke switch (`tests/test_benchmarks_smoke.py` sets it), defined here, where the inputs' sizes follow it:
+"""The smoke switch (`tests/benchmarks_smoke/` sets it), defined here, where the inputs' sizes follow it:
 the tests load this file by path, and `report` takes it from here."""
 PYTE_CAPTURED = PYTE_DIR / "tests" / "captured"
 

@@ -1,7 +1,7 @@
 """What every benchmark suite shares about its report, defined once: the smoke switch, the verdict against a
 target, and where the table goes.
 
-`LITBRIDGE_BENCH_SMOKE=1` (what the test suite runs, `tests/test_benchmarks_smoke.py`) shrinks every suite to a
+`LITBRIDGE_BENCH_SMOKE=1` (what the test suite runs, `tests/benchmarks_smoke/`) shrinks every suite to a
 single pass of a few µs per case: enough to prove the suite runs end to end, too little to judge a target. So at
 smoke size the verdict column reads `not judged (smoke)` rather than pass/SHORT on timer noise; the figures still
 print. Each suite's table goes to the terminal summary and to `.benchmarks/<suite>-latest.md` (full size) or

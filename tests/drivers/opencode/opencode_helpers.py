@@ -30,9 +30,14 @@ class OpencodeHome:
         return self.home / ".local" / "share" / "opencode" / "opencode.db"
 
     def env(self) -> dict[str, str]:
-        """The session's create.env: its HOME, offline switches, npm pointed at nothing."""
+        """The session's create.env: its HOME (and the XDG folders under it, so a daemon started with XDG_* set,
+        as the test suite does, does not point opencode at an empty config), offline switches, npm pointed at
+        nothing."""
         return {
             "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"),
             "OPENCODE_DISABLE_MODELS_FETCH": "true",
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "true",
             "npm_config_registry": "http://127.0.0.1:9/",
