@@ -37,6 +37,7 @@ from daemon_support import (  # type: ignore[import-not-found]
     read_log,
     runq_wait_seconds,
 )
+from profile_share import Profiler, profile_dir  # type: ignore[import-not-found]
 from report import SMOKE, report_at_end, verdict  # type: ignore[import-not-found]
 
 HERE = Path(__file__).resolve().parent
@@ -238,9 +239,11 @@ def run_replays(
     sessions: list[ReplaySession],
     probe: TickProbe | None = None,
     timeout: float = 240.0,
+    profiler: Profiler | None = None,
 ) -> dict[str, Any]:
     """Create every session (pipelined), wait for all `ready`, then drive their recorded prompts (the next
-    one on each `complete`) until every session has finished; a probe, if given, runs turns meanwhile.
+    one on each `complete`) until every session has finished; a probe, if given, runs turns meanwhile, and a
+    profiler, if given, samples the daemon over the turn window (its share is `out["profile"]`).
     Returns timings and the daemon's CPU seconds over the turn window."""
     by_name = {s.name: s for s in sessions}
     deadline = time.monotonic() + timeout
@@ -286,6 +289,8 @@ def run_replays(
     cpu0, w0, rq0, me0 = cpu_seconds(d.pid), time.monotonic(), runq_wait_seconds(d.pid), time.process_time()
     kids0 = children_cpu_seconds(d.pid)  # every fake CLI, wherever it was forked from, reaped ones included
     n_events = {s.name: len(s.events) for s in sessions}
+    if profiler is not None:
+        profiler.start()
     with Sampler(d.pid) as sampler:
         for s in sessions:
             if not s.failed:
@@ -319,6 +324,7 @@ def run_replays(
             time.process_time(),
         )
         kids1 = children_cpu_seconds(d.pid)
+    profile = profiler.stop() if profiler is not None else None
     if probe is not None:  # let the probe's last turn end so it is not left half-measured
         try:
             while True:
@@ -345,6 +351,7 @@ def run_replays(
         "rss_peak_kb": max(sampler.rss, default=0),
         "rss_end_kb": mem_kb(d.pid)["VmRSS"],
         "failed": [f"{s.name}: {s.failed}" for s in sessions if s.failed],
+        "profile": profile,
     }
 
 
@@ -430,11 +437,12 @@ def test_complete_latency() -> None:
 
 
 SCALE_TARGETS: dict[int, dict[str, float]] = {
-    100: {"cpu": 50, "rss": 150},
+    100: {"cpu": 50, "rss": 150, "rules_share": 10},
     300: {"cpu": 20, "complete_p99": 50, "replace_p99": 50},
     1000: {"cpu": 60, "complete_p99": 100, "rss": 400, "creates": 50},
 }
-"""The scale goals per N (not judged at smoke size): daemon CPU (% of a core), RSS (MB), p99s (ms), creates/s."""
+"""The scale goals per N (not judged at smoke size): daemon CPU (% of a core), RSS (MB), p99s (ms), creates/s, and
+the screen rules + streaming tick's share of the daemon's profile (%, with `LITBRIDGE_SCALE_PROFILE`)."""
 
 
 @pytest.mark.parametrize("n", SCALE_N)
@@ -446,7 +454,9 @@ def test_scale(n: int) -> None:
         rss0 = mem_kb(d.pid)["VmRSS"]
         sessions = _sessions(n, f"s{n}-")
         probe = TickProbe(d, conn, "probe", 10, 0.05, 0.15)
-        out = run_replays(d, conn, sessions, probe, timeout=240.0 + 0.5 * n)
+        folder = profile_dir()
+        profiler = Profiler(d.pid, folder / f"scale-{n}.txt") if folder and not Profiler.available() else None
+        out = run_replays(d, conn, sessions, probe, timeout=240.0 + 0.5 * n, profiler=profiler)
         comp, _ = complete_latencies(d, sessions)
     cpu_pct = 100 * out["cpu_s"] / out["window_s"]
     fakes_pct = 100 * out["fakes_cpu_s"] / out["window_s"]
@@ -547,6 +557,18 @@ def test_scale(n: int) -> None:
         None,
         f"all ready after {out['ready_s']:.2f}s (replayed Claude startup ≈1 s + driver settle)",
     )
+    prof = out["profile"]
+    if prof is not None:
+        top = ", ".join(f"{f} {100 * c / max(prof.samples, 1):.0f}%" for f, c in prof.top.most_common(3))
+        RESULTS.add(
+            f"scale N={n}",
+            "screen rules + streaming tick, share of the daemon's profile",
+            "%",
+            prof.pct,
+            goal.get("rules_share"),
+            f"py-spy --gil over the turn window, {prof.samples} samples (rules {prof.reading}, tick {prof.stream}); "
+            f"top frames: {top}",
+        )
     assert len(out["failed"]) < n, f"every session failed: {out['failed'][:3]}"  # speed is never asserted
 
 
