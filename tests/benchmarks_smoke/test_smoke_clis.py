@@ -1,22 +1,16 @@
 """CI check that the real-CLI latency benchmarks (each CLI offline against its mock, through a real `litbridge
-serve`) run end to end at their tiny smoke size (no speed asserted). Each skips, saying why, where its CLI was not
-fetched."""
+serve`) run end to end at their tiny smoke size (no speed asserted), and each measured at least one turn. Each
+skips, saying why, where its CLI was not fetched."""
 
 from __future__ import annotations
 
-import pytest
-from smoke_run import expect_rows, judges_no_target, measured, run_smoke
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from fetch_fixtures import (
-    codex_unavailable,
-    copilot_missing,
-    gemini_missing,
-    kimi_missing,
-    node22_missing,
-    opencode_missing,
-    pi_missing,
-    qwen_missing,
-)
+import pytest
+from smoke_run import expect_rows, judges_no_target, measured
+
+import fetch_fixtures as fx
 
 FILES = [
     "bench_codex.py",
@@ -29,92 +23,65 @@ FILES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def smoke_output() -> str:
-    """One run of this group at smoke size, shared by the checks below (each suite's rows)."""
-    return run_smoke(FILES)
+@dataclass(frozen=True)
+class Bench:
+    """One CLI's benchmark: why it cannot run here, its table's title and rows (the first is a measured figure)."""
+
+    missing: Callable[[], str | None]
+    title: str
+    rows: tuple[str, ...]
 
 
-def _skip_if(reason: str | None) -> None:
+LAST_BYTE, READY = "mock's last byte → complete, p50", "create → ready, p50"
+BENCHES = {
+    "codex": Bench(
+        fx.codex_unavailable,
+        "litbridge codex driver (same run)",
+        ("mock response.completed → complete, p50", "rollout task_complete line → complete, p99", READY),
+    ),
+    # from this process's environment (in CI that has CI=true: the driver must still start the interactive TUI)
+    "gemini": Bench(
+        fx.gemini_missing,
+        "litbridge + real Gemini CLI 0.61.0 (same run)",
+        ("mock's last chunk → complete, p50", READY),
+    ),
+    "copilot": Bench(
+        fx.copilot_missing,
+        "litbridge + real Copilot CLI 1.0.102 (same run)",
+        (LAST_BYTE, "events.jsonl write → complete, p50", READY),
+    ),
+    "pi": Bench(fx.pi_missing, "litbridge + real Pi 0.73.1 (same run)", (LAST_BYTE, READY)),
+    "qwen": Bench(
+        lambda: fx.qwen_missing() or fx.node22_missing(),
+        "litbridge + real Qwen Code 0.24.4 (same run)",
+        (LAST_BYTE, READY),
+    ),
+    "kimi": Bench(
+        lambda: fx.kimi_missing() or fx.node22_missing(),
+        "litbridge + real Kimi Code 2.1.0 (same run)",
+        (LAST_BYTE, "wire.jsonl write → complete, p50", READY),
+    ),
+    "opencode": Bench(
+        fx.opencode_missing,
+        "litbridge + real opencode 1.18.33 (same run)",
+        (LAST_BYTE, "database write → complete, p50", READY),
+    ),
+}
+
+
+@pytest.mark.timeout(960)
+@pytest.mark.parametrize("cli", list(BENCHES))
+def test_cli_benchmark_runs_at_smoke_size(smoke_output: str, cli: str) -> None:
+    bench = BENCHES[cli]
+    reason = bench.missing()
     if reason:
         pytest.skip(reason)
+    expect_rows(smoke_output, bench.title, [f"| {row} |" for row in bench.rows])
+    measured(smoke_output, bench.title, bench.rows[0])
 
 
-@pytest.mark.timeout(960)
-def test_codex_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
-    _skip_if(codex_unavailable())
-    rows = [
-        "| mock response.completed → complete, p50 |",
-        "| rollout task_complete line → complete, p99 |",
-        "| create → ready, p50 |",
-    ]
-    expect_rows(smoke_output, "litbridge codex driver (same run)", rows)
-    measured(smoke_output, "litbridge codex driver (same run)", "mock response.completed → complete, p50")
-
-
-@pytest.mark.timeout(960)
-def test_gemini_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
-    """From this process's environment (in CI that has CI=true: the driver must still start the interactive TUI)."""
-    _skip_if(gemini_missing())
-    rows = ["| mock's last chunk → complete, p50 |", "| create → ready, p50 |"]
-    expect_rows(smoke_output, "litbridge + real Gemini CLI 0.61.0 (same run)", rows)
-    measured(
-        smoke_output, "litbridge + real Gemini CLI 0.61.0 (same run)", "mock's last chunk → complete, p50"
-    )
-
-
-@pytest.mark.timeout(960)
-def test_copilot_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
-    _skip_if(copilot_missing())
-    rows = [
-        "| mock's last byte → complete, p50 |",
-        "| events.jsonl write → complete, p50 |",
-        "| create → ready, p50 |",
-    ]
-    expect_rows(smoke_output, "litbridge + real Copilot CLI 1.0.102 (same run)", rows)
-    measured(
-        smoke_output, "litbridge + real Copilot CLI 1.0.102 (same run)", "mock's last byte → complete, p50"
-    )
-
-
-@pytest.mark.timeout(960)
-def test_pi_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
-    _skip_if(pi_missing())
-    rows = ["| mock's last byte → complete, p50 |", "| create → ready, p50 |"]
-    expect_rows(smoke_output, "litbridge + real Pi 0.73.1 (same run)", rows)
-    measured(smoke_output, "litbridge + real Pi 0.73.1 (same run)", "mock's last byte → complete, p50")
-
-
-@pytest.mark.timeout(960)
-def test_qwen_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
-    _skip_if(qwen_missing() or node22_missing())
-    rows = ["| mock's last byte → complete, p50 |", "| create → ready, p50 |"]
-    expect_rows(smoke_output, "litbridge + real Qwen Code 0.24.4 (same run)", rows)
-    measured(smoke_output, "litbridge + real Qwen Code 0.24.4 (same run)", "mock's last byte → complete, p50")
-
-
-@pytest.mark.timeout(960)
-def test_kimi_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
-    _skip_if(kimi_missing() or node22_missing())
-    rows = [
-        "| mock's last byte → complete, p50 |",
-        "| wire.jsonl write → complete, p50 |",
-        "| create → ready, p50 |",
-    ]
-    expect_rows(smoke_output, "litbridge + real Kimi Code 2.1.0 (same run)", rows)
-    measured(smoke_output, "litbridge + real Kimi Code 2.1.0 (same run)", "mock's last byte → complete, p50")
-
-
-@pytest.mark.timeout(960)
-def test_opencode_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
-    _skip_if(opencode_missing())
-    rows = [
-        "| mock's last byte → complete, p50 |",
-        "| database write → complete, p50 |",
-        "| create → ready, p50 |",
-    ]
-    expect_rows(smoke_output, "litbridge + real opencode 1.18.33 (same run)", rows)
-    measured(smoke_output, "litbridge + real opencode 1.18.33 (same run)", "mock's last byte → complete, p50")
+def test_every_cli_benchmark_is_checked() -> None:
+    assert sorted(f"bench_{cli}.py" for cli in BENCHES) == sorted(FILES)
 
 
 @pytest.mark.timeout(960)

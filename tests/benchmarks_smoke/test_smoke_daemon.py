@@ -6,17 +6,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from smoke_run import expect_rows, judges_no_target, run_smoke
+from smoke_run import expect_rows, judges_no_target
 
 from fetch_fixtures import CAPTURES, chromium_binary
 
 FILES = ["bench_daemon.py", "bench_web.py", "bench_fleet.py"]
-
-
-@pytest.fixture(scope="module")
-def smoke_output() -> str:
-    """One run of this group at smoke size, shared by the checks below (each suite's rows)."""
-    return run_smoke(FILES)
 
 
 @pytest.mark.timeout(960)

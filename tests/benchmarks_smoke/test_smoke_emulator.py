@@ -8,17 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from smoke_run import ROOT, bench_env, expect_rows, judges_no_target, run_smoke
+from smoke_run import ROOT, bench_env, expect_rows, judges_no_target
 
 from fetch_fixtures import CAPTURES
 
 FILES = ["bench_emulator.py", "bench_accuracy.py", "bench_screen_rules.py", "bench_spawn.py"]
-
-
-@pytest.fixture(scope="module")
-def smoke_output() -> str:
-    """One run of this group at smoke size, shared by the checks below (each suite's rows)."""
-    return run_smoke(FILES)
 
 
 @pytest.mark.timeout(960)
