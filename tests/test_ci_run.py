@@ -22,7 +22,7 @@ def test_the_readme_opens_with_the_install_and_the_test_command() -> None:
     # the test line installs only the test dependency group: litbridge itself is not rebuilt
     assert "--group test" in test and "'.[test]'" not in test and "install ." not in test
     # two pytest-xdist workers: most tests wait on processes and sockets, so two halve the wall time
-    assert test.endswith("&& .venv/bin/python -m pytest -q -n 3 --dist loadfile")
+    assert test.endswith("&& .venv/bin/python -m pytest -q -n 2 --dist loadfile")
 
 
 def test_ci_runs_the_readmes_set_up_lines() -> None:

@@ -181,6 +181,21 @@ async def test_placement_fewest_sessions_and_labels(nats_server: Any, fleet_daem
         assert none.value.code == "no_daemon"
 
 
+async def first(turn: Any, match: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
+    """The turn's first event that matches, within WAIT; else a failure that lists the events seen (a lost
+    event fails here, with its seq gap in view, instead of at the test's timeout)."""
+    seen: list[dict[str, Any]] = []
+    try:
+        async with asyncio.timeout(WAIT):
+            async for ev in turn:
+                seen.append(ev)
+                if match(ev):
+                    return ev
+    except TimeoutError:
+        pass
+    raise AssertionError(f"{what}: not among the turn's events within {WAIT} s: {seen}")
+
+
 async def test_answer_and_interrupt_through_the_fleet(
     nats_server: Any, fleet_daemons: Any, rift_env: dict[str, str]
 ) -> None:
@@ -190,12 +205,8 @@ async def test_answer_and_interrupt_through_the_fleet(
     async with Fleet.connect(nats_server.url) as fleet:
         await fleet.create("asker", "rift", on="d1", working_dir="/tmp")
         turn = await fleet.send("d1/asker", "hello [ask:Pick a colour|red|blue]")
-        question = None
-        async for ev in turn:
-            if ev["event"] == "question":
-                question = ev
-                break
-        assert question is not None and question["text"].startswith("Pick a colour"), question
+        question = await first(turn, lambda ev: ev["event"] == "question", "the question")
+        assert question["text"].startswith("Pick a colour"), question
         await until(
             fleet.list,
             lambda s: isinstance((named(s, "d1", "asker") or {}).get("question"), dict),
@@ -207,9 +218,13 @@ async def test_answer_and_interrupt_through_the_fleet(
         assert done["event"] == "complete" and "blue" in done["content"], done
 
         long_turn = await fleet.send("d1/asker", "go [long]")
-        async for ev in long_turn:
-            if ev["event"] in ("replace", "thinking") or (ev["event"] == "state" and ev["to"] == "thinking"):
-                break
+        await first(
+            long_turn,
+            lambda ev: (
+                ev["event"] in ("replace", "thinking") or (ev["event"] == "state" and ev["to"] == "thinking")
+            ),
+            "the long turn under way",
+        )
         await fleet.interrupt("d1/asker")
         end = await long_turn.result(WAIT)
         assert end["event"] == "interrupted", end
