@@ -455,7 +455,7 @@ def test_scale(n: int) -> None:
         sessions = _sessions(n, f"s{n}-")
         probe = TickProbe(d, conn, "probe", 10, 0.05, 0.15)
         folder = profile_dir()
-        profiler = Profiler(d.pid, folder / f"scale-{n}.txt") if folder and not Profiler.available() else None
+        profiler = Profiler(d.pid, folder / f"scale-{n}.txt") if folder and not Profiler.missing() else None
         out = run_replays(d, conn, sessions, probe, timeout=240.0 + 0.5 * n, profiler=profiler)
         comp, _ = complete_latencies(d, sessions)
     cpu_pct = 100 * out["cpu_s"] / out["window_s"]

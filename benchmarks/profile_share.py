@@ -68,7 +68,7 @@ class Profiler:
         self.proc: subprocess.Popen[bytes] | None = None
 
     @staticmethod
-    def available() -> str | None:
+    def missing() -> str | None:
         """Why a profile cannot be taken here, or None."""
         if shutil.which("py-spy") is None and not (Path(sys.executable).parent / "py-spy").exists():
             return "py-spy is not installed (pip install py-spy)"

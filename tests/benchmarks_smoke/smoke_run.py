@@ -23,26 +23,23 @@ def bench_env() -> dict[str, str]:
     return {**env, "LITBRIDGE_BENCH_SMOKE": "1"}
 
 
-def run_smoke(files: list[str]) -> str:
-    """`python -m pytest benchmarks/<files> -p benchmark` at smoke size; its output (it must exit 0)."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            *(f"benchmarks/{name}" for name in files),
-            "-p",
-            "benchmark",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-rfEs",
-        ],
+def pytest_in_benchmarks(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`python -m pytest ARGS` from the repository's root with the benchmarks' environment (smoke size)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
         cwd=ROOT,
         env=bench_env(),
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=timeout,
+    )
+
+
+def run_smoke(files: list[str]) -> str:
+    """`python -m pytest benchmarks/<files> -p benchmark` at smoke size; its output (it must exit 0)."""
+    args = [f"benchmarks/{name}" for name in files]
+    proc = pytest_in_benchmarks(
+        [*args, "-p", "benchmark", "-q", "-p", "no:cacheprovider", "-rfEs"], timeout=900
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, failures(out)

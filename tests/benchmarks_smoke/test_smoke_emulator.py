@@ -4,11 +4,10 @@ and that the benchmark plugin's own flags and file arguments work."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
-from smoke_run import ROOT, bench_env, expect_rows, judges_no_target
+from smoke_run import ROOT, expect_rows, judges_no_target, pytest_in_benchmarks
 
 from fetch_fixtures import CAPTURES
 
@@ -79,14 +78,7 @@ def test_smoke_size_judges_no_target(smoke_output: str) -> None:
 def test_benchmark_plugin_flags_are_accepted() -> None:
     """`pytest benchmarks --benchmark-only` (the plugin's own flag, as its docs use it) collects, not "unrecognized
     arguments": the project's addopts must not switch pytest-benchmark off."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "benchmarks", "--benchmark-only", "--collect-only", "-q"],
-        cwd=ROOT,
-        env=bench_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = pytest_in_benchmarks(["benchmarks", "--benchmark-only", "--collect-only", "-q"])
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert "unrecognized arguments" not in out
@@ -96,21 +88,8 @@ def test_benchmark_plugin_flags_are_accepted() -> None:
 def test_a_benchmark_file_named_on_the_command_line_runs_once() -> None:
     """`pytest benchmarks/bench_web.py` collects its tests once (the conftest's collector used to add a second copy,
     so every suite ran twice and printed every row twice)."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "benchmarks/bench_web.py",
-            "benchmarks/bench_emulator.py",
-            "--collect-only",
-            "-q",
-        ],
-        cwd=ROOT,
-        env=bench_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = pytest_in_benchmarks(
+        ["benchmarks/bench_web.py", "benchmarks/bench_emulator.py", "--collect-only", "-q"]
     )
     ids = [line for line in proc.stdout.splitlines() if "::" in line]
     assert proc.returncode == 0 and ids, proc.stdout[-3000:] + proc.stderr[-3000:]
