@@ -10,7 +10,8 @@ own record says a turn ended); the engine knows none of that and owns the bookke
   `working` report contradicted by an idle screen for `Timing.status_stale` is dropped;
 - **input readiness**: `can_accept_input()`; `host.input_ready()` on every not-ready -> ready edge;
 - **verified submit**: type the message, press Enter as its own write, then re-press Enter / re-type until the
-  CLI shows the turn started (busy, or the driver's `witness()`), or end it with `turn_error{timeout}`;
+  CLI shows the turn started (busy, or the driver's `witness()`), or end it with `turn_error{timeout}`; it
+  re-types only after the CLI wrote output since the typing (a silent CLI has not read its input yet);
 - **one terminal event per turn**: `complete()` / `interrupted()` / `failed()` end the engine's turn once; the
   state is updated *before* the host emits the terminal event;
 - **interrupts, whatever started them**: `interrupt()` (the `interrupt` command), an Esc typed through attach or
@@ -787,6 +788,7 @@ class _EngineTurns(_EngineState):
     async def submit(self, text: str) -> None:
         """Type `text`, press Enter as its own write, and verify the CLI took it (see the module docstring)."""
         turn = self.begin(text)
+        typed_at = self.now()
         self.hooks.type_message(text)
         await asyncio.sleep(self.timing.enter_gap)
         if self.turn is not turn:
@@ -815,8 +817,17 @@ class _EngineTurns(_EngineState):
                 self.host.write(self.hooks.submit_key())  # the text is in the box but the Enter was eaten
                 turn.enters += 1
                 last_enter = now
-            elif not cls.draft and now - last_enter >= 2.5 and turn.retypes < 1:
-                self.hooks.type_message(text)  # the typing was swallowed
+            elif (
+                not cls.draft
+                and now - last_enter >= 2.5
+                and turn.retypes < 1
+                and (getattr(self.host, "last_output_at", 0.0) or 0.0) > typed_at
+            ):
+                # the typing was swallowed: the CLI drew its screen since, and the box is empty. A CLI that
+                # has drawn nothing since has not read its input yet (a CPU-starved one can take seconds):
+                # typing again then would queue the text twice, so it waits (for the submit deadline)
+                typed_at = self.now()
+                self.hooks.type_message(text)
                 await asyncio.sleep(self.timing.enter_gap)
                 if self.turn is turn:
                     self.host.write(self.hooks.submit_key())
