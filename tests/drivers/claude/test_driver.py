@@ -557,23 +557,29 @@ def test_resume_of_a_missing_conversation_starts_fresh_and_continue_pins_the_new
     )
 
 
-def test_a_swallowed_paste_is_pasted_again_once(tmp_path: Path, loop) -> None:
-    screens = s02_screens("idle", "typed", "busy")
-    cli, _drv, host, events = _ready_driver(tmp_path, loop, screens, {})
+def _send_counting_pastes(tmp_path: Path, loop, on_paste) -> tuple[Any, list[float], list[dict]]:
+    """Send one prompt to a ready driver; `on_paste(cli, n)` plays the CLI's answer to the n-th paste."""
+    cli, _drv, host, events = _ready_driver(tmp_path, loop, s02_screens("idle", "typed", "busy"), {})
     pastes: list[float] = []
 
     def on_write(data: bytes) -> None:
         if data.startswith(PASTE):
             pastes.append(loop.time())
-            if len(pastes) == 1:  # lost: the input re-renders (its terminal probe completed), empty
-                loop.call_later(0.05, cli.show, "idle")
-            else:
-                loop.call_later(0.03, cli.show, "typed")
+            on_paste(cli, len(pastes))
         elif data == ENTER and cli.current == "typed":
             loop.call_later(0.05, cli.show, "busy")
 
     cli.on_write = on_write
     send(loop, host, "What is the capital of France?")
+    return cli, pastes, events
+
+
+def test_a_swallowed_paste_is_pasted_again_once(tmp_path: Path, loop) -> None:
+    def on_paste(cli: Any, n: int) -> None:
+        # the first is lost: the input re-renders (its terminal probe completed), empty
+        loop.call_later(0.05 if n == 1 else 0.03, cli.show, "idle" if n == 1 else "typed")
+
+    cli, pastes, events = _send_counting_pastes(tmp_path, loop, on_paste)
     assert len(pastes) == 2 and pastes[1] - pastes[0] >= 2.5
     assert cli.current == "busy" and not any(e["event"] == "turn_error" for e in events)
 
@@ -581,17 +587,12 @@ def test_a_swallowed_paste_is_pasted_again_once(tmp_path: Path, loop) -> None:
 def test_a_starved_cli_that_has_not_read_the_paste_yet_is_not_pasted_again(tmp_path: Path, loop) -> None:
     """A CPU-starved CLI draws nothing for seconds after the paste and Enter, then takes both: typing again
     meanwhile would have put the prompt in twice ("...France?What is the capital of France?")."""
-    screens = s02_screens("idle", "typed", "busy")
-    cli, _drv, host, events = _ready_driver(tmp_path, loop, screens, {})
-    pastes: list[float] = []
 
-    def on_write(data: bytes) -> None:
-        if data.startswith(PASTE):
-            pastes.append(loop.time())
-            if len(pastes) == 1:
-                loop.call_later(4.0, cli.show, "busy")  # silent, then paste + Enter at once
-    cli.on_write = on_write
-    send(loop, host, "What is the capital of France?")
+    def on_paste(cli: Any, n: int) -> None:
+        if n == 1:
+            loop.call_later(4.0, cli.show, "busy")  # silent, then paste + Enter at once
+
+    cli, pastes, events = _send_counting_pastes(tmp_path, loop, on_paste)
     run(loop, asyncio.sleep(5.0))
     assert len(pastes) == 1
     assert cli.current == "busy" and not any(e["event"] == "turn_error" for e in events)
