@@ -821,7 +821,7 @@ class _EngineTurns(_EngineState):
                 not cls.draft
                 and now - last_enter >= 2.5
                 and turn.retypes < 1
-                and (getattr(self.host, "last_output_at", 0.0) or 0.0) > typed_at
+                and self.quiet_for() < now - typed_at
             ):
                 # the typing was swallowed: the CLI drew its screen since, and the box is empty. A CLI that
                 # has drawn nothing since has not read its input yet (a CPU-starved one can take seconds):
