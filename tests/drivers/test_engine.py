@@ -272,6 +272,25 @@ def test_exactly_one_terminal_event_and_state_first(rig):
     assert host.state == "idle" and hooks.ended == ["complete"]
 
 
+@pytest.mark.parametrize(
+    ("source", "last_replace"), [("screen", "answer, all of it"), ("transcript", "answer, so far")]
+)
+def test_the_last_replace_of_a_screen_read_turn_is_its_content(rig, source, last_replace):
+    """A screen-read answer that grew after the last stream tick still streams its end before `complete`; a
+    transcript's text (which may be formatted otherwise than the screen) is left to its driver."""
+    loop, host, hooks, eng, show, run = rig
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+    hooks.text = "answer, so far"
+    show(BUSY, 0.5)
+    assert ("replace", "answer, so far") in host.calls
+    assert eng.complete("answer, all of it", None, source)
+    replaces = [c[1] for c in host.calls if c[0] == "replace"]
+    assert replaces[-1] == last_replace
+    assert host.names().index("complete") > max(i for i, n in enumerate(host.names()) if n == "replace")
+
+
 def test_interrupt_after_a_denied_dialog_closes_the_question_before_the_event(rig):
     loop, host, _hooks, eng, show, run = rig
     started(eng, show)

@@ -707,8 +707,11 @@ class _EngineTurns(_EngineState):
         turn = self._finish("complete")
         if turn is None:
             return False
-        if text and not turn.last_text:
-            self.host.turn_text(text)  # finished before the first stream tick: the client still gets it
+        if text and text != turn.last_text and (not turn.last_text or source != "transcript"):
+            # finished before the first stream tick, or read off the screen after the last one: the last
+            # `replace` is the content (a transcript's exact text may differ from the screen's: its driver
+            # decides whether to restate it)
+            self.host.turn_text(text)
         if exit_code is None:
             self.host.turn_complete(text, usage, source)
         else:
