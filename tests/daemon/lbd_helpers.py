@@ -442,9 +442,14 @@ class Conn:
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                raise TimeoutError(f"no matching event; got: {self.events[-15:]}")
-            ev = await self._read_one(left)
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                ev = await self._read_one(left)
+            except TimeoutError:
+                raise TimeoutError(
+                    f"no matching event within {timeout} s; got: {self.events[-15:]}"
+                ) from None
             if pred(ev):
                 self._taken.add(len(self.events) - 1)
                 return ev

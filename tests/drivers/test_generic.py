@@ -21,6 +21,22 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
         self._cond = asyncio.Condition()
+        self.session: Session | None = None  # set by `make`: its screen goes into a failure's story
+
+    def story(self) -> str:
+        """What a failed wait shows: the last events (texts cut short) and the screen."""
+        lines = [
+            " ".join(f"{k}={str(v)[:80]!r}" for k, v in e.items() if k not in ("session", "ts"))
+            for e in self.events[-25:]
+        ]
+        if self.session is not None and self.session.terminal is not None:
+            lines += ["-- screen --", *(r.rstrip() for r in self.session.terminal.display if r.strip())]
+            marks = getattr(self.session.driver, "marks", None)
+            fields = ("active", "running", "prompt_drawn", "_enters", "_prompts")
+            lines.append(
+                f"-- state {self.session.state}; marks " + str({f: getattr(marks, f, None) for f in fields})
+            )
+        return "\n".join(lines)
 
     def __call__(self, ev: dict[str, Any]) -> None:
         check_event(ev)  # every event obeys `litbridge schema`
@@ -38,8 +54,11 @@ class Recorder:
                     return e
             return None
 
-        async with self._cond:
-            await asyncio.wait_for(self._cond.wait_for(find), timeout)
+        try:
+            async with self._cond:
+                await asyncio.wait_for(self._cond.wait_for(find), timeout)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"no {name} {match or ''} within {timeout} s\n{self.story()}") from None
         found = find()
         assert found is not None
         return found
@@ -48,6 +67,7 @@ class Recorder:
 def make(cli: str, args: list[str], rec: Recorder, one_byte_reads: bool = False, **extra: Any) -> Session:
     opts = {"session": cli, "cli": cli, "args": args, "working_dir": "/tmp", "quiescence": 0.5, **extra}
     s = Session(cli, opts, rec)
+    rec.session = s
     if one_byte_reads:
         _one_byte_reads(s)
     s.spawn()

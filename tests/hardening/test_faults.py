@@ -242,7 +242,10 @@ async def _late_hello(
     obs = await connect(path)
     first, turn = await _drop_mid_turn(path, key, obs)
     b = await connect(path)
-    await b.wait("replace", turn_id=turn)  # live events reach the new connection first
+    # a live event reaches the new connection first (not a `replace`: on a loaded machine the 2 s stream may
+    # have ended before B connected)
+    await obs.request({"cmd": "keystroke", "session": key, "keys": []}, "keystroke_sent")
+    await b.wait("keystroke_sent", session=key)
     await b.send({"cmd": "hello", "since_seq": first[-1]["seq"], "id": "h"})
     await b.wait("complete", turn_id=turn, timeout=30.0)
     await obs.wait("complete", turn_id=turn, timeout=30.0)
