@@ -248,3 +248,27 @@ async def test_litbridge_socket_is_the_default_address(
     assert str(default_socket_path()) == daemon.socket
     async with Client.connect() as c:
         assert (await c.ping())["event"] == "pong"
+
+
+class _Holder:
+    """What a `Turn` reads of its client: the events it kept (`_recent`), its turns and open questions."""
+
+    def __init__(self, recent: list[dict]) -> None:
+        self._recent = recent
+        self._turns: set[Turn] = set()
+        self._questions: dict[str, dict] = {}
+
+
+async def test_a_turn_made_after_its_question_arrived_still_yields_it() -> None:
+    """The CLI asks at once: its `question` (a session event, no `turn_id`) can reach the client before the
+    handle exists (a fleet delivers `accepted` and the stream by different paths). The handle takes the session's
+    events newer than its `accepted`, and not older ones (another turn's) nor other sessions'."""
+    old = {"event": "question", "session": "s", "seq": 3, "question_id": "q0", "kind": "x", "text": "old"}
+    mine = {"event": "question", "session": "s", "seq": 6, "question_id": "q1", "kind": "x", "text": "Pick"}
+    other = {"event": "question", "session": "t", "seq": 7, "question_id": "q2", "kind": "x", "text": "no"}
+    kept = [e for e in (old, mine, other) if Turn.remembers(e)]
+    accepted = {"event": "accepted", "session": "s", "seq": 5, "turn_id": "t1", "queued": False}
+    turn = Turn(_Holder(kept), accepted, "s")  # type: ignore[arg-type]
+    assert [e.get("question_id") for e in turn._events if e["event"] == "question"] == ["q1"]
+    queued = Turn(_Holder(kept), {**accepted, "turn_id": "t2", "queued": True}, "s")  # type: ignore[arg-type]
+    assert [e["event"] for e in queued._events] == ["accepted"], "a queued turn's session is another turn's"

@@ -253,6 +253,23 @@ class EventStream:
         self.close()
 
 
+def note_question(questions: dict[str, Event], ev: Event) -> None:
+    """Keep each session's open `question` (what a queued turn held by a dialog yields before `dialog_blocked`)."""
+    kind, qkey = ev.get("event"), str(ev.get("session"))
+    if kind == "question":
+        questions[qkey] = ev
+    elif kind in ("question_closed", "exited", "killed") and (
+        kind != "question_closed" or questions.get(qkey, {}).get("question_id") == ev.get("question_id")
+    ):
+        questions.pop(qkey, None)
+
+
+def _after(seq: Any, than: Any) -> bool:
+    """`seq` is a later event's than `than` (both ints; False when either is missing)."""
+    ints = isinstance(seq, int) and isinstance(than, int) and not isinstance(seq, bool)
+    return ints and seq > than
+
+
 class Turn:
     """The handle `Client.send` returns: one message's turn, from `accepted` to its terminal event.
 
@@ -286,10 +303,21 @@ class Turn:
         self._seen: set[int] = {id(accepted)}
         self._held_by: Any = None  # the question a queued send is held behind (yielded with `dialog_blocked`)
         client._turns.add(self)
-        # Events of this turn that arrived before its `accepted` (ordering is the daemon's business).
+        # Events that arrived before this handle existed: the turn's own (ordering is the daemon's business),
+        # and the session's that came after `accepted` (a `question` the CLI asked at once): a fleet delivers
+        # the reply and the stream by different paths, and even one socket may hand both over in one read.
+        after = accepted.get("seq")
         for ev in client._recent:
-            if ev.get("turn_id") == self.turn_id and ev.get("session") == key:
+            if ev.get("session") != key:
+                continue
+            tid = ev.get("turn_id")
+            if tid == self.turn_id or (tid is None and _after(ev.get("seq"), after)):
                 self._offer(ev)
+
+    @staticmethod
+    def remembers(ev: Event) -> bool:
+        """Whether a client keeps `ev` for a turn handle made after it arrived (see `__init__`)."""
+        return ev.get("turn_id") is not None or ev.get("event") in TURN_SESSION_EVENTS
 
     @property
     def done(self) -> bool:
@@ -813,16 +841,9 @@ class Client:
                         pending.future.set_exception(exc)
                     else:
                         pending.future.set_result(result)
-        if ev.get("turn_id") is not None:
+        if Turn.remembers(ev):
             self._recent.append(ev)
-        qkey = str(ev.get("session"))
-        if kind == "question":
-            self._questions[qkey] = ev
-        elif kind in ("question_closed", "exited", "killed") and (
-            kind != "question_closed"
-            or self._questions.get(qkey, {}).get("question_id") == ev.get("question_id")
-        ):
-            self._questions.pop(qkey, None)
+        note_question(self._questions, ev)
         for turn in list(self._turns):
             turn._offer(ev)
         for sub in list(self._subscribers):

@@ -36,7 +36,7 @@ from collections.abc import Callable, Collection, Generator, Sequence
 from typing import Any, Literal
 
 from litbridge.client import commands
-from litbridge.client.client import Event, Turn, session_key
+from litbridge.client.client import Event, Turn, note_question, session_key
 from litbridge.client.errors import ConnectionLost, LitbridgeError
 from litbridge.fleet import registry, subjects
 from litbridge.fleet.config import REGISTRY_TTL, FleetConfig, FleetConfigError, is_tls
@@ -136,6 +136,7 @@ class FleetDaemon:
         self.name = subjects.check_name(name, "daemon name")
         self._turns: set[Turn] = set()
         self._recent: deque[Event] = deque(maxlen=256)
+        self._questions: dict[str, Event] = {}  # session key -> its open question (read by `Turn`)
         self._feeds: dict[str, _Feed] = {}
         self._waiters: dict[str, asyncio.Future[Event]] = {}
 
@@ -147,8 +148,9 @@ class FleetDaemon:
         waiter = self._waiters.get(str(ev.get("re")))
         if waiter is not None and not waiter.done():
             waiter.set_result(ev)
-        if ev.get("turn_id") is not None:
+        if Turn.remembers(ev):
             self._recent.append(ev)
+        note_question(self._questions, ev)
         for turn in list(self._turns):
             turn._offer(ev)
 
