@@ -359,7 +359,11 @@ EVENTS: dict[str, Event] = {
             new=True,
         ),
         Event(
-            "replace", "Full response text so far (replace, don't append).", {"text": _S, "turn_id": _TURN}
+            "replace",
+            "Full response text so far (replace, don't append). When the answer is read off the screen"
+            " (`complete.source` `screen` or `quiescence`), the last `replace` before `complete` carries its"
+            " `content`.",
+            {"text": _S, "turn_id": _TURN},
         ),
         Event(
             "append",
