@@ -89,16 +89,18 @@ async def test_untrusted_server_certificate_fails_instead_of_hanging(
     """Without the CA (the system's CAs do not know the throwaway one) the client fails with `no_nats` in
     bounded time, and a daemon says so in its log and retries while its socket keeps serving (nats-py alone
     never returns from such a connect)."""
-    with pytest.raises(LitbridgeError) as untrusted:
-        async with asyncio.timeout(120):
-            async with Fleet.connect(nats_server.url, allow_plaintext_env=True):
-                pass
-    assert untrusted.value.code == "no_nats" and "--nats-tls-ca" in untrusted.value.message, untrusted.value
-
+    # the daemon first: its failing connects (10 s each) run while the client's does
     d = start_daemon(
         str(tmp_path / "d.sock"), "--nats", f"tls://127.0.0.1:{nats_server.port}", "--daemon-id", "dx"
     )
     try:
+        with pytest.raises(LitbridgeError) as untrusted:
+            async with asyncio.timeout(120):
+                async with Fleet.connect(nats_server.url, allow_plaintext_env=True):
+                    pass
+        assert untrusted.value.code == "no_nats" and "--nats-tls-ca" in untrusted.value.message, (
+            untrusted.value
+        )
         await _wait(
             lambda: asyncio.sleep(0, d.log()),
             lambda log: log.count("cannot connect to NATS") >= 2,

@@ -40,14 +40,14 @@ def rss_mib(pid: int) -> float:
 
 async def flood(url: str, origin: str, credential: str) -> int:
     """Send up to FLOOD_BYTES of pings without reading; stop when the server stops taking them (a send that
-    has not gone out for 15 s: the backpressure this test wants) or closes. Returns the bytes sent."""
+    has not gone out for 5 s: the backpressure this test wants) or closes. Returns the bytes sent."""
     sent = 0
     async with aiohttp.ClientSession() as session:
         async with session.ws_connect(url, origin=origin, max_msg_size=0) as ws:
             await ws.send_str(json.dumps({"auth": credential}))
             while sent < FLOOD_BYTES and not ws.closed:
                 try:
-                    await asyncio.wait_for(ws.send_bytes(MESSAGE), 15)
+                    await asyncio.wait_for(ws.send_bytes(MESSAGE), 5)
                 except (asyncio.TimeoutError, ConnectionError, RuntimeError):
                     break
                 sent += len(MESSAGE)

@@ -158,10 +158,10 @@ async def test_two_sessions_in_one_folder_then_resume(lb: EventClient, key: str,
         ("complete", "Second queued."),
     ]
 
-    # 20 quick turns on b: each ends with its own exact answer (no dark turn)
-    mock.push(*({"label": f"n{i}", "text": f"Quick answer {i}."} for i in range(20)))
+    # 10 quick turns on b: each ends with its own exact answer (no dark turn)
+    mock.push(*({"label": f"n{i}", "text": f"Quick answer {i}."} for i in range(10)))
     dark = []
-    for i in range(20):
+    for i in range(10):
         _acc, end = await turn(lb, b, f"quick {i}")
         if end["event"] != "complete" or end["content"] != f"Quick answer {i}.":
             dark.append((i, end))
