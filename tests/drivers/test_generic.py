@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from lbd_helpers import check_event  # tests/daemon: on pyproject's pythonpath
 
-from litbridge.drivers import get_driver
+from litbridge.drivers import get_driver, shellmarks
 from litbridge.drivers.generic import GenericDriver
 from litbridge.session import Session
 
@@ -164,6 +164,45 @@ async def test_python_repl_turn_and_interrupt() -> None:
         )
     finally:
         await s.kill()
+
+
+@pytest.mark.asyncio
+async def test_a_ctrl_c_answered_at_the_prompt_does_not_end_the_next_send() -> None:
+    """A Ctrl-C that reaches the REPL after its command ended (the driver's repeated press as the interrupted
+    command was already printing its prompt, on a loaded box; or a key typed through attach) is answered at the
+    prompt with `KeyboardInterrupt` and a new prompt. When a send was typed just behind it, that prompt comes
+    before the send's echo: it is not the send's end, so the turn completes with the send's own output."""
+    rec = Recorder()
+    s = make("python3", ["-q", "-i"], rec)
+    try:
+        await rec.wait("ready")
+        s.write_raw(b"\x03")  # not yet read by the REPL when the send is typed behind it
+        s.send("print('after')")
+        done = await rec.wait("complete")
+        # the signal is asynchronous: the REPL answers it at the prompt (then runs the send), or raises it in
+        # the send's own code (its traceback is the send's output); never is a bare prompt the send's answer
+        assert done["content"] == "after" or done["content"].startswith("Traceback"), rec.story()
+        s.send("print('again')")
+        assert (await rec.wait("complete", content="again"))["turn_id"] != done["turn_id"]
+    finally:
+        await s.kill()
+
+
+def test_a_prompt_before_the_echo_of_a_python_send_is_not_its_end() -> None:
+    """The same at the marks: a prompt (`D`, `A`) that comes before the send's echo answers an earlier key."""
+    marks = shellmarks.integrate("python3", ["-q", "-i"], {})
+    assert marks is not None
+    prompt = b"\x1b]133;D\x07\x1b]133;A\x07>>> "
+    marks.feed(prompt)
+    marks.expect_command("print('after')")
+    assert [m.kind for m in marks.feed(b"\r\nKeyboardInterrupt\r\n" + prompt)] == ["other", "prompt"]
+    assert marks.running
+    kinds = [m.kind for m in marks.feed(b"print('after')\r\nafter\r\n" + prompt)]
+    assert kinds == ["end", "prompt"] and marks.output() == "after" and not marks.running
+    # a send interrupted before the REPL read it (Ctrl-C discards the typed line): its prompt still ends it
+    marks.expect_command("print('never read')")
+    marks.interrupted()
+    assert [m.kind for m in marks.feed(b"\r\nKeyboardInterrupt\r\n" + prompt)] == ["end", "prompt"]
 
 
 @pytest.mark.asyncio

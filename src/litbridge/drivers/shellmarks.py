@@ -84,6 +84,7 @@ class Integration:
     has_input_mark: bool = False  # a `B` was ever seen (or is installed: bash, zsh): wait for it after `D`
     _enters: int = 0  # Python: lines the send typed (each gets a prompt back: `>>>`, or `...` mid-statement)
     _prompts: int = 0  # ... and prompts seen since
+    _interrupting: bool = False  # Ctrl-C was pressed for this send: its prompt ends it, echoed or not
 
     @property
     def no_command_mark(self) -> bool:
@@ -93,6 +94,7 @@ class Integration:
     def expect_command(self, text: str) -> None:
         """A send is being typed: its output starts now (Python) or at the next `C` mark (shells)."""
         self._sent = text
+        self._interrupting = False
         self._out.clear()
         self.prompt_drawn = False
         if self.no_command_mark:
@@ -101,8 +103,9 @@ class Integration:
             self._prompts = 0
 
     def interrupted(self) -> None:
-        """Ctrl-C: the next prompt ends the command, whatever lines of the send were left."""
+        """Ctrl-C: the next prompt ends the command, whatever lines of the send were left (or whether it was read)."""
         self._enters = 0
+        self._interrupting = True
 
     def feed(self, data: bytes) -> list[Mark]:
         buf = self._carry + data
@@ -152,6 +155,11 @@ class Integration:
                 code = int(arg.strip())
             self.active = True
             if self.no_command_mark and self.running:
+                if not self._echoed():
+                    # a prompt drawn before the REPL read this send: its answer to a key that came first (a
+                    # Ctrl-C pressed again as the previous command ended), not this send's end
+                    self._out.clear()
+                    return Mark("other")
                 self._prompts += 1
                 if self._prompts < self._enters:
                     return Mark("continuation")  # a multi-line send: more of its lines are still to run
@@ -160,6 +168,15 @@ class Integration:
             self.prompt_drawn = not self.has_input_mark
             return Mark("end", code)
         return Mark("other")
+
+    def _echoed(self) -> bool:
+        """Python: the REPL has echoed the start of the send's first line (it reads its input behind any key
+        typed before it; an empty send has nothing to wait for)."""
+        first = next((ln.strip() for ln in self._sent.splitlines() if ln.strip()), "")
+        if not first or self._interrupting:
+            return True
+        shown = _CSI_RE.sub(b"", bytes(self._out)).decode("utf-8", "replace")
+        return first[:32] in shown
 
     def output(self) -> str:
         """The command's output as text: escapes removed, CRLF folded, a line's `\\r` overwrites applied."""
