@@ -105,6 +105,27 @@ async def test_own_session_group_and_controlling_tty(method: str) -> None:
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("transport", ["pty", "pipes"])
+async def test_signals_the_daemon_ignores_are_not_ignored_by_the_child(method: str, transport: str) -> None:
+    """A daemon started in the background by a shell (`litbridge serve &`) ignores SIGINT and SIGQUIT, and an
+    ignored signal stays ignored across exec: its CLIs would never see a Ctrl-C. The child starts with every
+    signal at its default."""
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        c = Child(["sh", "-c", "echo up; exec sleep 60"], method, transport=transport)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    await c.seen(b"up")
+    if transport == "pty":
+        c.p.write(b"\x03")  # Ctrl-C typed into its terminal
+    else:
+        os.kill(c.p.pid, signal.SIGINT)
+    assert await c.exit() == -signal.SIGINT
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("method", METHODS)
 async def test_window_env_cwd_and_exit_status(method: str, tmp_path: Path) -> None:
     c = Child(["sh", "-c", 'stty size; pwd; echo "foo=$FOO"; exit 7'], method, str(tmp_path), FOO="bar baz")
     assert await c.exit() == 7

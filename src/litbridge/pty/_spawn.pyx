@@ -3,7 +3,7 @@
 
 A `fork` copies the page tables of the whole daemon (milliseconds at a few hundred MB, growing with it), and the
 forked Python child then touches its copy-on-write heap before it reaches `exec`. Here the child borrows the
-parent's memory until `execve` and runs only system calls in C: reset caught signals, `setsid`, take the
+parent's memory until `execve` and runs only system calls in C: every signal to its default, `setsid`, take the
 terminal as its controlling TTY, `dup2` stdio, close every other fd, `chdir`, `PR_SET_PDEATHSIG`, `execve`.
 An error in any step is written to memory the parent reads once the child has gone (vfork shares it), and the
 child is reaped. Elsewhere than Linux `available()` is False and the caller keeps its fork-based path.
@@ -57,11 +57,12 @@ cdef extern from *:
         dfl.sa_handler = SIG_DFL;
         dfl.sa_flags = 0;
         sigemptyset(&dfl.sa_mask);
-        /* the daemon's handlers must not run in here (they would write to its memory): default them; what the
-           daemon ignores stays ignored, as across a fork + exec */
+        /* the daemon's handlers must not run in here (they would write to its memory), and what the daemon
+           ignores must not stay ignored: a daemon started in the background by a shell ignores SIGINT and
+           SIGQUIT, and a CLI inheriting that would never see the Ctrl-C typed into its terminal */
         for (int sig = 1; sig < NSIG; sig++) {
             if (sig == SIGKILL || sig == SIGSTOP) continue;
-            if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL)
+            if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_DFL)
                 sigaction(sig, &dfl, NULL);
         }
         if (pthread_sigmask(SIG_SETMASK, mask, NULL) != 0) goto fail;

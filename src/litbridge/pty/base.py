@@ -45,24 +45,33 @@ class WriteQueueFull(Exception):
         )
 
 
-def parent_death_preexec() -> Callable[[], None] | None:
-    """A preexec_fn making the child get SIGKILL when the daemon dies (Linux PR_SET_PDEATHSIG), so a CLI that
-    ignores SIGHUP does not outlive a `kill -9` of the daemon. The signal follows the forking thread (the
-    daemon's spawn pool keeps its threads for its whole life). None where the OS has no such thing."""
-    if not sys.platform.startswith("linux"):
+def child_preexec() -> Callable[[], None] | None:
+    """The fork paths' preexec_fn: every signal back to its default (a daemon started in the background by a
+    shell ignores SIGINT and SIGQUIT, and an ignored signal stays ignored across exec: the CLI would never see the
+    Ctrl-C typed into its terminal), and on Linux SIGKILL when the daemon dies (PR_SET_PDEATHSIG), so a CLI that
+    ignores SIGHUP does not outlive a `kill -9` of the daemon. The death signal follows the forking thread (the
+    daemon's spawn pool keeps its threads for its whole life). Only C calls in the child (`signal.signal` refuses
+    to run outside the main thread, which the forking thread may not be); None when libc cannot be loaded."""
+    if sys.platform == "win32":
         return None
     try:
-        prctl = ctypes.CDLL(
-            None, use_errno=True
-        ).prctl  # loaded before the fork: nothing to load in the child
+        libc = ctypes.CDLL(None, use_errno=True)  # loaded before the fork: nothing to load in the child
+        c_signal = libc.signal
     except (OSError, AttributeError):
         return None
+    c_signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    c_signal.restype = ctypes.c_void_p
+    prctl = getattr(libc, "prctl", None) if sys.platform.startswith("linux") else None
+    signals = [int(s) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
     parent = os.getpid()
 
     def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent:  # the daemon died between fork and prctl
-            os._exit(1)
+        for sig in signals:
+            c_signal(sig, None)  # SIG_DFL
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            if os.getppid() != parent:  # the daemon died between fork and prctl
+                os._exit(1)
 
     return preexec
 

@@ -11,7 +11,7 @@ import contextlib
 import os
 import subprocess
 
-from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, parent_death_preexec
+from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, child_preexec
 from litbridge.pty.spawner import check_method, vfork_spawn
 
 
@@ -37,7 +37,7 @@ class PipeProcess(ChildProcess):
                     cwd=cwd,
                     env=env,
                     start_new_session=True,
-                    preexec_fn=parent_death_preexec(),
+                    preexec_fn=child_preexec(),
                 )
                 self.pid = self._proc.pid
                 assert self._proc.stdin and self._proc.stdout and self._proc.stderr

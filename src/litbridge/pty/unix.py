@@ -18,7 +18,7 @@ import termios
 from ptyprocess import PtyProcess
 
 from litbridge.protocol.spec import GRID
-from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, parent_death_preexec
+from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, child_preexec
 from litbridge.pty.spawner import METHODS, check_method, spawn_method, vfork_spawn
 
 __all__ = ["METHODS", "UnixPty", "spawn_method"]
@@ -51,7 +51,7 @@ class UnixPty(ChildProcess):
                     cwd=cwd,
                     env=env,
                     dimensions=(lines, columns),
-                    preexec_fn=parent_death_preexec(),
+                    preexec_fn=child_preexec(),
                 )
                 self._proc.delayafterclose = 0
                 self.pid, self.fd = self._proc.pid, self._proc.fd
