@@ -24,6 +24,7 @@ from litbridge.protocol.spec import TURN_ERROR_KINDS
 
 Emit = Callable[[dict[str, Any]], None]
 
+TURN_STATES = frozenset(("thinking", "responding", "dialog"))  # what `state` reads while a turn runs
 INTERRUPT_FALLBACK = 10.0  # seconds: end an interrupted turn ourselves if the driver never does (any source)
 HOLD_NOTICE = (
     2.0  # a send held this long with no turn running is reported (`dialog_blocked`, with the reason)
@@ -315,8 +316,18 @@ class TurnDesk:
             self.host.call_later(INTERRUPT_FALLBACK, lambda: self._interrupt_fallback(turn))
 
     def _interrupt_fallback(self, turn: Turn) -> None:
+        if self.current is not turn:
+            return
+        self.host.log.warning("interrupt not honoured within %.0fs: ending the turn", INTERRUPT_FALLBACK)
+        driver = self.host.driver
+        try:
+            if driver is not None and driver.give_up_interrupt() and self.current is not turn:
+                return  # the driver ended it, state first
+        except Exception:
+            self.host.log.exception("driver.give_up_interrupt")
         if self.current is turn:
-            self.host.log.warning("interrupt not honoured within %.0fs: ending the turn", INTERRUPT_FALLBACK)
+            if self.host.state in TURN_STATES:
+                self.host.set_state("idle")  # state first, then the terminal event, as a driver ends a turn
             self.interrupted(turn.replaced)
 
     # ------------------------------------------------------------------------------------------ turn ends

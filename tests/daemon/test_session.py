@@ -440,6 +440,7 @@ async def test_an_interrupt_the_cli_never_honours_ends_at_the_fallback(
         s.send("second")
         await until(lambda: d.submitted == ["first"])
         tid = s.turn_id
+        s.set_state("responding")  # the CLI works on, as a driver reports it
         if via == "command":
             s.interrupt()
         s.interrupt_noted()
@@ -447,6 +448,8 @@ async def test_an_interrupt_the_cli_never_honours_ends_at_the_fallback(
         await asyncio.sleep(0.15)
         assert s.turn_id == tid and not rec.of("interrupted")  # before the fallback: still open
         await until(lambda: rec.of("interrupted"))
+        before = [e for e in rec[: rec.index(rec.of("interrupted")[0])] if e["event"] == "state"]
+        assert before[-1]["to"] == "idle", "state first, then the terminal event"
         await until(lambda: d.submitted == ["first", "second"])
         await asyncio.sleep(0.4)  # the fallback belongs to its turn: the next one is not ended by it
         assert [e["turn_id"] for e in rec.of("interrupted")] == [tid]

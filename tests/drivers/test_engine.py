@@ -500,6 +500,25 @@ def test_an_interrupt_the_cli_never_honours_is_left_to_the_host_fallback(rig, so
     assert eng.turn is None
 
 
+def test_an_interrupt_given_up_ends_the_turn_state_first_while_the_cli_still_works(rig):
+    """The host's fallback asks the engine to end the turn (`give_up_interrupt`): `state` settles to idle before
+    `interrupted` although the screen still reads busy."""
+    loop, host, hooks, eng, show, run = rig
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+    hooks.text = hooks_text = "partial"
+    show(BUSY, 0.3)
+    eng.interrupt()
+    show(BUSY, 5.0)
+    assert host.state in ("thinking", "responding")
+    assert eng.interrupted()
+    names = host.names()
+    assert ("interrupted", hooks_text) in host.calls and host.state == "idle"
+    assert names.index("interrupted") > max(i for i, c in enumerate(host.calls) if c == ("state", "idle"))
+    assert eng.turn is None
+
+
 class _Gen:
     """A terminal that says only when its rows changed (`generation`), as `litbridge.term` does."""
 

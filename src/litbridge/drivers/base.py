@@ -274,6 +274,11 @@ class Driver(ABC):
         """Interrupt the open turn; the driver (or this default) ends it with `turn_interrupted`."""
         self.host.write(b"\x1b")
 
+    def give_up_interrupt(self) -> bool:
+        """The CLI did not honour an interrupt in time and the session ends the turn: end it the driver's way
+        (`state` settled first, its own bookkeeping closed) and say True; False leaves it to the session."""
+        return False
+
     async def answer(
         self,
         question_id: str | None,

@@ -170,6 +170,9 @@ class EngineDriver(Driver, EngineHooks):
     def interrupt(self) -> None:
         self.engine.interrupt()
 
+    def give_up_interrupt(self) -> bool:
+        return self.engine.interrupted()
+
     async def answer(
         self,
         question_id: str | None,

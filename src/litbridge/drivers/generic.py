@@ -256,6 +256,9 @@ class GenericDriver(Driver, EngineHooks):
             if turn is not None:
                 self.host.call_later(INTERRUPT_AGAIN, lambda: self._press_again(turn, INTERRUPT_PRESSES - 1))
 
+    def give_up_interrupt(self) -> bool:
+        return self.engine.interrupted()
+
     def _press_again(self, turn: Turn, left: int) -> None:
         """Ctrl-C again while the interrupted command still runs, as a user would press it again. A Ctrl-C can
         reach no process: in a shell loop (`for ...; do echo; sleep 0.1; done`) the terminal's foreground
