@@ -707,6 +707,7 @@ class Client:
 
     def _forget_seqs(self) -> None:
         self._texts.clear()
+        self._recent.clear()  # a later turn compares these seqs with its own `accepted`'s
         self._seen.clear()
         self._seen_order.clear()
         self.last_seq = None
