@@ -253,7 +253,7 @@ async def test_litbridge_socket_is_the_default_address(
 class _Holder:
     """What a `Turn` reads of its client: the events it kept (`_recent`), its turns and open questions."""
 
-    def __init__(self, recent: list[dict]) -> None:
+    def __init__(self, recent: list[tuple[int, dict]]) -> None:
         self._recent = recent
         self._turns: set[Turn] = set()
         self._questions: dict[str, dict] = {}
@@ -266,9 +266,12 @@ async def test_a_turn_made_after_its_question_arrived_still_yields_it() -> None:
     old = {"event": "question", "session": "s", "seq": 3, "question_id": "q0", "kind": "x", "text": "old"}
     mine = {"event": "question", "session": "s", "seq": 6, "question_id": "q1", "kind": "x", "text": "Pick"}
     other = {"event": "question", "session": "t", "seq": 7, "question_id": "q2", "kind": "x", "text": "no"}
-    kept = [e for e in (old, mine, other) if Turn.remembers(e)]
+    kept = [(n, e) for n, e in enumerate((old, mine, other), 1) if Turn.remembers(e)]
     accepted = {"event": "accepted", "session": "s", "seq": 5, "turn_id": "t1", "queued": False}
     turn = Turn(_Holder(kept), accepted, "s")  # type: ignore[arg-type]
     assert [e.get("question_id") for e in turn._events if e["event"] == "question"] == ["q1"]
     queued = Turn(_Holder(kept), {**accepted, "turn_id": "t2", "queued": True}, "s")  # type: ignore[arg-type]
     assert [e["event"] for e in queued._events] == ["accepted"], "a queued turn's session is another turn's"
+    # a restarted daemon numbers afresh: what arrived before the send went out is another run's
+    late = Turn(_Holder(kept), {**accepted, "turn_id": "t3"}, "s", since=2)  # type: ignore[arg-type]
+    assert [e["event"] for e in late._events] == ["accepted"]

@@ -277,7 +277,8 @@ def test_exactly_one_terminal_event_and_state_first(rig):
 )
 def test_the_last_replace_of_a_screen_read_turn_is_its_content(rig, source, last_replace):
     """A screen-read answer that grew after the last stream tick still streams its end before `complete`; a
-    transcript's text (which may be formatted otherwise than the screen) is left to its driver."""
+    transcript's text (which may be formatted otherwise than the screen) is left to its driver, and so is a
+    shorter screen reading (the visible end of an answer taller than the screen)."""
     loop, host, hooks, eng, show, run = rig
     started(eng, show)
     send(loop, host, eng)
@@ -289,6 +290,12 @@ def test_the_last_replace_of_a_screen_read_turn_is_its_content(rig, source, last
     replaces = [c[1] for c in host.calls if c[0] == "replace"]
     assert replaces[-1] == last_replace
     assert host.names().index("complete") > max(i for i, n in enumerate(host.names()) if n == "replace")
+    send(loop, host, eng)
+    run(0.2)
+    hooks.text = "a long answer, all of it"
+    show(BUSY, 0.5)
+    assert eng.complete("all of it", None, "screen")
+    assert [c[1] for c in host.calls if c[0] == "replace"][-1] == "a long answer, all of it"
 
 
 def test_interrupt_after_a_denied_dialog_closes_the_question_before_the_event(rig):

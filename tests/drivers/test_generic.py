@@ -194,6 +194,7 @@ def test_a_prompt_before_the_echo_of_a_python_send_is_not_its_end() -> None:
     assert marks is not None
     prompt = b"\x1b]133;D\x07\x1b]133;A\x07>>> "
     marks.feed(prompt)
+    marks.ctrl_c_written()  # pressed, not yet answered
     marks.expect_command("print('after')")
     assert [m.kind for m in marks.feed(b"\r\nKeyboardInterrupt\r\n" + prompt)] == ["other", "prompt"]
     assert marks.running
@@ -202,7 +203,17 @@ def test_a_prompt_before_the_echo_of_a_python_send_is_not_its_end() -> None:
     # a send interrupted before the REPL read it (Ctrl-C discards the typed line): its prompt still ends it
     marks.expect_command("print('never read')")
     marks.interrupted()
+    marks.ctrl_c_written()
     assert [m.kind for m in marks.feed(b"\r\nKeyboardInterrupt\r\n" + prompt)] == ["end", "prompt"]
+    # with no Ctrl-C outstanding the echo is not awaited (an echo redrawn otherwise must not hold a send)
+    marks.expect_command("print('x')")
+    assert [m.kind for m in marks.feed(b"x\r\n" + prompt)] == ["end", "prompt"]
+    # a send opening with a blank line: that line's prompt counts as one of its lines, as before
+    marks.ctrl_c_written()
+    marks.feed(b"\r\nKeyboardInterrupt\r\n" + prompt)  # answered while idle: uses up the press
+    marks.expect_command("\nprint(1)")
+    assert [m.kind for m in marks.feed(b"\r\n" + prompt)] == ["continuation", "prompt"]
+    assert [m.kind for m in marks.feed(b"print(1)\r\n1\r\n" + prompt)] == ["end", "prompt"]
 
 
 @pytest.mark.asyncio

@@ -285,7 +285,7 @@ class Turn:
     ...     return done["content"] if done["event"] == "complete" else ""
     """
 
-    def __init__(self, client: Client, accepted: Event, key: str) -> None:
+    def __init__(self, client: Client, accepted: Event, key: str, since: int | None = None) -> None:
         self.client = client
         self.session: str = key
         """The session key (`session` or `session:channel_id`)."""
@@ -304,14 +304,16 @@ class Turn:
         self._held_by: Any = None  # the question a queued send is held behind (yielded with `dialog_blocked`)
         client._turns.add(self)
         # Events that arrived before this handle existed: the turn's own (ordering is the daemon's business),
-        # and the session's that came after `accepted` (a `question` the CLI asked at once): a fleet delivers
-        # the reply and the stream by different paths, and even one socket may hand both over in one read.
+        # and the session's that came after `accepted` (a `question` the CLI asked at once: a fleet delivers
+        # the reply and the stream by different paths), counting only those that arrived after the send went
+        # out (`since`, the client's arrival count then: a restarted daemon numbers its events afresh).
         after = accepted.get("seq")
-        for ev in client._recent:
+        for arrival, ev in client._recent:
             if ev.get("session") != key:
                 continue
             tid = ev.get("turn_id")
-            if tid == self.turn_id or (tid is None and _after(ev.get("seq"), after)):
+            newer = tid is None and _after(ev.get("seq"), after) and (since is None or arrival > since)
+            if tid == self.turn_id or newer:
                 self._offer(ev)
 
     @staticmethod
@@ -491,7 +493,8 @@ class Client:
         self._pending: dict[str, _Pending] = {}
         self._subscribers: set[EventStream] = set()
         self._turns: set[Turn] = set()
-        self._recent: deque[Event] = deque(maxlen=256)
+        self._recent: deque[tuple[int, Event]] = deque(maxlen=1024)  # (arrival, event) for late turn handles
+        self.arrivals = 0  # events dispatched so far
         self._questions: dict[str, Event] = {}  # session key -> its last open `question` (a held send's why)
         self._texts: dict[str, tuple[Any, str]] = {}  # session key -> (turn_id, its text): `append`'s base
         self._ids = itertools.count(1)
@@ -842,8 +845,9 @@ class Client:
                         pending.future.set_exception(exc)
                     else:
                         pending.future.set_result(result)
+        self.arrivals += 1
         if Turn.remembers(ev):
-            self._recent.append(ev)
+            self._recent.append((self.arrivals, ev))
         note_question(self._questions, ev)
         for turn in list(self._turns):
             turn._offer(ev)

@@ -707,10 +707,12 @@ class _EngineTurns(_EngineState):
         turn = self._finish("complete")
         if turn is None:
             return False
-        if text and text != turn.last_text and (not turn.last_text or source != "transcript"):
+        last = turn.last_text
+        if text and text != last and (not last or (source != "transcript" and len(text) >= len(last))):
             # finished before the first stream tick, or read off the screen after the last one: the last
             # `replace` is the content (a transcript's exact text may differ from the screen's: its driver
-            # decides whether to restate it)
+            # decides whether to restate it; a shorter screen reading, the visible end of an answer taller
+            # than the screen, would overwrite the streamed whole)
             self.host.turn_text(text)
         if exit_code is None:
             self.host.turn_complete(text, usage, source)

@@ -238,16 +238,25 @@ class GenericDriver(Driver, EngineHooks):
         )
 
     def keys(self, data: bytes) -> None:
-        self.engine.on_keys(data)
+        self.on_user_input(data)
         self.host.write(data)
 
     def on_user_input(self, data: bytes) -> None:
         self.engine.on_keys(data)
+        if self.marks is not None and INTERRUPT in data:
+            self.marks.ctrl_c_written(data.count(INTERRUPT))
+
+    def _write_interrupt(self) -> None:
+        self.host.write(INTERRUPT)
+        if self.marks is not None:
+            self.marks.ctrl_c_written()
 
     def interrupt(self) -> None:
         """Ctrl-C (REPLs and shells understand it; Esc would do nothing there). With shell marks the turn ends
         when the prompt comes back (`interrupted`); without them at once."""
         self.engine.interrupt()
+        if self.marks is not None:
+            self.marks.ctrl_c_written()
         if self.marks is None or not self.marks.active:
             self.engine.interrupted(self._screen_response())
         else:
@@ -267,7 +276,7 @@ class GenericDriver(Driver, EngineHooks):
         the prompt comes back; nothing is pressed once it has (or once the session's fallback ended the turn)."""
         if left <= 0 or self.engine.turn is not turn or self.marks is None or not self.marks.running:
             return
-        self.host.write(INTERRUPT)
+        self._write_interrupt()
         self.host.call_later(INTERRUPT_AGAIN, lambda: self._press_again(turn, left - 1))
 
     def info(self) -> dict[str, Any]:

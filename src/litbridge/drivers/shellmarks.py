@@ -85,6 +85,7 @@ class Integration:
     _enters: int = 0  # Python: lines the send typed (each gets a prompt back: `>>>`, or `...` mid-statement)
     _prompts: int = 0  # ... and prompts seen since
     _interrupting: bool = False  # Ctrl-C was pressed for this send: its prompt ends it, echoed or not
+    _ctrl_c: int = 0  # Ctrl-Cs written that no prompt has answered yet
 
     @property
     def no_command_mark(self) -> bool:
@@ -101,6 +102,12 @@ class Integration:
             self.running = True
             self._enters = text.count("\n") + 1
             self._prompts = 0
+
+    def ctrl_c_written(self, count: int = 1) -> None:
+        """Ctrl-C went into the terminal (the driver's presses, keys typed through attach). Python: the REPL may
+        answer it at a prompt after the command it meant has ended, just as the next send is typed; such a
+        prompt, coming before the send's echo, is not the send's end."""
+        self._ctrl_c += count
 
     def interrupted(self) -> None:
         """Ctrl-C: the next prompt ends the command, whatever lines of the send were left (or whether it was read)."""
@@ -154,10 +161,13 @@ class Integration:
             if arg and arg.strip().lstrip(b"-").isdigit():
                 code = int(arg.strip())
             self.active = True
+            answers_ctrl_c = self._ctrl_c > 0  # each Ctrl-C written gets at most one prompt back
+            if answers_ctrl_c:
+                self._ctrl_c -= 1
             if self.no_command_mark and self.running:
-                if not self._echoed():
-                    # a prompt drawn before the REPL read this send: its answer to a key that came first (a
-                    # Ctrl-C pressed again as the previous command ended), not this send's end
+                if answers_ctrl_c and not self._interrupting and not self._echoed():
+                    # a prompt drawn before the REPL read this send: its answer to a Ctrl-C that came first (one
+                    # pressed again as the previous command ended), not this send's end
                     self._out.clear()
                     return Mark("other")
                 self._prompts += 1
@@ -172,8 +182,9 @@ class Integration:
     def _echoed(self) -> bool:
         """Python: the REPL has echoed the start of the send's first line (it reads its input behind any key
         typed before it; an empty send has nothing to wait for)."""
-        first = next((ln.strip() for ln in self._sent.splitlines() if ln.strip()), "")
-        if not first or self._interrupting:
+        lines = self._sent.splitlines()
+        first = lines[0].strip() if lines else ""  # a blank first line gets its own prompt: that one counts
+        if not first:
             return True
         shown = _CSI_RE.sub(b"", bytes(self._out)).decode("utf-8", "replace")
         return first[:32] in shown

@@ -135,7 +135,8 @@ class FleetDaemon:
         self.fleet = fleet
         self.name = subjects.check_name(name, "daemon name")
         self._turns: set[Turn] = set()
-        self._recent: deque[Event] = deque(maxlen=256)
+        self._recent: deque[tuple[int, Event]] = deque(maxlen=1024)  # (arrival, event) for late turn handles
+        self.arrivals = 0  # events dispatched so far
         self._questions: dict[str, Event] = {}  # session key -> its open question (read by `Turn`)
         self._feeds: dict[str, _Feed] = {}
         self._waiters: dict[str, asyncio.Future[Event]] = {}
@@ -148,8 +149,9 @@ class FleetDaemon:
         waiter = self._waiters.get(str(ev.get("re")))
         if waiter is not None and not waiter.done():
             waiter.set_result(ev)
+        self.arrivals += 1
         if Turn.remembers(ev):
-            self._recent.append(ev)
+            self._recent.append((self.arrivals, ev))
         note_question(self._questions, ev)
         for turn in list(self._turns):
             turn._offer(ev)
@@ -267,13 +269,14 @@ class FleetDaemon:
         is seen; it ends on `complete`, `interrupted` or `turn_error`."""
         key = session_key(session, channel_id)
         await self._feed(key)
+        since = self.arrivals  # what came before the send is no event of its turn
         accepted = await self.request(
             "send",
             {"session": session, "channel_id": channel_id, "content": content},
             id=msg_id,
             timeout=timeout,
         )
-        return Turn(self, accepted, str(accepted.get("session") or key))  # type: ignore[arg-type]
+        return Turn(self, accepted, str(accepted.get("session") or key), since)  # type: ignore[arg-type]
 
     async def input(self, session: str, content: str, *, channel_id: str | None = None) -> Event:
         return await self.request("input", {"session": session, "channel_id": channel_id, "content": content})
