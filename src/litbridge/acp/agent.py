@@ -82,8 +82,9 @@ from litbridge.mcp.tracker import Bridge, brief
 
 CATCH_UP_TIMEOUT = 10.0
 """Seconds `session/load` waits for the replayed history to be read before sending what it has."""
-TOOL_CALL_GRACE = 3.0
-"""Seconds a permission question waits for its tool call's transcript record before one is made up."""
+TOOL_CALL_GRACE = 8.0
+"""Seconds a permission question waits for its tool call's transcript record before one is made up (the record
+usually comes first or within milliseconds; on a loaded machine Claude's came more than 3 s after its dialog)."""
 
 NOT_IN_EVENTS = {
     True: "[typed into the CLI directly (attach / web view): this CLI's driver reads no record of its text]",
