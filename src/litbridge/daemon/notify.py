@@ -37,12 +37,13 @@ from urllib.parse import urlsplit
 import orjson
 
 from litbridge import __version__
+from litbridge.turns import TURN_STATES
 
 log = logging.getLogger("litbridge.notify")
 
 KINDS = ("question", "complete", "turn_error", "exited", "stuck")
 """Every notice kind; the default filter lets all of them through."""
-STUCK_STATES = ("thinking", "responding", "dialog")
+STUCK_STATES = TURN_STATES  # a session left in one of them too long is stuck
 """The states a session is `stuck` in when it stays in one of them past `stuck_after`."""
 SUMMARY_MAX = 300  # characters of a notice's summary (the full text is the client's, not a notification's)
 DESKTOP_QUEUE = 20

@@ -29,6 +29,7 @@ from litbridge.drivers.opencode.v1_18 import Reading
 from litbridge.drivers.opencode.versions import CLI
 from litbridge.drivers.paste import paste_payload
 from litbridge.drivers.records import Dispatch
+from litbridge.turns import TURN_STATES
 
 ESC = b"\x1b"
 SECOND_ESC = 0.25  # seconds between the two Esc of an interrupt (one write of both is read as Alt+Esc)
@@ -193,7 +194,7 @@ class OpencodeDriver(EngineDriver):
         open, or the screen shows this opencode working with no send: an attached user, or a replay, typed it)."""
         if self._first_text is not None:
             return self._first_text
-        if self.engine.turn is not None or self.host.state in ("thinking", "responding", "dialog"):
+        if self.engine.turn is not None or self.host.state in TURN_STATES:
             return ""
         return None
 
