@@ -69,3 +69,48 @@ def test_native_logical_lines_join_soft_wrapped_rows() -> None:
     assert term.generation == gen
     term.feed(b"\x1b[2J")
     assert term.generation != gen and all(not r for r in term.logical_lines())
+
+
+def test_snapshot_follows_every_change_whoever_reads_first(term) -> None:
+    """The snapshot re-reads only the rows marked changed since it was taken, including the rows a `changed_rows`
+    call cleared in between: over random edits (text, scrolls, inserted and deleted lines, clears, the alternate
+    screen, wraps) read in random order, it always equals a fresh render, and the generation moves exactly when
+    the text or a wrap flag did."""
+    import random
+
+    rnd = random.Random(7501)
+    edits = [
+        b"\x1b[%d;%dH%s",
+        b"\r\n",
+        b"\x1b[L",
+        b"\x1b[M",
+        b"\x1b[2J",
+        b"\x1b[K",
+        b"\x1bM",
+        b"\x1b[?1049h",
+        b"\x1b[?1049l",
+        b"\x1b[1;3r",
+        b"\x1b[r",
+        b"\x1b[S",
+        b"\x1b[T",
+    ]
+    last_rows: list[str] | None = None
+    last_gen = None
+    for _ in range(3000):
+        e = rnd.choice(edits)
+        if b"%" in e:
+            text = "".join(rnd.choice("ab ") for _ in range(rnd.randint(0, 30))).encode()
+            e = e % (rnd.randint(1, 4), rnd.randint(1, 20), text)
+        term.feed(e)
+        if rnd.random() < 0.5:
+            term.changed_rows()
+        if rnd.random() < 0.6:
+            fresh = [term.line(y) for y in range(4)]
+            rows, gen = term.display, term.generation
+            assert list(rows) == fresh
+            assert rows.stripped == [r.rstrip() for r in fresh]
+            if last_rows is not None and fresh != last_rows:
+                assert gen != last_gen
+            if last_rows is not None and gen == last_gen:
+                assert rows == last_rows
+            last_rows, last_gen = list(rows), gen

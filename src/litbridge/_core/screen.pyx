@@ -508,7 +508,7 @@ cdef class Screen:
     cdef uint8_t* pdirty   # pyte `dirty` bits (logical rows)
     cdef uint8_t* ldirty   # changed_rows bits (logical rows)
     cdef list last_rows    # text last returned by changed_rows
-    cdef bint flushed      # changed_rows cleared dirty bits since the last snapshot (`_snapshot`)
+    cdef uint8_t* sdirty   # rows changed_rows cleared since the last snapshot (`_snapshot` re-reads them)
     cdef unsigned long long content_gen  # bumped when a snapshot finds the rows' text or wrap flags changed
     cdef list snap_rows, snap_strip, snap_logical   # the last snapshot: rows, right-stripped, logical lines
     cdef bytes snap_wraps
@@ -555,6 +555,7 @@ cdef class Screen:
     def __cinit__(self, *args, **kwargs):
         self.pdirty = NULL
         self.ldirty = NULL
+        self.sdirty = NULL
         self.scratch = NULL
         self.modev = NULL
         self.sps = NULL
@@ -593,9 +594,9 @@ cdef class Screen:
         self.pdirty = <uint8_t*>calloc(lines + 1, 1)
         self.ldirty = <uint8_t*>malloc(lines + 1)
         memset(self.ldirty, 1, lines + 1)
+        self.sdirty = <uint8_t*>calloc(lines + 1, 1)
         self.scratch = <ucs4*>malloc((cols + 1) * sizeof(ucs4))
         self.last_rows = [None] * lines
-        self.flushed = True
         return 0
 
     def __dealloc__(self):
@@ -608,6 +609,7 @@ cdef class Screen:
             _grid_free(&self.alt_g)
         free(self.pdirty)
         free(self.ldirty)
+        free(self.sdirty)
         free(self.scratch)
         free(self.modev)
         free(self.sps)
@@ -936,13 +938,14 @@ cdef class Screen:
         self.rowtext = self.main_text
         free(self.pdirty)
         free(self.ldirty)
+        free(self.sdirty)
         free(self.scratch)
         self.pdirty = <uint8_t*>calloc(lines + 1, 1)
         self.ldirty = <uint8_t*>malloc(lines + 1)
         memset(self.ldirty, 1, lines + 1)
+        self.sdirty = <uint8_t*>calloc(lines + 1, 1)
         self.scratch = <ucs4*>malloc((cols + 1) * sizeof(ucs4))
         self.last_rows = [None] * lines
-        self.flushed = True
         self._proxies = {}
         self.lines = lines
         self.columns = cols
@@ -2130,7 +2133,7 @@ cdef class Screen:
         for y in range(self.lines):
             if self.ldirty[y]:
                 self.ldirty[y] = 0
-                self.flushed = True
+                self.sdirty[y] = 1
                 t = self._line(y)
                 if t != last[y]:
                     last[y] = t
@@ -2141,15 +2144,16 @@ cdef class Screen:
     cdef int _snapshot(self) except -1:
         """Refresh the snapshot if a row's text or wrap flag may have changed since it was taken.
 
-        A change always sets a `changed_rows` bit (or `changed_rows` cleared one since: `flushed`); rows the
-        core did not re-render are the same str objects, so unchanged rows cost an identity check and keep
-        their stripped text. A touched-but-identical frame keeps its generation."""
+        A change always sets a `changed_rows` bit (`ldirty`; when `changed_rows` clears one it sets the row's
+        `sdirty` bit for the next snapshot), so only those rows are re-read: the others keep their str objects
+        and their stripped text. A touched-but-identical frame keeps its generation."""
         cdef int y
-        cdef bint dirty = self.flushed or memchr(self.ldirty, 1, self.lines) != NULL
+        cdef bint dirty = memchr(self.ldirty, 1, self.lines) != NULL or memchr(self.sdirty, 1, self.lines) != NULL
         old = self.snap_rows
         cdef bytes sw = self.snap_wraps
         cdef const unsigned char* sp
-        if not dirty and old is not None and sw is not None and len(sw) == self.lines:
+        cdef bint fresh = old is None or sw is None or len(<list>old) != self.lines or len(sw) != self.lines
+        if not dirty and not fresh:
             # the hot case (every reader of a frame asks): nothing re-rendered; compare the wrap flags in place
             sp = sw
             for y in range(self.lines):
@@ -2162,27 +2166,28 @@ cdef class Screen:
         for y in range(self.lines):
             w[y] = self.g.wrapped[self.g.rowmap[y]]
         wraps = bytes(wb)
-        if not dirty and old is not None and wraps == self.snap_wraps:
-            return 0
-        self.flushed = False
-        new = [self._line(y) for y in range(self.lines)]
-        cdef list strip
-        cdef list olds = self.snap_strip
-        cdef bint same = old is not None and len(<list>old) == self.lines and wraps == self.snap_wraps
-        if same:
+        cdef list new, strip
+        cdef bint same
+        if fresh:
+            new = [self._line(y) for y in range(self.lines)]
+            strip = [r.rstrip() for r in new]
+        else:
+            new = list(<list>old)
+            strip = None
             for y in range(self.lines):
-                if new[y] is not (<list>old)[y] and new[y] != (<list>old)[y]:
-                    same = False
-                    break
-        if same:
-            return 0
-        strip = []
-        for y in range(self.lines):
-            r = new[y]
-            if old is not None and y < len(<list>old) and r is (<list>old)[y]:
-                strip.append(olds[y])
-            else:
-                strip.append(r.rstrip())
+                if self.ldirty[y] or self.sdirty[y]:
+                    r = self._line(y)
+                    if r is not new[y] and r != new[y]:
+                        if strip is None:
+                            strip = list(<list>self.snap_strip)
+                        new[y] = r
+                        strip[y] = r.rstrip()
+        memset(self.sdirty, 0, self.lines)
+        if strip is None:
+            if wraps == sw:
+                return 0
+            strip = self.snap_strip
+            new = old
         self.snap_rows = new
         self.snap_strip = strip
         self.snap_wraps = wraps

@@ -341,18 +341,26 @@ class _EngineState:
     def reading(self) -> Reading:
         """The current screen's reading, computed once per screen generation (not per call).
 
-        The hot path (every reader of a frame asks) compares the generation int and the title with the cached
-        key's before building a key: a cached reading of an unchanged screen costs two attribute reads."""
+        The hot path (every reader of a frame asks) compares the generation int, the title and the rules with
+        the cached key's; the key (`screen_key`) is built from the same reads only when they differ."""
         cache, key = self._cache, self._cache_key
-        if cache is not None and key is not None and self._extra is None:
+        if self._extra is None:
             term = getattr(self.host, "terminal", None)
             gen = getattr(term, "generation", None)
-            if (
-                gen is not None
-                and gen == key[0]
-                and getattr(term, "title", None) == key[1]
-                and id(getattr(self.hooks, "rules", None)) == key[2]
-            ):
+            if gen is not None:
+                title = getattr(term, "title", None)
+                rules = id(getattr(self._hooks, "rules", None))
+                if (
+                    cache is not None
+                    and key is not None
+                    and gen == key[0]
+                    and title == key[1]
+                    and rules == key[2]
+                ):
+                    return cache
+                key = (gen, title, rules, ())
+                cache = self._cache = self.hooks.read_screen()
+                self._cache_key = key
                 return cache
         key = self.screen_key()
         if cache is None or key != self._cache_key:
