@@ -30,15 +30,19 @@ class _Editor:
 
 
 class _Daemon:
-    def __init__(self) -> None:
+    def __init__(self, record: str | None = "/home/u/.claude/projects/p/s1.jsonl") -> None:
         self.answers: list[tuple[str, str, str]] = []
+        self.record = record
+
+    async def dump(self, key: str) -> dict[str, Any]:
+        return {"event": "dump", "session": key, "transcript_path": self.record}
 
     async def answer(self, key: str, question_id: str, digit: str) -> None:
         self.answers.append((key, question_id, digit))
 
 
-def _view() -> tuple[SessionView, _Editor, _Daemon]:
-    editor, daemon = _Editor(), _Daemon()
+def _view(record: str | None = "/home/u/.claude/projects/p/s1.jsonl") -> tuple[SessionView, _Editor, _Daemon]:
+    editor, daemon = _Editor(), _Daemon(record)
     agent = SimpleNamespace(conn=editor, elicitation=False, prompt_of=lambda key, tid: "go")
     view = SessionView(agent, "s1")  # type: ignore[arg-type]
     view.client = daemon  # type: ignore[assignment]
@@ -82,3 +86,36 @@ async def test_question_with_no_tool_call_gets_one_made_up(monkeypatch: pytest.M
     assert call.tool_call_id == "question-q1"
     assert view.synthetic == {"question-q1"}
     assert daemon.answers == [("s1", "q1", "1")]
+
+
+@pytest.mark.asyncio
+async def test_session_without_a_record_asks_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No record, no tool call to wait for (the generic driver): the question is asked without the grace."""
+    monkeypatch.setattr("litbridge.acp.agent.TOOL_CALL_GRACE", 30.0)
+    view, editor, daemon = _view(record=None)
+    await view.apply({"event": "accepted", "turn_id": "t1"}, live=True)
+    await view.apply(QUESTION, live=True)
+    await asyncio.wait_for(view.asking["q1"], 5)
+    (call,) = editor.asked
+    assert call.tool_call_id == "question-q1"
+    assert daemon.answers == [("s1", "q1", "1")]
+
+
+@pytest.mark.asyncio
+async def test_question_answered_elsewhere_during_the_grace_is_not_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Answered in the attach view (or by another client) while its tool call was awaited: the editor is never
+    shown a permission request for a question that is gone."""
+    monkeypatch.setattr("litbridge.acp.agent.TOOL_CALL_GRACE", 30.0)
+    view, editor, daemon = _view()
+    await view.apply({"event": "accepted", "turn_id": "t1"}, live=True)
+    await view.apply(QUESTION, live=True)
+    asking = view.asking["q1"]
+    await asyncio.sleep(0.1)
+    assert view.in_grace == {"q1"}
+    closed = {"event": "question_closed", "question_id": "q1", "reason": "answered"}
+    await view.apply(closed, live=True)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(asking, 5)
+    assert not editor.asked and not daemon.answers and not view.in_grace

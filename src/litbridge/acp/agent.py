@@ -188,6 +188,11 @@ class SessionView:
         self.ends: dict[str, asyncio.Future[Event]] = {}
         """Turns a `session/prompt` waits for, by turn id."""
         self.asking: dict[str, asyncio.Task[None]] = {}
+        self.in_grace: set[str] = set()
+        """Questions still waiting for their tool call (`TOOL_CALL_GRACE`): nothing asked of the client yet."""
+        self.records: bool | None = None
+        """The session follows a record of the CLI's (`dump.transcript_path`), where tool calls come from; None
+        until a question needs to know (a record may show up later: only True is kept)."""
         self.synthetic: set[str] = set()
         """Tool calls made up for questions that no tool call was open for."""
         self.usage: dict[str, int] = {}
@@ -297,8 +302,9 @@ class SessionView:
         if kind == "question_closed":
             qid = str(ev.get("question_id"))
             task = self.asking.pop(qid, None)
-            if task is not None and ev.get("reason") != "answered":
-                task.cancel()
+            if task is not None and (ev.get("reason") != "answered" or qid in self.in_grace):
+                task.cancel()  # answered elsewhere before the client was asked: nothing to ask
+            self.in_grace.discard(qid)
             if f"question-{qid}" in self.synthetic:
                 self.synthetic.discard(f"question-{qid}")
                 await self.update(
@@ -441,6 +447,18 @@ class SessionView:
 
     # --- questions -> session/request_permission, or elicitation/create ------------------------------
 
+    async def _follows_record(self) -> bool:
+        """Whether a tool call can still come from the session's record: not for a driver that follows none (the
+        generic one), whose questions would otherwise wait out `TOOL_CALL_GRACE` for nothing."""
+        if self.records or self.client is None:
+            return True
+        try:
+            info = await self.client.dump(self.key)
+        except (LitbridgeError, ConnectionError):
+            return True  # cannot tell: wait as for a record
+        self.records = info.get("transcript_path") is not None  # a record found stays; none is asked again
+        return self.records
+
     async def _ask(self, q: Event) -> None:
         """Ask the client; its choice answers the question (by id and digit), a cancelled request interrupts."""
         qid = str(q["question_id"])
@@ -454,10 +472,14 @@ class SessionView:
         if not isinstance(tid, str):  # a question names no turn: the session's latest one
             tid = next(reversed(self.turns), None)
         rec = self.turn(tid) if isinstance(tid, str) else None
-        if rec is not None and not rec.tools:
+        if rec is not None and not rec.tools and await self._follows_record():
             # the dialog is read off the screen, its tool call off the transcript, which may come a moment later
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(rec.tool_opened.wait(), TOOL_CALL_GRACE)
+            self.in_grace.add(qid)
+            try:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(rec.tool_opened.wait(), TOOL_CALL_GRACE)
+            finally:
+                self.in_grace.discard(qid)
         open_tools = list(rec.tools) if rec is not None else []
         if q.get("kind") == "choice" and self.agent.elicitation:
             await self._elicit(qid, text, labels, digits, open_tools[-1] if open_tools else None)
