@@ -123,13 +123,15 @@ async def test_non_reading_subscribers_cost_little_and_get_a_complete_slow_consu
 
 
 async def _self_exiting_sessions(c: Any, start: int, n: int) -> None:
-    """n sessions whose program exits by itself soon after it is ready (reaped after LITBRIDGE_REAP_AFTER)."""
+    """n sessions whose program exits by itself soon after it is ready (reaped after LITBRIDGE_REAP_AFTER). It
+    lives 3 s: long enough to be ready first on a loaded machine, where 4 clients creating at once once took the
+    generic driver's start-up past a 0.5 s lifetime (the create then fails, as it should, with `spawn_failed`)."""
     for i in range(start, start + n):
         create = {
             "cmd": "create",
             "session": f"x{i}",
             "cli": "sh",
-            "args": ["-c", "printf 'hello\\n'; exec sleep 0.5"],
+            "args": ["-c", "printf 'hello\\n'; exec sleep 3"],
             "working_dir": "/tmp",
             "quiescence": 0.05,
         }

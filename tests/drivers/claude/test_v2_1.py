@@ -488,3 +488,49 @@ def test_a_changed_row_rereads_what_it_shows() -> None:
     footer[0] = "Esc to cancel"
     assert rules._reclassify(footer, *rules._last_frame) is None
     assert rules.classify(footer) == v2_1.Rules().classify(footer)
+
+
+def test_a_reading_from_the_last_frame_rereads_footer_version_and_spinner_stop() -> None:
+    """What a changed row can still change is read again: the footer below the box (busy when it says `esc to
+    interrupt`), the logo's version; a conversation row above the spinner's row may turn from blank to text or
+    into a `●` row without a full read, one below it may not (the spinner scan would stop there)."""
+    rows = [
+        " ▐▛███▜▌   Claude Code v2.1.328",
+        "",
+        "● earlier answer",
+        "",
+        "✶ Pondering… (3s · ↓ 2 tokens)",
+        "",
+        "─" * 40,
+        "❯\u00a0",
+        "─" * 40,
+        "  ? for shortcuts",
+    ]
+    rules = v2_1.Rules()
+    first = rules.classify(rows)
+    assert first.version == "2.1.328" and first.footer == "? for shortcuts"
+    assert rules._last_frame is not None
+    cases = {
+        "footer": (9, "  esc to interrupt", True),
+        "logo, same version": (0, " ▐▛███▜▌   Claude Code v2.1.328 ", True),
+        "logo, other version": (0, " ▐▛███▜▌   Claude Code v2.1.329", False),
+        "text above the spinner": (1, "a new line of the answer", True),
+        "a bullet above the spinner": (3, "● Next", True),
+        "a bullet below the spinner": (5, "● Next", False),
+    }
+    for name, (y, text, incremental) in cases.items():
+        later = list(rows)
+        later[y] = text
+        got = rules._reclassify(later, *rules._last_frame)
+        want = v2_1.Rules().classify(later)
+        if incremental:
+            assert got == want, name
+        else:
+            assert got is None, name
+        rules.classify(rows)  # back to the first frame for the next case
+    later = list(rows)
+    later[9] = "  esc to interrupt"
+    later[4] = ""
+    got = rules._reclassify(later, *rules._last_frame)
+    assert got is None  # the spinner row went blank: its scan kind changed at the stop
+    assert rules.classify(later).state == "busy"  # the footer says busy

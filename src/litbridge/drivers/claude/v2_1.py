@@ -185,6 +185,8 @@ class Screen(BaseRules):
 
     # What `classify` reads of a row besides its text (`_row_facts`), as bits.
     _F_VERSION, _F_FOOTER, _F_PROMPT, _F_RULE, _F_TEXT, _F_SPIN = 1, 2, 4, 8, 16, 32
+    _F_SHAPE = _F_VERSION | _F_FOOTER | _F_PROMPT | _F_RULE
+    """The facts of a row above the prompt box that change the reading wherever the row is."""
 
     def _row_facts(self, row: str) -> int:
         """Every test `classify` puts to a (stripped) row: the logo's version, a dialog footer, the prompt line,
@@ -198,9 +200,9 @@ class Screen(BaseRules):
             | self._spinner_kind(row) * self._F_SPIN
         )
 
-    _last_frame: tuple[list[str], ScreenState, int, int, int, int | None] | None = None
-    """The last frame `classify` read in full with no dialog footer on it: (rows, its reading, prompt row, input
-    end, end of the spinner scan, where that scan stopped)."""
+    _last_frame: tuple[list[str], ScreenState, int, int, int, int, int | None] | None = None
+    """The last frame `classify` read with no dialog footer on it: (rows, its reading, prompt row, input end,
+    first row of the footer scan, end of the spinner scan, where that scan stopped)."""
 
     def classify(self, rows: Sequence[str]) -> ScreenState:
         """Classify one frame (the capture harness's rules, reference §10, plus dialog parsing).
@@ -229,11 +231,8 @@ class Screen(BaseRules):
         input_end = bottom if bottom is not None else prompt_row + 1
         lines = [rows[prompt_row][2:]] + [r[2:] for r in rows[prompt_row + 1 : input_end]]
         input_text = "\n".join(lines).rstrip()
-        footer = ""
-        for y in range(input_end + (1 if bottom is not None else 0), len(rows)):
-            if rows[y].strip():
-                footer = rows[y].strip()
-                break
+        foot_from = input_end + (1 if bottom is not None else 0)
+        footer = self._footer_from(rows, foot_from)
         bound = top if top is not None else prompt_row
         spin_y, spin_kind = self._spinner_at(rows, bound)
         spin = rows[spin_y].strip() if spin_y is not None and spin_kind == 1 else None
@@ -250,8 +249,16 @@ class Screen(BaseRules):
             version=version,
         )
         if self._footer_row(rows) is None:
-            self._last_frame = (rows, cls, prompt_row, input_end, bound, spin_y)
+            self._last_frame = (rows, cls, prompt_row, input_end, foot_from, bound, spin_y)
         return cls
+
+    @staticmethod
+    def _footer_from(rows: list[str], start: int) -> str:
+        """The first row with text from `start` down (below the prompt box), stripped; "" if none."""
+        for y in range(start, len(rows)):
+            if rows[y].strip():
+                return rows[y].strip()
+        return ""
 
     def _reclassify(
         self,
@@ -260,19 +267,24 @@ class Screen(BaseRules):
         prev: ScreenState,
         prompt_row: int,
         input_end: int,
+        foot_from: int,
         bound: int,
         spin_y: int | None,
     ) -> ScreenState | None:
         """`classify(rows)` from the reading of the frame `last` (no dialog footer on it), or None for a full
-        read. A row that changed must show the same `_row_facts` (no version on it) and be one `classify`
-        reads only through them (above the prompt box), the spinner row (its text re-read) or the input line
-        (re-read). Then the version, the dialog (none: no footer), the prompt row, the box and the footer are
-        the last frame's, and the spinner scan stops where it did."""
+        read. Every row that changed must keep the facts that shape the reading (`_F_SHAPE`: a version, a
+        dialog footer, the prompt line, a box rule); then the dialog (none: no footer), the prompt row and the
+        box are the last frame's. What a changed row may still change is read again: the version (a logo row),
+        the input (a row of the box), the footer (a row below the box) and the spinner. Above the box, whether a
+        row holds text is never read (the prompt row keeps the screen from being blank), and above the row where
+        the spinner scan stopped neither is its scan kind: most rows of a streaming answer change only in those;
+        a row below that stop whose scan kind changed would move the stop, so that frame is read in full."""
         ys = changed(last, rows)
         if ys is None:
             return None
         facts = memo((type(self), "facts"))
-        spin, input_text, draft = prev.spinner, prev.input_text, prev.draft
+        spin = prev.spinner
+        reversion = reinput = refoot = False
         for y in ys:
             old, new = last[y], rows[y]
             fo = facts.get(old)
@@ -281,27 +293,44 @@ class Screen(BaseRules):
             fn = facts.get(new)
             if fn is None:
                 fn = facts[new] = self._row_facts(new)
-            if fo != fn or fn & self._F_VERSION:
+            d = fo ^ fn
+            if d & self._F_SHAPE:
                 return None
-            if y == prompt_row:
-                lines = [rows[prompt_row][2:]] + [r[2:] for r in rows[prompt_row + 1 : input_end]]
-                input_text = "\n".join(lines).rstrip()
-                draft = "" if self.PLACEHOLDER_RE.match(input_text.strip()) else input_text.strip()
+            if fn & self._F_VERSION:
+                reversion = True
+            if prompt_row <= y < input_end:
+                reinput = True
+            elif y >= foot_from:
+                refoot = True
             elif y >= bound:
-                return None
+                pass  # the box's rules and the rows between them: only their shape is read
+            elif d >= self._F_SPIN and (spin_y is None or y >= spin_y):
+                return None  # the spinner scan would stop elsewhere
             elif y == spin_y and fn // self._F_SPIN == 1:
                 spin = new.strip()
-        state = "busy" if self.BUSY_MARK in prev.footer or spin is not None else "idle"
+        version = prev.version
+        if reversion:
+            version_y = first_match(rows, self.VERSION_RE, search=True)
+            version_m = self.VERSION_RE.search(rows[version_y]) if version_y is not None else None
+            if (version_m.group(1) if version_m else None) != version:
+                return None
+        input_text, draft = prev.input_text, prev.draft
+        if reinput:
+            lines = [rows[prompt_row][2:]] + [r[2:] for r in rows[prompt_row + 1 : input_end]]
+            input_text = "\n".join(lines).rstrip()
+            draft = "" if self.PLACEHOLDER_RE.match(input_text.strip()) else input_text.strip()
+        footer = self._footer_from(rows, foot_from) if refoot else prev.footer
+        state = "busy" if self.BUSY_MARK in footer or spin is not None else "idle"
         cls = ScreenState(
             state,
             prompt_row=prompt_row,
-            footer=prev.footer,
+            footer=footer,
             input_text=input_text,
             draft=draft,
             spinner=spin,
-            version=prev.version,
+            version=version,
         )
-        self._last_frame = (rows, cls, prompt_row, input_end, bound, spin_y)
+        self._last_frame = (rows, cls, prompt_row, input_end, foot_from, bound, spin_y)
         return cls
 
     # ---------------------------------------------------------------------------------------------- dialogs
