@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from wcwidth import wcswidth
 
@@ -56,6 +57,18 @@ def _reflow_memo(rules: type) -> dict[str, _ReflowFacts]:
     m = _reflow_memos.get(rules)
     if m is None or len(m) > MEMO_MAX:
         m = _reflow_memos[rules] = {}
+    return m
+
+
+_block_memos: dict[type, dict[tuple[Any, ...], str]] = {}
+
+
+def _block_memo(rules: type) -> dict[tuple[Any, ...], str]:
+    """(cols, block rows) -> the block's text for a rules class: the tick extracts a streaming answer again and
+    again, and every block but the last is the same rows each time. Started over past `screen_ops.MEMO_MAX`."""
+    m = _block_memos.get(rules)
+    if m is None or len(m) > MEMO_MAX:
+        m = _block_memos[rules] = {}
     return m
 
 
@@ -768,13 +781,20 @@ class Rules(Dialogs):
                 current.append(r)
             y += 1
         texts = []
+        done = _block_memo(type(self))
         for b in blocks:
             while b and not b[-1].strip():
                 b.pop()
             if not b:
                 continue
-            flowed = self.reflow(b, cols)
-            texts.append("\n".join(x[2:] if x.startswith("  ") else x.lstrip() for x in flowed).strip("\n"))
+            key = (cols, *b)
+            text = done.get(key)
+            if text is None:
+                flowed = self.reflow(b, cols)
+                text = done[key] = "\n".join(
+                    x[2:] if x.startswith("  ") else x.lstrip() for x in flowed
+                ).strip("\n")
+            texts.append(text)
         return "\n\n".join(t for t in texts if t)
 
     def header_info(self, rows: Sequence[str]) -> tuple[str | None, str | None]:
