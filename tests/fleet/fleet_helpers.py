@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import nats.js.errors
 import orjson
 from lbd_helpers import check_event
 
@@ -130,18 +131,22 @@ async def wait_stream(
 
 
 async def registry(js: Any) -> dict[str, dict[str, Any]]:
-    """Every key of the fleet's KV registry -> its JSON value."""
+    """Every key of the fleet's KV registry -> its JSON value. A read that fails (a request timed out on a
+    loaded machine, the server restarting) raises rather than returning what it got so far: an empty or partial
+    registry would satisfy a predicate about what is gone (`wait_registry` reads again)."""
     kv = await js.key_value(subjects.bucket(FLEET))
     out: dict[str, dict[str, Any]] = {}
     try:
         keys = await kv.keys()
-    except Exception:  # nats-py: NoKeysError on an empty bucket
+    except nats.js.errors.NoKeysError:  # an empty bucket
         return out
     for key in keys:
-        with contextlib.suppress(Exception):  # the server may be restarting: the deadline reports
+        try:
             entry = await kv.get(key)
-            if entry.value:
-                out[key] = orjson.loads(entry.value)
+        except nats.js.errors.KeyNotFoundError:  # deleted since it was listed
+            continue
+        if entry.value:
+            out[key] = orjson.loads(entry.value)
     return out
 
 

@@ -23,6 +23,7 @@ def _shell(command: str) -> dict:
     return {"name": "run_shell_command", "arguments": {"command": command, "description": "test approvals"}}
 
 
+@pytest.mark.timeout(300)  # six turns of a Node CLI: 40-60 s idle, over 120 s once beside two CPU hogs
 async def test_answer_approval_deny_interrupt_error(lb, key, qwen_home, mock) -> None:
     mock.push(
         {"label": "qa", "text": ANSWER},
