@@ -319,7 +319,11 @@ class NativeTerminal(_ScreenReaders):
     def logical_lines(self) -> ScreenRows:
         gen = self.screen.generation
         if gen != self._logical_gen:
-            self._logical = _shared(self.screen.logical_rows())
+            logical = self.screen.logical_rows()
+            if logical is self.screen.stripped_rows():  # nothing soft-wrapped: the frame's own stripped rows
+                self._logical = self.display.stripped
+            else:
+                self._logical = _shared(logical)
             self._logical_gen = gen
         return self._logical
 

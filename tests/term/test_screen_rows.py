@@ -101,6 +101,8 @@ def test_snapshot_follows_every_change_whoever_reads_first(term) -> None:
         if b"%" in e:
             text = "".join(rnd.choice("ab ") for _ in range(rnd.randint(0, 30))).encode()
             e = e % (rnd.randint(1, 4), rnd.randint(1, 20), text)
+        elif rnd.random() < 0.05:
+            e = b"\x1b[4;15H" + b"w" * rnd.randint(5, 12)  # past the right margin: a soft wrap
         term.feed(e)
         if rnd.random() < 0.5:
             term.changed_rows()
@@ -109,6 +111,13 @@ def test_snapshot_follows_every_change_whoever_reads_first(term) -> None:
             rows, gen = term.display, term.generation
             assert list(rows) == fresh
             assert rows.stripped == [r.rstrip() for r in fresh]
+            logical, cur = [], ""
+            for y, r in enumerate(fresh):
+                cur += r
+                if not term.wrapped(y) or y == 3:
+                    logical.append(cur.rstrip())
+                    cur = ""
+            assert term.logical_lines() == logical
             if last_rows is not None and fresh != last_rows:
                 assert gen != last_gen
             if last_rows is not None and gen == last_gen:

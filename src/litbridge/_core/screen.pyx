@@ -2212,12 +2212,16 @@ cdef class Screen:
         return self.snap_strip
 
     def logical_rows(self):
-        """`logical_lines()` for the current generation, shared the same way; never mutate it."""
+        """`logical_lines()` for the current generation, shared the same way; never mutate it. With no row
+        soft-wrapped (most frames: the CLIs wrap their own text) it is `stripped_rows()` itself."""
         cdef int y
         self._snapshot()
         if self.snap_logical is None:
             rows = self.snap_rows
             w = self.snap_wraps
+            if memchr(<const char*>w, 1, self.lines) == NULL:
+                self.snap_logical = self.snap_strip
+                return self.snap_logical
             out = []
             cur = []
             for y in range(self.lines):
