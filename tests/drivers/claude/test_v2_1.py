@@ -534,3 +534,21 @@ def test_a_reading_from_the_last_frame_rereads_footer_version_and_spinner_stop()
     got = rules._reclassify(later, *rules._last_frame)
     assert got is None  # the spinner row went blank: its scan kind changed at the stop
     assert rules.classify(later).state == "busy"  # the footer says busy
+
+
+def test_spinner_frames_reuse_the_extracted_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The row after the content's end is most often the spinner, redrawn every frame: all the answer reads of
+    it is whether it starts with `⎿` (a block head's tool result), so a new spinner text reuses the last
+    extraction and a `⎿` there is a new one (the block became a tool call)."""
+    rules = v2_1.Rules()
+    calls = []
+    real = v2_1.Rules._extract
+    monkeypatch.setattr(v2_1.Rules, "_extract", lambda self, *a: calls.append(a) or real(self, *a))
+    rows = ["❯ question", "", "● Bash(ls)", "", "✶ Pondering… (3s)", "", "─" * 40, "❯\u00a0", "─" * 40]
+    first = rules.extract_response(rows, 0)
+    assert len(calls) == 1
+    rows[4] = "✶ Pondering… (4s · ↓ 9 tokens)"
+    assert rules.extract_response(rows, 0) == first and len(calls) == 1
+    rows[4] = "  ⎿  file.txt"
+    fresh = v2_1.Rules().extract_response(rows, 0)
+    assert rules.extract_response(rows, 0) == fresh and len(calls) == 3

@@ -718,11 +718,13 @@ class Rules(Dialogs):
         """
         lines = _strip(lines)
         end = self._content_end(lines)
-        # What the text follows from: the rows from the prompt's (or the top) to two past the content's end (a
-        # block's head looks two rows ahead). The streaming tick asks again on every frame, and most frames
+        # What the text follows from: the rows from the prompt's (or the top) to one past the content's end, and
+        # whether the row after that starts with `⎿` (all a block's head reads two rows ahead: that row is most
+        # often the spinner, redrawn every frame). The streaming tick asks again on every frame, and most frames
         # change only rows outside it (the spinner, the input box): the last answer is kept for its rows.
         a = 0 if start is None else start
-        key = (cols, start is None, end - a, tuple(lines[a : end + 2]))
+        after = lines[end + 1].strip().startswith("⎿") if end + 1 < len(lines) else False
+        key = (cols, start is None, end - a, tuple(lines[a : end + 1]), after)
         last = self._last_extract
         if last is not None and last[0] == key:
             return last[1]
