@@ -229,8 +229,12 @@ def test_submit_writes_text_then_enter_and_verifies_busy(rig):
     assert hooks.typed == ["hello"] and host.writes == [b"\r"]
     show(BUSY, 0.3)
     run(0.1)
-    assert task.done() and eng.turn is not None and eng.turn.went_busy
+    assert eng.turn is not None and eng.turn.went_busy
     assert host.state == "thinking"
+    hooks.text = "the answer"  # text shows: the message was taken, the submit stops watching
+    show(BUSY, 0.3)
+    run(0.5)
+    assert task.done() and host.writes == [b"\r"]
 
 
 def test_submit_repeats_enter_when_the_text_stays_in_the_box(rig):
@@ -241,7 +245,42 @@ def test_submit_repeats_enter_when_the_text_stays_in_the_box(rig):
     show(R("idle", live_prompt=True, draft="hello"), 1.5)
     assert host.writes.count(b"\r") >= 2
     show(BUSY, 0.5)
+    eng.witness()  # the CLI's record shows the prompt
+    run(0.5)
     assert task.done()
+
+
+def test_a_busy_that_was_not_the_message_gets_the_enter_again(rig):
+    """A CLI still busy with the end of the last turn when the message is typed ignores its Enter, then reads
+    idle with the message in its box: the Enter is pressed again. An empty box or someone else's draft is left
+    alone."""
+    loop, host, hooks, eng, show, run = rig
+    started(eng, show)
+    task = send(loop, host, eng, "Tell me a long story.")
+    run(0.2)
+    show(BUSY, 0.5)  # the previous turn's tail, not this message
+    assert eng.turn is not None and eng.turn.went_busy and host.writes == [b"\r"]
+    show(R("idle", live_prompt=True, draft="Tell me a long story."), 1.5)
+    assert host.writes.count(b"\r") == 2
+    hooks.text = "Once upon a time"
+    show(BUSY, 0.5)
+    run(0.5)
+    assert task.done() and host.writes.count(b"\r") == 2
+
+    for box in ("", "something the user typed"):
+        host.writes.clear()
+        hooks.text = None
+        if eng.turn is not None:
+            eng.complete("done")
+        show(IDLE, 0.5)
+        task = send(loop, host, eng, "Tell me a long story.")
+        run(0.2)
+        show(BUSY, 0.5)
+        show(R("idle", live_prompt=True, draft=box), 3.0)
+        assert host.writes == [b"\r"], box
+        eng.witness()
+        run(0.5)
+        assert task.done()
 
 
 def test_submit_gives_up_with_timeout_error(rig):

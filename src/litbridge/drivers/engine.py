@@ -815,8 +815,10 @@ class _EngineTurns(_EngineState):
                 return
             await self.wait_change(0.3)
             now = self.now()
-            if self.turn is not turn or turn.witnessed or turn.went_busy or self.exited:
+            if self.turn is not turn or turn.witnessed or self.exited:
                 return
+            if turn.went_busy:
+                break
             if self.question is not None or (self.screen is not None and self.screen.state == "dialog"):
                 deadline = max(deadline, now + 5.0)  # never press Enter into a dialog; wait for it
                 continue
@@ -846,6 +848,41 @@ class _EngineTurns(_EngineState):
                     self.host.write(self.hooks.submit_key())
                 turn.retypes += 1
                 last_enter = self.now()
+        if self.turn is turn and turn.went_busy:
+            await self._confirm_taken(turn, text, last_enter)
+
+    async def _confirm_taken(self, turn: Turn, text: str, last_enter: float) -> None:
+        """The busy that ended the submit's wait may not have been the CLI taking the message: a CLI still busy
+        with the end of the previous turn (Copilot wrapping up a denied tool call) ignores an Enter, and then
+        reads idle with the message still in its box. Until the turn shows text, its record or a question, such
+        a box gets the Enter again (up to the submit's four)."""
+        until = self.now() + self.timing.submit_timeout
+        head = " ".join(text.split())[:20]
+        while self.turn is turn and turn.enters < 4:
+            await self.wait_change(0.3)
+            now = self.now()
+            if (
+                self.turn is not turn
+                or self.exited
+                or turn.witnessed
+                or turn.last_text
+                or self.question is not None
+                or now > until
+            ):
+                return
+            cls = self.reading()
+            if (
+                cls.state == "idle"
+                and cls.live_prompt
+                and cls.draft
+                and (" ".join(cls.draft.split()).startswith(head) or cls.draft.startswith("[Paste"))
+                and not self.busy()
+                and now - self.last_change >= 0.2
+                and now - last_enter >= 0.9
+            ):
+                self.host.write(self.hooks.submit_key())
+                turn.enters += 1
+                last_enter = now
 
     # ------------------------------------------------------------------------------------------ streaming
     def _relay_spinner(self, spinner: str | None) -> None:
