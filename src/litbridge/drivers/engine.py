@@ -279,6 +279,8 @@ class _EngineState:
         self._tick_handle: asyncio.TimerHandle | None = None
         self._last_stream_at = 0.0
         self._waiters: list[asyncio.Future[None]] = []
+        self._watches: set[asyncio.Task[None]] = set()
+        """`_confirm_taken` watches still running (kept referenced until done)."""
         self._dialog_paint: dict[tuple[Any, ...], float] = {}
         self._idle_since: float | None = None
         self._input_was_ready = False
@@ -849,7 +851,10 @@ class _EngineTurns(_EngineState):
                 turn.retypes += 1
                 last_enter = self.now()
         if self.turn is turn and turn.went_busy:
-            await self._confirm_taken(turn, text, last_enter)
+            # watched beside the turn, not by the submit: the session's next send must not wait on the watch
+            task = self.host.loop.create_task(self._confirm_taken(turn, text, last_enter))
+            self._watches.add(task)
+            task.add_done_callback(self._watches.discard)
 
     async def _confirm_taken(self, turn: Turn, text: str, last_enter: float) -> None:
         """The busy that ended the submit's wait may not have been the CLI taking the message: a CLI still busy
