@@ -256,9 +256,14 @@ def test_sqlite_rows_are_recorded_as_they_come_and_replayed_at_their_times(
     assert before and all(rows == [] for rows in before)  # nothing before its recorded time
     # every row is in by the end; the last chunk fed may come before the last row (recorded on a loaded machine,
     # the poller saw row 3 after the CLI's last output), so the end is read from the table itself
-    assert all(rows in ([], [(2, "héllo 你好 🙂?")], [(2, "héllo 你好 🙂?"), (3, "two\nlines")]) for rows in seen)
+    assert all(
+        rows in ([], [(2, "héllo 你好 🙂?")], [(2, "héllo 你好 🙂?"), (3, "two\nlines")]) for rows in seen
+    )
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT rowid, text FROM said").fetchall() == [(2, "héllo 你好 🙂?"), (3, "two\nlines")]
+        assert conn.execute("SELECT rowid, text FROM said").fetchall() == [
+            (2, "héllo 你好 🙂?"),
+            (3, "two\nlines"),
+        ]
 
 
 def test_screens_are_pyte_renderings(recorded: tuple[Path, Path, dict]) -> None:
