@@ -880,7 +880,7 @@ class _EngineTurns(_EngineState):
                 cls.state == "idle"
                 and cls.live_prompt
                 and cls.draft
-                and (" ".join(cls.draft.split()).startswith(head) or cls.draft.startswith("[Paste"))
+                and " ".join(cls.draft.split()).startswith(head)
                 and not self.busy()
                 and now - self.last_change >= 0.2
                 and now - last_enter >= 0.9
