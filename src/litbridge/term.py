@@ -49,7 +49,7 @@ class ScreenRows(list[str]):
     (the list itself when they already are), so rules that strip rows get them without a pass of their own."""
 
     __slots__ = ("stripped", "text")
-    stripped: list[str]
+    stripped: ScreenRows
     text: str
     """`"\\n".join(self)`, set by the first reader that needs it (`drivers.screen_ops.joined`)."""
 

@@ -263,7 +263,7 @@ async def test_client_mistakes_never_kill_the_daemon(tmp_path: Path) -> None:
 @pytest.mark.asyncio
 async def test_slow_attach_viewer_is_dropped() -> None:
     sock = os.path.join(short_dir(), "av.sock")
-    d = start_daemon(sock, env={"LITBRIDGE_ATTACH_BUFFER": "1000000"})
+    d = start_daemon(sock)  # the default 2 MB a viewer may fall behind by
     try:
         c = await Conn.open(sock)
         await c.wait("monitor_ready")
@@ -275,8 +275,9 @@ async def test_slow_attach_viewer_is_dropped() -> None:
         r, w = await asyncio.open_unix_connection(sock + ".attach")  # a viewer that keeps up
         w.write(b'{"session":"viewed"}\n')
         await w.drain()
-        await c.request({"cmd": "input", "session": "viewed", "content": "flood 30000"}, "input_sent")
+        await c.request({"cmd": "input", "session": "viewed", "content": "flood 30000 100"}, "input_sent")
         seen = b""
+        # 4.5 MB at about 1.5 MB/s: the slow viewer falls 2 MB behind; the reading one would have to stall >1 s
         while b"flood done" not in seen:
             chunk = await asyncio.wait_for(r.read(1 << 16), 60)
             assert chunk, "the reading viewer was not dropped"

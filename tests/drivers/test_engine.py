@@ -380,6 +380,38 @@ def test_the_interrupt_command_writes_the_key(rig):
     assert "interrupted" in host.names()
 
 
+def test_a_prompt_put_back_after_an_interrupt_is_cleared_until_it_is_gone(rig):
+    """A CLI that puts the interrupted prompt back into its box may draw it only after the turn ended, and may miss
+    the keys that clear it: the clear keys go out (their writes apart) once the box holds the prompt, and again
+    while it still does. A box holding something else is left alone."""
+    loop, host, hooks, eng, show, run = rig
+    hooks.clear_keys = lambda: (b"\x1b", b"\x1b")  # type: ignore[method-assign]
+    started(eng, show)
+    send(loop, host, eng, "Say many words\nplease")
+    run(0.2)
+    show(BUSY, 0.3)
+    eng.interrupt()
+    show(IDLE, 1.0)  # the turn ends before the CLI draws the prompt back
+    assert "interrupted" in host.names() and eng.turn is None
+    host.writes.clear()
+    show(R("idle", live_prompt=True, draft="Say many words please"), 0.6)
+    assert host.writes == [b"\x1b", b"\x1b"]
+    run(2.0)  # the Escs were lost: the box still holds the prompt
+    assert host.writes == [b"\x1b"] * 4
+    show(IDLE, 3.0)
+    assert host.writes == [b"\x1b"] * 4 and not eng.busy()
+
+    host.writes.clear()
+    send(loop, host, eng, "another prompt")
+    run(0.2)
+    show(BUSY, 0.3)
+    eng.interrupt()
+    show(IDLE, 1.0)
+    host.writes.clear()
+    show(R("idle", live_prompt=True, draft="what the user types next"), 5.0)
+    assert host.writes == []
+
+
 def test_answer_sends_one_key_per_settled_frame(rig):
     loop, host, _hooks, eng, show, run = rig
     started(eng, show)

@@ -4,7 +4,7 @@ Every non-printable byte it reads is shown on screen as `[hex]` (and every read 
 to $FAKE_TUI_LOG when set), so tests can check exactly which bytes reached the PTY. Commands typed + Enter:
   reply TEXT     print TEXT after 0.1 s        stream N   print N lines, 50 ms apart
   exit N [S]     "fake stderr bye", exit N (after S s)  env NAME   print NAME=<value> or NAME unset
-  flood N        N long lines at full speed   size       print "<rows>x<cols>"         spawn      start a background `sleep 300` (same group)
+  flood N [P]    N long lines at full speed (or P lines per 10 ms)  size       print "<rows>x<cols>"         spawn      start a background `sleep 300` (same group)
   anything else  print "echo: <line>"
 Ctrl-C prints ^C and a fresh prompt. Flags: --ignore-term (ignore SIGTERM/SIGHUP), --silent-start.
 """
@@ -82,9 +82,12 @@ def run(cmd: str, children: list[subprocess.Popen[bytes]]) -> int | None:
         for n in range(int(rest or "3")):
             out(f"line {n}\r\n")
             time.sleep(0.05)
-    elif word == "flood":  # N long lines as fast as possible, then "flood done"
-        for n in range(int(rest or "1000")):
+    elif word == "flood":  # N long lines as fast as possible (or P per 10 ms), then "flood done"
+        count, _, pace = rest.partition(" ")
+        for n in range(int(count or "1000")):
             out(f"flood {n} " + "x" * 150 + "\r\n")
+            if pace and n % int(pace) == 0:
+                time.sleep(0.01)
         out("flood done\r\n")
     elif word == "exit":  # exit N [delay seconds]
         code, _, delay = rest.partition(" ")

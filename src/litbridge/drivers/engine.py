@@ -44,7 +44,7 @@ fallback, the CLI's death) is gone from here at once; nothing is kept in step.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -53,9 +53,28 @@ from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.keys import encode_keys
 from litbridge.turns import Turn, TurnDesk
 
-__all__ = ["DialogLike", "EngineHooks", "OptionLike", "Reading", "Timing", "Turn", "TurnEngine"]
+__all__ = [
+    "DialogLike",
+    "EngineHooks",
+    "OptionLike",
+    "Reading",
+    "Timing",
+    "Turn",
+    "TurnEngine",
+    "holds_prompt",
+]
 
 ESC = b"\x1b"
+CLEAR_GAP = 0.15
+"""Between the writes of `EngineHooks.clear_keys` (two Escs in one read are one key to some CLIs)."""
+PUT_BACK_WATCH, PUT_BACK_TRIES = 10.0, 3
+"""How long after an interrupted turn a prompt put back into the box is watched for, and how often cleared."""
+
+
+def holds_prompt(draft: str, text: str) -> bool:
+    """The input box's `draft` is (the start of) the message `text`, whitespace aside: a prompt put back."""
+    head = " ".join(draft.split())[:40]
+    return bool(head) and " ".join(text.split()).startswith(head)
 
 
 # ---------------------------------------------------------------------------------------------- readings
@@ -238,8 +257,10 @@ class EngineHooks:
         CLI's own record of the interrupt, which carries the partial text, may still be on its way)."""
         return True
 
-    def on_interrupt_ended(self, turn: Turn, reading: Reading) -> None:
-        """The engine ended a turn `interrupted` by itself (idle after an interrupt)."""
+    def clear_keys(self) -> tuple[bytes, ...]:
+        """Writes (sent `CLEAR_GAP` apart) that empty the input box of a prompt the CLI put back there when its
+        turn was interrupted; () means this CLI does not put prompts back."""
+        return ()
 
 
 # ---------------------------------------------------------------------------------------------- engine
@@ -737,6 +758,9 @@ class _EngineTurns(_EngineState):
             return False
         self.host.turn_interrupted(text if text else turn.last_text)
         self.check_input_ready()
+        keys = self.hooks.clear_keys()
+        if keys:
+            self._watch(self._clear_put_back(turn, keys))
         return True
 
     def failed(self, message: str, kind: str = "api_error", detail: str | None = None) -> bool:
@@ -791,9 +815,7 @@ class _EngineTurns(_EngineState):
         if turn.interrupt_at is not None and self.cli_idle():
             idle_from = max(turn.interrupt_at, self._idle_since or turn.interrupt_at)
             if now - idle_from >= self.timing.interrupt_grace and self.hooks.interrupt_settled(turn):
-                reading = self.reading()
-                if self.interrupted(turn.last_text):
-                    self.hooks.on_interrupt_ended(turn, reading)
+                self.interrupted(turn.last_text)
                 return
         deadline = self.timing.turn_deadline
         if deadline is not None and now - turn.started >= deadline:
@@ -852,9 +874,13 @@ class _EngineTurns(_EngineState):
                 last_enter = self.now()
         if self.turn is turn and turn.went_busy:
             # watched beside the turn, not by the submit: the session's next send must not wait on the watch
-            task = self.host.loop.create_task(self._confirm_taken(turn, text, last_enter))
-            self._watches.add(task)
-            task.add_done_callback(self._watches.discard)
+            self._watch(self._confirm_taken(turn, text, last_enter))
+
+    def _watch(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run a watch beside the session (kept referenced until done)."""
+        task = self.host.loop.create_task(coro)
+        self._watches.add(task)
+        task.add_done_callback(self._watches.discard)
 
     async def _confirm_taken(self, turn: Turn, text: str, last_enter: float) -> None:
         """The busy that ended the submit's wait may not have been the CLI taking the message: a CLI still busy
@@ -888,6 +914,35 @@ class _EngineTurns(_EngineState):
                 self.host.write(self.hooks.submit_key())
                 turn.enters += 1
                 last_enter = now
+
+    async def _clear_put_back(self, turn: Turn, keys: tuple[bytes, ...]) -> None:
+        """An interrupted CLI may put the turn's prompt back into its input box, draw it only after the turn
+        ended, or miss the keys that clear it (a starved CLI can read two Escs as one): until the next turn starts
+        or PUT_BACK_WATCH passes, an idle box still holding the prompt gets the keys again, a second apart."""
+        until = self.now() + PUT_BACK_WATCH
+        tries, last = 0, -PUT_BACK_WATCH
+        while tries < PUT_BACK_TRIES:
+            await self.wait_change(0.3)
+            now = self.now()
+            if self.turn is not None or self.exited or now > until:
+                return
+            cls = self.reading()
+            if (
+                cls.state != "idle"
+                or not cls.live_prompt
+                or not holds_prompt(cls.draft, turn.text)
+                or now - self.last_change < 0.2
+                or now - last < 1.0
+            ):
+                continue
+            for i, key in enumerate(keys):
+                if i:
+                    await asyncio.sleep(CLEAR_GAP)
+                    if self.turn is not None or self.exited:
+                        return
+                self.host.write(key)
+            tries += 1
+            last = self.now()
 
     # ------------------------------------------------------------------------------------------ streaming
     def _relay_spinner(self, spinner: str | None) -> None:

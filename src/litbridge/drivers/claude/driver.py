@@ -17,7 +17,7 @@ from litbridge.drivers.claude.follow import TranscriptFollower
 from litbridge.drivers.claude.model import ScreenState
 from litbridge.drivers.claude.transcript import last_model, project_dir, project_slug
 from litbridge.drivers.claude.versions import CLI, LOGO_VERSION_RE
-from litbridge.drivers.engine import Timing, Turn
+from litbridge.drivers.engine import Timing, Turn, holds_prompt
 from litbridge.drivers.engine_driver import EngineDriver
 from litbridge.drivers.paste import paste_payload
 from litbridge.drivers.records import Dispatch
@@ -195,9 +195,8 @@ class ClaudeDriver(EngineDriver):
         """The transcript's own interrupt record (it carries the partial text) gets a moment to land first."""
         return self.follower is None or self.follower.quiet_for(turn.started) >= INTERRUPT_TRANSCRIPT_QUIET
 
-    def on_interrupt_ended(self, turn: Turn, reading: Any) -> None:
-        if _prompt_put_back(turn, reading):
-            self.host.write(CTRL_C)  # Esc before the first token put the prompt back: clear it
+    def clear_keys(self) -> tuple[bytes, ...]:
+        return (CTRL_C,)  # Esc before the first token puts the prompt back; Ctrl+C empties a non-empty box
 
     def response_text(self, turn: Turn, reading: Any) -> str | None:
         if not turn.witnessed:
@@ -210,7 +209,7 @@ class ClaudeDriver(EngineDriver):
         elif not turn.data.get("prompt_seen"):
             return None
         elif not turn.last_text and (
-            getattr(reading, "state", "") != "busy" or _prompt_put_back(turn, reading)
+            getattr(reading, "state", "") != "busy" or holds_prompt(getattr(reading, "draft", ""), turn.text)
         ):
             # Esc before the first token took the prompt row off the screen (back into the input box): what is
             # left above is the previous answer (taller than the screen, so no logo marks it), not this turn's
@@ -244,12 +243,6 @@ class ClaudeDriver(EngineDriver):
         rows = strip_rows(self._rows())
         start = self.rules.find_turn_start(rows, turn.text if len(turn.text) < 800 else None)
         return any(self.rules.COMPLETION_RE.match(r) for r in rows[0 if start is None else start + 1 :])
-
-
-def _prompt_put_back(turn: Turn, reading: Any) -> bool:
-    """Claude's input box holds the turn's own prompt again (an Esc before the first token puts it back)."""
-    draft = getattr(reading, "draft", "")
-    return bool(draft) and turn.text.strip().startswith(draft[:40])
 
 
 def stitch(old: str, window: str) -> str:

@@ -27,8 +27,6 @@ from litbridge.drivers.versions import recorded_version
 from litbridge.keys import encode_key
 
 ESC = encode_key("Esc")
-CLEAR_GAP = 0.15
-"""Seconds between the two Escs that clear Qwen's input box (one Esc alone leaves the text)."""
 ESC_AGAIN, ESC_AGAIN_MAX = 1.5, 3
 """An interrupt the CLI did not act on: Esc again after this many seconds, at most this many times."""
 
@@ -112,13 +110,10 @@ class QwenDriver(GeminiDriver):
             self.host.write(ESC)
             turn.data["esc_again"], turn.data["esc_at"] = tries + 1, now
 
-    def on_interrupt_ended(self, turn: Turn, reading: Any) -> None:
-        """A cancel puts the prompt back into the input box: clear it with Esc twice (Ctrl+U clears one line of
-        a multi-line prompt, Ctrl+C would arm the exit guard; seen live)."""
-        draft = getattr(reading, "draft", "")
-        if draft and turn.text.strip().startswith(draft.strip()[:40]):
-            self.host.write(ESC)
-            self.host.call_later(CLEAR_GAP, lambda: self.host.write(ESC))
+    def clear_keys(self) -> tuple[bytes, ...]:
+        """A cancel puts the prompt back into the input box: Esc twice empties it (one Esc alone leaves the text, Ctrl+U clears one line of a
+        multi-line prompt, Ctrl+C would arm the exit guard; seen live)."""
+        return (ESC, ESC)
 
     # ------------------------------------------------------------------------------------------ records
     def resume_record(self) -> tuple[str | None, Path | None]:
