@@ -156,6 +156,9 @@ class Timing:
     enter_gap: float = 0.12
     """Message typed -> Enter, as separate writes (an Enter in the same read is taken as part of a paste)."""
     startup_timeout: float = 60.0
+    dialog_gone: float = 15.0
+    """Startup: a dialog answered is waited on this long to go before it is answered again (a CLI starved of CPU
+    can take seconds to act on a key; answering twice sends the second key to whatever comes next)."""
     submit_timeout: float = 15.0
     interrupt_grace: float = 0.5
     """After an interrupt, the CLI reading idle this long ends the turn `interrupted`."""
@@ -1109,7 +1112,7 @@ class TurnEngine(_EngineTurns):
                 if not ok and not self.exited and self.reading().dialog is not None:
                     raise DriverError("startup_dialog", f"cannot answer the {dialog.kind} dialog by itself")
                 # wait until this dialog is gone (or replaced) before looking again
-                end = self.now() + 5.0
+                end = self.now() + t.dialog_gone
                 while not self.exited and self.now() < end:
                     d = self.reading().dialog
                     if d is None or d.signature() != dialog.signature():
