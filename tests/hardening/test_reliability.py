@@ -98,9 +98,9 @@ def read_until_eof(sock: socket.socket, timeout: float) -> bytes:
 async def test_never_reading_client_is_cut_off_and_memory_stays_bounded(tmp_short: str) -> None:
     """`seq` floods a bash session; one client never reads (up to 30 s; 5 s past its cut-off). Its queue holds only the newest
     `replace` (superseded ones are dropped, not blanked), it is cut off with `slow_consumer` once its socket
-    accepted nothing for LITBRIDGE_CLIENT_STALL (15 s) or its queue passes a bound (bytes, entries), the
-    daemon's RSS stays within a generous bound, and another client's pings keep being answered."""
-    d = spawn_daemon(os.path.join(tmp_short, "m.sock"))
+    accepted nothing for LITBRIDGE_CLIENT_STALL (15 s; 6 s here) or its queue passes a bound (bytes, entries),
+    the daemon's RSS stays within a generous bound, and another client's pings keep being answered."""
+    d = spawn_daemon(os.path.join(tmp_short, "m.sock"), env={"LITBRIDGE_CLIENT_STALL": "6"})
     slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         c = await connect(d.socket)
@@ -129,7 +129,7 @@ async def test_never_reading_client_is_cut_off_and_memory_stays_bounded(tmp_shor
         # cut off by whichever bound it hits first: the stall time, or, when each `replace` carries the
         # whole output so far (up to 1 MiB) and a loaded box lets fewer than COALESCE_AT of them pile up, bytes
         cut = re.search(
-            r"is too slow \((more than \d+ events|more than \d+ bytes|nothing read for 15 s) queued", d.log()
+            r"is too slow \((more than \d+ events|more than \d+ bytes|nothing read for 6 s) queued", d.log()
         )
         assert cut is not None, d.log()[-3000:]
         # unbounded, 0.45-0.75 MB/s (blanked entries) or a queue of 10k replaces of ~10 kB: far above this
@@ -153,7 +153,7 @@ async def test_never_reading_client_is_cut_off_and_memory_stays_bounded(tmp_shor
 @ASYNC
 async def test_queued_bytes_limit_cuts_off_before_the_entry_limit(tmp_short: str) -> None:
     """Entries are few but large: the bytes limit (LITBRIDGE_CLIENT_QUEUE_BYTES) is what cuts the client."""
-    d = spawn_daemon(os.path.join(tmp_short, "b.sock"), env={"LITBRIDGE_CLIENT_QUEUE_BYTES": "2000000"})
+    d = spawn_daemon(os.path.join(tmp_short, "b.sock"), env={"LITBRIDGE_CLIENT_QUEUE_BYTES": "1000000"})
     slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -165,16 +165,16 @@ async def test_queued_bytes_limit_cuts_off_before_the_entry_limit(tmp_short: str
             "ready",
         )
         await c.request({"cmd": "hello", "subscribe": ["nothing-here"]}, "capabilities")
-        # 300 acks of ~16 kB each (the key list is echoed): 4.8 MB, far fewer entries than the 10 000 limit
+        # 150 acks of ~16 kB each (the key list is echoed): 2.4 MB, far fewer entries than the 10 000 limit
         keys = ["a"] * 4000
-        for i in range(300):
+        for i in range(150):
             await c.send({"cmd": "keystroke", "session": "big", "keys": keys, "id": i})
-        await c.wait("keystroke_sent", re=299, timeout=60)
-        assert await wait_until(lambda: "more than 2000000 bytes" in d.log()), d.log()[-2000:]
+        await c.wait("keystroke_sent", re=149, timeout=60)
+        assert await wait_until(lambda: "more than 1000000 bytes" in d.log()), d.log()[-2000:]
         tail = read_until_eof(slow, 30)
         lines = [orjson.loads(x) for x in tail.split(b"\n") if x.startswith(b"{") and x.endswith(b"}")]
         assert lines[-1]["code"] == "slow_consumer" and "bytes" in lines[-1]["message"], lines[-1]
-        assert len([e for e in lines if e["event"] == "keystroke_sent"]) < 300
+        assert len([e for e in lines if e["event"] == "keystroke_sent"]) < 150
         valid(c.events)
         await c.close()
     finally:

@@ -269,8 +269,12 @@ async def test_command_line_create_and_send(lb, key, gemini_home, mock, daemon) 
 
 
 async def test_input_slash_quit_exits_the_cli(lb, key, gemini_home, mock) -> None:
-    """`input` (type + Enter, unobserved) reaches the CLI's own commands: `/quit` ends it with code 0."""
+    """`input` (type + Enter, unobserved) reaches the CLI's own commands: `/quit` ends it with code 0. A turn
+    first: until its config has initialized (seconds after `ready` on a starved machine) the CLI queues whatever
+    is submitted, slash commands too, and sends it to the model as a prompt (docs/protocol.md, Gemini CLI)."""
     await lb.create(key, gemini_home, mock)
+    _acc, end = await lb.turn(key, "hello")
+    assert end["event"] == "complete", end
     begin = len(lb.events)
     await lb.client.input(key, "/quit")
     exited = await lb.wait(key, "exited", start=begin)
