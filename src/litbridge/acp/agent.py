@@ -303,8 +303,8 @@ class SessionView:
             qid = str(ev.get("question_id"))
             task = self.asking.pop(qid, None)
             if task is not None and (ev.get("reason") != "answered" or qid in self.in_grace):
-                task.cancel()  # answered elsewhere before the client was asked: nothing to ask
-            self.in_grace.discard(qid)
+                task.cancel()  # answered elsewhere before the client was asked: nothing to ask (its `finally`
+                # takes the question out of `in_grace`)
             if f"question-{qid}" in self.synthetic:
                 self.synthetic.discard(f"question-{qid}")
                 await self.update(
