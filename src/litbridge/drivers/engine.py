@@ -67,8 +67,10 @@ __all__ = [
 ESC = b"\x1b"
 CLEAR_GAP = 0.15
 """Between the writes of `EngineHooks.clear_keys` (two Escs in one read are one key to some CLIs)."""
-PUT_BACK_WATCH, PUT_BACK_TRIES = 10.0, 3
-"""How long after an interrupted turn a prompt put back into the box is watched for, and how often cleared."""
+PUT_BACK_WATCH, PUT_BACK_TRIES, PUT_BACK_AGAIN = 12.0, 3, 2.5
+"""How long after an interrupted turn a prompt put back into the box is watched for, how often it is cleared, and
+the seconds between two clears: a CLI too starved to redraw within them may have taken the first after all, and
+Claude's Ctrl+C twice in quick succession on an empty box exits it."""
 
 
 def holds_prompt(draft: str, text: str) -> bool:
@@ -921,7 +923,7 @@ class _EngineTurns(_EngineState):
     async def _clear_put_back(self, turn: Turn, keys: tuple[bytes, ...]) -> None:
         """An interrupted CLI may put the turn's prompt back into its input box, draw it only after the turn
         ended, or miss the keys that clear it (a starved CLI can read two Escs as one): until the next turn starts
-        or PUT_BACK_WATCH passes, an idle box still holding the prompt gets the keys again, a second apart."""
+        or PUT_BACK_WATCH passes, an idle box still holding the prompt gets the keys again, PUT_BACK_AGAIN apart."""
         until = self.now() + PUT_BACK_WATCH
         tries, last = 0, -PUT_BACK_WATCH
         while tries < PUT_BACK_TRIES:
@@ -935,7 +937,7 @@ class _EngineTurns(_EngineState):
                 or not cls.live_prompt
                 or not holds_prompt(cls.draft, turn.text)
                 or now - self.last_change < 0.2
-                or now - last < 1.0
+                or now - last < PUT_BACK_AGAIN
             ):
                 continue
             for i, key in enumerate(keys):
