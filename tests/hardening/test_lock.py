@@ -97,7 +97,9 @@ async def test_the_live_daemon_locks_a_removed_or_replaced_lock_file_again(tmp_s
         os.replace(other, lock)
         assert await wait_until(lambda: Path(lock).read_text() == pid, timeout=30), d1.log()
         assert held_by_another(lock)
-        assert "was removed; locked it again" in d1.log() and "was replaced; locked it again" in d1.log()
+        # the file is locked and written before the line is logged
+        assert await wait_until(lambda: "was replaced; locked it again" in d1.log(), timeout=30), d1.log()
+        assert "was removed; locked it again" in d1.log()
         log = refused_serve(sock)
         assert f"(pid {d1.proc.pid}) already owns" in log, log
         assert await pings(sock)
