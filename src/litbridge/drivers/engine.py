@@ -70,11 +70,12 @@ CLEAR_GAP = 0.15
 PUT_BACK_WATCH, PUT_BACK_TRIES, PUT_BACK_AGAIN = 12.0, 3, 2.5
 """How long after an interrupted turn a prompt put back into the box is watched for, how often it is cleared, and
 the seconds between two clears: a CLI too starved to redraw within them may have taken the first after all, and
-Claude's Ctrl+C twice in quick succession on an empty box exits it."""
+a clear key pressed twice in quick succession on an empty box can mean "exit" to a CLI."""
 
 
 def holds_prompt(draft: str, text: str) -> bool:
-    """The input box's `draft` is (the start of) the message `text`, whitespace aside: a prompt put back."""
+    """The input box's `draft` is (the start of) the message `text`, whitespace aside: the message still in the
+    box, or a prompt put back."""
     head = " ".join(draft.split())[:40]
     return bool(head) and " ".join(text.split()).startswith(head)
 
@@ -893,7 +894,6 @@ class _EngineTurns(_EngineState):
         reads idle with the message still in its box. Until the turn shows text, its record or a question, such
         a box gets the Enter again (up to the submit's four)."""
         until = self.now() + self.timing.submit_timeout
-        head = " ".join(text.split())[:20]
         while self.turn is turn and turn.enters < 4:
             await self.wait_change(0.3)
             now = self.now()
@@ -910,8 +910,7 @@ class _EngineTurns(_EngineState):
             if (
                 cls.state == "idle"
                 and cls.live_prompt
-                and cls.draft
-                and " ".join(cls.draft.split()).startswith(head)
+                and holds_prompt(cls.draft, text)
                 and not self.busy()
                 and now - self.last_change >= 0.2
                 and now - last_enter >= 0.9
