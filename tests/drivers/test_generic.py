@@ -4,7 +4,10 @@ ready on first settle, quiescence completion with source "screen", Ctrl-C interr
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -186,6 +189,28 @@ async def test_a_ctrl_c_answered_at_the_prompt_does_not_end_the_next_send() -> N
         assert (await rec.wait("complete", content="again"))["turn_id"] != done["turn_id"]
     finally:
         await s.kill()
+
+
+def test_a_python_prompt_split_across_reads_takes_no_send_before_its_text_is_out() -> None:
+    """A read may end inside the REPL's prompt (after its marks, before `>>> ` is all out, on a busy machine). A
+    send typed then would have the prompt's rest (`>> `) in front of its echo, which is then not recognised and
+    stays in the answer. The prompt counts as drawn only at its closing `B` mark."""
+    marks = shellmarks.integrate("python3", ["-q", "-i"], {})
+    assert marks is not None
+    startup = Path(marks.env["PYTHONSTARTUP"]).read_text()
+    ps1 = subprocess.run(
+        [sys.executable, "-c", startup + "\nimport sys; sys.stdout.write(sys.ps1)"],
+        capture_output=True,
+        env={**os.environ, "PYTHONSTARTUP": ""},
+    ).stdout  # the prompt the REPL prints, from the startup file the REPL is given
+    head, tail = ps1[: ps1.index(b">") + 1], ps1[ps1.index(b">") + 1 :]
+    assert [m.kind for m in marks.feed(head)] == ["end", "prompt"]
+    assert not marks.prompt_drawn  # `>` of `>>> ` is out, the rest is not
+    assert [m.kind for m in marks.feed(tail)] == ["input"]
+    assert marks.prompt_drawn
+    marks.expect_command("print('x')")
+    assert [m.kind for m in marks.feed(b"print('x')\r\nx\r\n" + ps1)] == ["end", "prompt", "input"]
+    assert marks.output() == "x" and marks.prompt_drawn
 
 
 def test_a_prompt_before_the_echo_of_a_python_send_is_not_its_end() -> None:

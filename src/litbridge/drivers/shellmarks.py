@@ -7,9 +7,9 @@ At spawn the program is given hooks that print `ESC ] 133 ; A BEL` (prompt start
   ~/.bashrc, an `--rcfile` that sources it first and then puts the hook back in front;
 - zsh: `ZDOTDIR` pointing at a folder whose startup files source the user's, then add precmd/preexec hooks;
 - fish: `--init-command` with `fish_preexec` / `fish_postexec` / `fish_prompt` event handlers;
-- python (the REPL): `PYTHONSTARTUP` puts the marks in `sys.ps1` (`D` then `A`) and `sys.ps2`, as plain strings
-  (no Python code runs to make a prompt, where the REPL would swallow a Ctrl-C): Python has no command-start
-  hook, so its output is what follows the echoed input.
+- python (the REPL): `PYTHONSTARTUP` puts the marks in `sys.ps1` (`D`, `A`, the prompt, `B`) and `sys.ps2`, as
+  plain strings (no Python code runs to make a prompt, where the REPL would swallow a Ctrl-C): Python has no
+  command-start hook, so its output is what follows the echoed input.
 
 `Integration.feed(bytes)` cuts the marks from the raw output (a mark may span reads) and keeps the command's
 output bytes; `output()` is that output as text. A program whose marks never arrive (the caller overrode the
@@ -174,7 +174,7 @@ class Integration:
                 if self._prompts < self._enters:
                     return Mark("continuation")  # a multi-line send: more of its lines are still to run
             self.running = False
-            # without `B` marks (fish, Python: the prompt text follows the marks in the same write) `D` is enough
+            # without `B` marks (fish: the prompt text follows the marks in the same write) `D` is enough
             self.prompt_drawn = not self.has_input_mark
             return Mark("end", code)
         return Mark("other")
@@ -340,7 +340,9 @@ def _python(args: list[str]) -> Integration:
         "# swallowed there (the REPL clears the error) and the prompt printed empty, without its marks\n"
         "_lb_ps1 = getattr(_lb_sys, 'ps1', None)\n"
         "_lb_ps2 = getattr(_lb_sys, 'ps2', None)\n"
-        "_lb_sys.ps1 = '\\x1b]133;D\\x07\\x1b]133;A\\x07' + (_lb_ps1 if isinstance(_lb_ps1, str) else '>>> ')\n"
+        "# `B` after the prompt's text: a send typed only once the whole prompt is out (a read may split it)\n"
+        "_lb_sys.ps1 = ('\\x1b]133;D\\x07\\x1b]133;A\\x07' + (_lb_ps1 if isinstance(_lb_ps1, str) else '>>> ')\n"
+        "              + '\\x1b]133;B\\x07')\n"
         "_lb_sys.ps2 = '\\x1b]133;A;k=s\\x07' + (_lb_ps2 if isinstance(_lb_ps2, str) else '... ')\n",
         encoding="utf-8",
     )
@@ -348,4 +350,4 @@ def _python(args: list[str]) -> Integration:
     user = os.environ.get("PYTHONSTARTUP")
     if user:
         env["LITBRIDGE_USER_PYTHONSTARTUP"] = user
-    return Integration("python", list(args), env, tmp)
+    return Integration("python", list(args), env, tmp, has_input_mark=True)
