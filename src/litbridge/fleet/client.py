@@ -30,6 +30,7 @@ import contextlib
 import datetime
 import itertools
 import os
+import ssl
 import uuid
 from collections import deque
 from collections.abc import Callable, Collection, Generator, Sequence
@@ -39,7 +40,7 @@ from litbridge.client import commands
 from litbridge.client.client import Event, Turn, note_question, session_key
 from litbridge.client.errors import ConnectionLost, LitbridgeError
 from litbridge.fleet import registry, subjects
-from litbridge.fleet.config import REGISTRY_TTL, FleetConfig, FleetConfigError, is_tls
+from litbridge.fleet.config import REGISTRY_TTL, FleetConfig, FleetConfigError, first_connect, is_tls
 from litbridge.protocol.framing import decode, encode
 from litbridge.protocol.spec import ProtocolError
 
@@ -632,14 +633,17 @@ class Fleet:
             pass
 
         try:
-            self.nc = await asyncio.wait_for(
-                nats.connect(**kwargs, error_cb=_quiet), self.config.connect_wait()
-            )
+            self.nc = await first_connect(nats, kwargs, self.config.connect_wait(), _quiet)
+        except ssl.SSLCertVerificationError as exc:
+            raise LitbridgeError(
+                "no_nats",
+                f"cannot connect to NATS at {self.url}: its TLS certificate is not trusted "
+                f"({exc.verify_message or exc}): give the CA that signed it with --nats-tls-ca / tls_ca",
+            ) from None
         except asyncio.TimeoutError:
             raise LitbridgeError(
                 "no_nats",
-                f"cannot connect to NATS at {self.url}: no answer in {self.config.connect_wait():.0f} s "
-                "(a TLS server whose certificate is not trusted: give --nats-tls-ca / tls_ca)",
+                f"cannot connect to NATS at {self.url}: no answer in {self.config.connect_wait():.0f} s",
             ) from None
         except Exception as exc:
             raise LitbridgeError(

@@ -1,14 +1,18 @@
 """Fleet connection settings shared by the daemon and the client: URL, credentials, TLS, names, limits.
 
-`FleetConfig.connect_kwargs()` turns them into `nats.connect(...)` arguments; `is_tls(nc)` says whether a
-live connection is encrypted (`create.env` is refused over plaintext unless allowed explicitly).
+`FleetConfig.connect_kwargs()` turns them into `nats.connect(...)` arguments and `first_connect` makes the
+first connection, bounded; `is_tls(nc)` says whether a live connection is encrypted (`create.env` is refused over
+plaintext unless allowed explicitly).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import socket
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -109,8 +113,8 @@ class FleetConfig:
         return ctx
 
     def connect_wait(self) -> float:
-        """Seconds a first `nats.connect` may take before it counts as failed: nats-py (2.16) never returns when
-        the server's TLS certificate fails verification, so callers bound it (connect_timeout per server + 5)."""
+        """Seconds a first connection may take before it counts as failed (`first_connect`): connect_timeout per
+        server + 5."""
         return CONNECT_TIMEOUT * len(self.servers()) + 5.0
 
     def connect_kwargs(self, name: str) -> dict[str, Any]:
@@ -131,6 +135,31 @@ class FleetConfig:
         if ctx is not None:
             kw["tls"] = ctx
         return kw
+
+
+async def first_connect(
+    nats: Any, kwargs: dict[str, Any], wait: float, error_cb: Callable[[Exception], Awaitable[None]]
+) -> Any:
+    """`nats.connect(**kwargs)`, bounded. nats-py retries a server whose TLS certificate it cannot verify for
+    ever, only telling `error_cb`: that error (`ssl.SSLCertVerificationError`, raised here) ends the attempt at
+    once, as it will not mend by itself; no connection within `wait` seconds is `asyncio.TimeoutError`."""
+    untrusted: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
+
+    async def on_error(exc: Exception) -> None:
+        if isinstance(exc, ssl.SSLCertVerificationError) and not untrusted.done():
+            untrusted.set_result(exc)
+        await error_cb(exc)
+
+    connecting = asyncio.ensure_future(nats.connect(**kwargs, error_cb=on_error))
+    await asyncio.wait({connecting, untrusted}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+    if connecting.done():
+        return connecting.result()
+    connecting.cancel()
+    with contextlib.suppress(BaseException):
+        await connecting
+    if untrusted.done():
+        raise untrusted.result()
+    raise asyncio.TimeoutError
 
 
 def is_tls(nc: Any) -> bool:

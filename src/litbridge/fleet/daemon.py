@@ -28,6 +28,7 @@ import itertools
 import logging
 import os
 import socket
+import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ from litbridge.fleet.config import (
     REGISTRY_TTL,
     FleetConfig,
     default_daemon_name,
+    first_connect,
     is_tls,
 )
 from litbridge.protocol import events as ev
@@ -175,24 +177,28 @@ class FleetLink:
 
         while self.nc is None:
             try:
-                self.nc = await asyncio.wait_for(
-                    nats.connect(
-                        **self.cfg.connect_kwargs(f"litbridge {self.name}"),
+                self.nc = await first_connect(
+                    nats,
+                    dict(
+                        self.cfg.connect_kwargs(f"litbridge {self.name}"),
                         inbox_prefix=subjects.inbox_prefix(self.name),
-                        error_cb=self._on_error,
                         disconnected_cb=self._on_disconnect,
                         reconnected_cb=self._on_reconnect,
                     ),
                     self.cfg.connect_wait(),
+                    self._on_error,
                 )
-            except (
-                asyncio.TimeoutError
-            ):  # e.g. a TLS server whose certificate we do not trust (nats-py hangs)
+            except asyncio.TimeoutError:
                 log.warning(
-                    "fleet: cannot connect to NATS (no answer in %.0f s; an untrusted TLS certificate? "
-                    "see --nats-tls-ca); retrying",
-                    self.cfg.connect_wait(),
+                    "fleet: cannot connect to NATS (no answer in %.0f s); retrying", self.cfg.connect_wait()
                 )
+            except ssl.SSLCertVerificationError as exc:
+                log.warning(
+                    "fleet: cannot connect to NATS: its TLS certificate is not trusted (%s; give the CA that "
+                    "signed it with --nats-tls-ca); retrying",
+                    exc.verify_message or exc,
+                )
+                await asyncio.sleep(2.0)
             except Exception as exc:  # nats raises its own errors and OSError; the daemon must not care
                 log.warning("fleet: cannot connect to NATS (%s); retrying", exc or type(exc).__name__)
                 await asyncio.sleep(2.0)
