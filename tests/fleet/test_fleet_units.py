@@ -80,6 +80,7 @@ def test_fleet_options_before_the_subcommand_are_passed_down() -> None:
     for argv in (("--nats", "nats://127.0.0.1:1", "list"), ("list", "--nats", "nats://127.0.0.1:1")):
         out = lb(*argv)
         assert out.returncode == 1 and "cannot connect to NATS at nats://127.0.0.1:1" in out.stderr, out
+        assert "Connect call failed" in out.stderr, out  # the cause, after one try (not 5 s of retries)
     out = lb("--nats", "nats://127.0.0.1:1", "--fleet", "x y", "list")
     assert out.returncode == 1 and "fleet name 'x y'" in out.stderr, out
     out = lb("--nats", "nats://127.0.0.1:1", "--fleet", "x y", "list", "--fleet", "ok")

@@ -140,25 +140,34 @@ class FleetConfig:
 async def first_connect(
     nats: Any, kwargs: dict[str, Any], wait: float, error_cb: Callable[[Exception], Awaitable[None]]
 ) -> Any:
-    """`nats.connect(**kwargs)`, bounded. nats-py retries a server whose TLS certificate it cannot verify for
-    ever, only telling `error_cb`: that error (`ssl.SSLCertVerificationError`, raised here) ends the attempt at
-    once, as it will not mend by itself; no connection within `wait` seconds is `asyncio.TimeoutError`."""
-    untrusted: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
+    """`nats.connect(**kwargs)` that ends with the error of its first failed round instead of retrying.
+
+    nats-py retries a first connection as it would a lost one (for ever, for a daemon), telling only `error_cb`
+    why each attempt failed: a refused port, an untrusted TLS certificate, a refused password would each show
+    as a hang. Here, once every server has failed once, the last error is raised (the caller decides whether to
+    try again). A server that takes the connection but never answers is `asyncio.TimeoutError` after `wait` s.
+    """
+    failed: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
+    servers = kwargs.get("servers")
+    rounds = len(servers) if isinstance(servers, list) else 1
+    errors = 0
 
     async def on_error(exc: Exception) -> None:
-        if isinstance(exc, ssl.SSLCertVerificationError) and not untrusted.done():
-            untrusted.set_result(exc)
+        nonlocal errors
+        errors += 1
+        if errors >= rounds and not failed.done():
+            failed.set_result(exc)
         await error_cb(exc)
 
     connecting = asyncio.ensure_future(nats.connect(**kwargs, error_cb=on_error))
-    await asyncio.wait({connecting, untrusted}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait({connecting, failed}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
     if connecting.done():
         return connecting.result()
     connecting.cancel()
     with contextlib.suppress(BaseException):
         await connecting
-    if untrusted.done():
-        raise untrusted.result()
+    if failed.done():
+        raise failed.result()
     raise asyncio.TimeoutError
 
 
