@@ -1,7 +1,7 @@
 """One run of the documented benchmark command at smoke size over a group of `benchmarks/` files, and the checks on
 its output that the smoke tests share.
 
-The suites are split into three groups, one test module each, so the suite's workers (`-n 3 --dist loadfile`)
+The suites are split into three groups, one test module each, so the suite's workers (`-n 4 --dist loadfile`)
 run them side by side instead of one worker carrying every benchmark.
 """
 
