@@ -111,8 +111,8 @@ class QwenDriver(GeminiDriver):
             turn.data["esc_again"], turn.data["esc_at"] = tries + 1, now
 
     def clear_keys(self) -> tuple[bytes, ...]:
-        """A cancel puts the prompt back into the input box: Esc twice empties it (one Esc alone leaves the text, Ctrl+U clears one line of a
-        multi-line prompt, Ctrl+C would arm the exit guard; seen live)."""
+        """A cancel puts the prompt back into the input box: Esc twice empties it (one Esc alone leaves the
+        text, Ctrl+U clears one line of a multi-line prompt, Ctrl+C would arm the exit guard; seen live)."""
         return (ESC, ESC)
 
     # ------------------------------------------------------------------------------------------ records
