@@ -443,6 +443,40 @@ def test_answer_moves_a_row_of_options_with_left_right_one_key_per_frame(rig):
     assert task.done() and task.exception() is None
 
 
+def test_an_answer_to_a_dialog_painted_in_steps_drives_the_whole_dialog(rig):
+    """A CLI can draw a modal in steps (opencode: options and title first, then the command); on a busy machine
+    the first paint can settle and be asked. The answer to it drives the dialog as painted further, whose question
+    closes as answered; another dialog (other facts) with the same options is never answered with it."""
+    loop, host, _hooks, eng, show, _run = rig
+
+    def perm(command: str | None, cursor: int = 0) -> R:
+        opts = [Opt(1, "Allow"), Opt(2, "Reject")]
+        opts[cursor].selected = True
+        fields = {"title": "Shell"} | ({"command": command} if command else {})
+        return R(
+            "dialog",
+            Dlg("permission", "Permission required", opts, fields=fields, ident=tuple(fields.items())),
+        )
+
+    started(eng, show)
+    show(perm(None), 0.6)  # the first paint settles: asked without its command
+    task = loop.create_task(eng.answer(None, digit="2"))
+    show(perm("rm -f README.md"), 0.8)  # painted further before any key: driven on
+    assert host.writes == [b"\x1b[B"]
+    show(perm("rm -f README.md", cursor=1), 0.8)
+    assert host.writes[-1] == b"\r" and task.done() and task.exception() is None
+    show(IDLE, 0.5)
+    asked = [c[2] for c in host.calls if c[0] == "question"]
+    closed = [(c[1], c[2]) for c in host.calls if c[0] == "question_closed"]
+    assert closed == [(q, "answered") for q in asked], (asked, closed)
+
+    show(perm("ls"), 0.6)  # a dialog with other facts is not the answered one grown
+    writes = len(host.writes)
+    task = loop.create_task(eng.answer(None, digit="1"))
+    show(perm("rm -rf /"), 0.8)
+    assert task.done() and host.writes[writes:] == []
+
+
 def test_answer_errors(rig):
     loop, _host, _hooks, eng, show, _run = rig
     started(eng, show)

@@ -79,6 +79,19 @@ class Dialog:
         """Identity of the dialog ignoring the cursor position (the engine tells dialogs apart by it)."""
         return (self.kind, self.text, tuple(o.label for o in self.options), self.ident)
 
+    def grew_from(self, earlier: Dialog) -> bool:
+        """This dialog is `earlier` painted further: another signature, but the same kind, text and options and
+        every fact `earlier` showed still there, only more. A CLI that draws a modal in steps (opencode: the
+        options and title, then the command) can have its first paint taken as the dialog on a busy machine; an
+        answer given to that paint is meant for the whole."""
+        return (
+            self.signature() != earlier.signature()
+            and (self.kind, self.text) == (earlier.kind, earlier.text)
+            and [o.label for o in self.options] == [o.label for o in earlier.options]
+            and all(self.fields.get(k) == v for k, v in earlier.fields.items())
+            and self.detail.startswith(earlier.detail)
+        )
+
     def wire_detail(self) -> str | dict[str, str] | None:
         """The wire `question.detail`: the named facts when the rules read any, else the text, else None."""
         if self.fields:

@@ -118,6 +118,8 @@ class DialogLike(Protocol):
 
     def find(self, *, digit: int | None = None, label: str | None = None) -> int | None: ...
 
+    def grew_from(self, earlier: Any) -> bool: ...
+
 
 class Reading(Protocol):
     """One screen as the driver's rules read it.
@@ -318,6 +320,8 @@ class _EngineState:
         withdrawn) do not make the session `thinking` again until the CLI reads not busy or a turn starts."""
         self._ended_dialog: tuple[Any, ...] | None = None
         """The dialog of a question closed with its turn while still drawn: not asked again until it goes."""
+        self._answering: tuple[Any, ...] | None = None
+        """A dialog that grew from the one being answered (painted further): its question is the answered one."""
 
     @property
     def hooks(self) -> EngineHooks:
@@ -528,6 +532,9 @@ class _EngineState:
                     "cli-dialog",
                 )
                 self.question = Question(qid, dialog, sig, self._dialog_paint.get(sig, self.now()))
+                self.question.answered = (
+                    sig == self._answering
+                )  # the answer given to its first paint drives it
             else:
                 self.question.dialog = dialog
         elif self.question is not None and cls.state != "blank":
@@ -535,6 +542,7 @@ class _EngineState:
         if cls.dialog is None:
             self._dialog_paint.clear()
             self._ended_dialog = None
+            self._answering = None
         if cls.state == "other" and cls.dialog is None:
             excerpt = self.hooks.unknown_modal()
             if excerpt is not None and excerpt != self._unknown_reported:
@@ -1036,7 +1044,7 @@ class TurnEngine(_EngineTurns):
             raise DriverError("bad_field", f"no such option (options: {labels})")
         q.answered = True
         picked = dialog.options[idx]
-        await self.drive_dialog(q.signature, picked.label)
+        await self.drive_dialog(q.signature, picked.label, dialog=q.dialog)
         return {"question_id": q.id, "digit": str(picked.digit)}
 
     def _key_wait(self, first_paint: float, keys_sent: int, now: float) -> float:
@@ -1048,10 +1056,16 @@ class TurnEngine(_EngineTurns):
         )
 
     async def drive_dialog(
-        self, signature: tuple[Any, ...], label: str, sent: list[str] | None = None
+        self,
+        signature: tuple[Any, ...],
+        label: str,
+        sent: list[str] | None = None,
+        dialog: DialogLike | None = None,
     ) -> bool:
         """Move the cursor to `label` and confirm: one key per settled frame, never a blind Enter.
-        Returns True once the confirming key was sent (or the dialog went away); keys go into `sent`."""
+        Returns True once the confirming key was sent (or the dialog went away); keys go into `sent`.
+        `dialog` is the dialog as it was asked: one that grew from it (painted further) is driven on, and its
+        question counts as answered."""
         first = self._dialog_paint.get(signature, self.now())
         changed = True
         last_key = 0.0
@@ -1060,9 +1074,16 @@ class TurnEngine(_EngineTurns):
         while not self.exited and self.now() < deadline:
             now = self.now()
             cls = self.reading()
-            dialog = cls.dialog
-            if dialog is None or dialog.signature() != signature:
+            current = cls.dialog
+            if current is not None and dialog is not None and current.grew_from(dialog):
+                dialog, signature = current, current.signature()
+                first = self._dialog_paint.get(signature, now)
+                self._answering = signature
+                if self.question is not None and self.question.signature == signature:
+                    self.question.answered = True
+            if current is None or current.signature() != signature:
                 return True
+            dialog = current
             wait = self._key_wait(first, keys_sent, now)
             settled = wait <= 0
             if settled and (changed or now - last_key > 2.0):
