@@ -424,6 +424,24 @@ async def test_python_repl_streams_the_output_not_the_echoed_input() -> None:
         await s.kill()
 
 
+@pytest.mark.asyncio
+async def test_a_send_the_program_answers_late_is_not_ended_by_the_quiet_window() -> None:
+    """A program starved of CPU (or one that echoes nothing) can print its answer after more than the quiescence
+    window: the window runs from its first output after the send, not from the send, so the turn is not ended
+    empty before the program has answered. (A program that never answers ends after SILENT_TURN.)"""
+    rec = Recorder()
+    # echo off: the program echoes the line itself, late, as a starved one would, then answers
+    script = 'stty -echo; read x; sleep 0.8; echo "$x"; echo "got $x"; sleep 60'
+    s = make("sh", ["-c", script], rec, quiescence=0.2)
+    try:
+        await rec.wait("ready", timeout=20)
+        s.send("hi")
+        done = await rec.wait("complete", timeout=20)
+        assert done["content"] == "got hi", rec.story()
+    finally:
+        await s.kill()
+
+
 def test_the_quiescence_timer_counts_a_rounded_window_as_elapsed() -> None:
     """`_check` runs at `last + 0.8`, where `now - last` rounds to 0.7999999999999999: it must not reschedule
     itself 1e-16 s later (on a virtual clock that never moves: the replay spun forever)."""

@@ -24,6 +24,9 @@ from litbridge.drivers.paste import bracketed
 QUIESCENCE = 3.0  # long enough not to split `echo a; sleep 2; echo b` into two answers
 STARTUP_MAX = 30.0
 SILENT_START = 3.0  # a program that prints nothing at all is taken as ready after this long
+SILENT_TURN = 3.0
+"""A send the program answers with nothing at all (not even an echo) ends after this long; the short quiescence
+window runs only from the program's first output after the send (a program starved of CPU answers late)."""
 CLOCK_SLACK = 1e-6
 """A timer fires at `last + window`, where `now - last` may round to just under `window` (0.8 s after 0.969472
 is 0.7999999999999999): waiting that 1e-16 s again never moves a virtual clock, so it counts as elapsed."""
@@ -166,15 +169,27 @@ class GenericDriver(Driver, EngineHooks):
         eng = self.engine
         eng.invalidate()
         if (self.marks is None or not self.marks.active) and eng.turn is not None:
+            unanswered = self._unanswered_for()
+            if unanswered is not None:
+                self._timer = self.host.call_later(min(self.quiet, SILENT_TURN - unanswered), self._check)
+                return
             eng.complete(self._screen_response(), None, "quiescence")
         eng.commit(eng.reading())
+
+    def _unanswered_for(self) -> float | None:
+        """Seconds since the send while the program has printed nothing since it, up to SILENT_TURN; else None."""
+        if self.engine.turn is None or self.host.last_output_at >= self._quiet_from:
+            return None
+        silent_for = self.host.loop.time() - self._quiet_from
+        return silent_for if silent_for < SILENT_TURN - CLOCK_SLACK else None
 
     # -- EngineHooks ---------------------------------------------------------------------------------
     def read_screen(self) -> Reading:
         if self.marks is not None and self.marks.active:
             return Reading("busy" if self.marks.running else "idle")
         quiet_for = self.host.loop.time() - max(self.host.last_output_at, self._quiet_from)
-        return Reading("busy" if self.engine.turn is not None and quiet_for < self.quiet else "idle")
+        busy = self.engine.turn is not None and (quiet_for < self.quiet or self._unanswered_for() is not None)
+        return Reading("busy" if busy else "idle")
 
     def response_text(self, turn: Turn, reading: Any) -> str | None:
         if self.marks is not None and self.marks.active:
