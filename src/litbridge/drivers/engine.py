@@ -320,8 +320,6 @@ class _EngineState:
         withdrawn) do not make the session `thinking` again until the CLI reads not busy or a turn starts."""
         self._ended_dialog: tuple[Any, ...] | None = None
         """The dialog of a question closed with its turn while still drawn: not asked again until it goes."""
-        self._answering: tuple[Any, ...] | None = None
-        """A dialog that grew from the one being answered (painted further): its question is the answered one."""
 
     @property
     def hooks(self) -> EngineHooks:
@@ -523,6 +521,9 @@ class _EngineState:
         if dialog is not None:
             sig = dialog.signature()
             if self.question is None or self.question.signature != sig:
+                # the answer given to a first paint drives the dialog painted further (`drive_dialog`)
+                answered = self.question is not None and self.question.answered
+                grown = answered and dialog.grew_from(self.question.dialog)  # type: ignore[union-attr]
                 self.close_question()
                 qid = self.host.open_question(
                     self.hooks.question_kind(dialog),
@@ -531,10 +532,7 @@ class _EngineState:
                     dialog.wire_detail(),
                     "cli-dialog",
                 )
-                self.question = Question(qid, dialog, sig, self._dialog_paint.get(sig, self.now()))
-                self.question.answered = (
-                    sig == self._answering
-                )  # the answer given to its first paint drives it
+                self.question = Question(qid, dialog, sig, self._dialog_paint.get(sig, self.now()), grown)
             else:
                 self.question.dialog = dialog
         elif self.question is not None and cls.state != "blank":
@@ -542,7 +540,6 @@ class _EngineState:
         if cls.dialog is None:
             self._dialog_paint.clear()
             self._ended_dialog = None
-            self._answering = None
         if cls.state == "other" and cls.dialog is None:
             excerpt = self.hooks.unknown_modal()
             if excerpt is not None and excerpt != self._unknown_reported:
@@ -1064,8 +1061,8 @@ class TurnEngine(_EngineTurns):
     ) -> bool:
         """Move the cursor to `label` and confirm: one key per settled frame, never a blind Enter.
         Returns True once the confirming key was sent (or the dialog went away); keys go into `sent`.
-        `dialog` is the dialog as it was asked: one that grew from it (painted further) is driven on, and its
-        question counts as answered."""
+        `dialog` is the dialog as it was asked: one that grew from it (painted further) is driven on (`commit`
+        counts its question as answered)."""
         first = self._dialog_paint.get(signature, self.now())
         changed = True
         last_key = 0.0
@@ -1078,9 +1075,6 @@ class TurnEngine(_EngineTurns):
             if current is not None and dialog is not None and current.grew_from(dialog):
                 dialog, signature = current, current.signature()
                 first = self._dialog_paint.get(signature, now)
-                self._answering = signature
-                if self.question is not None and self.question.signature == signature:
-                    self.question.answered = True
             if current is None or current.signature() != signature:
                 return True
             dialog = current
