@@ -154,3 +154,17 @@ def test_replay_every_shared_recording(name: str) -> None:
     for e in events:
         if e["event"] == "complete":
             assert e["content"] in joined, e["content"]  # byte for byte from the chat file
+
+
+def test_ready_waits_for_a_footer_painted_after_the_input_box() -> None:
+    """On a busy machine Ink painted the footer (its `/model` column) over half a second after the input box:
+    `ready` waits for it and names the model, instead of `model: null`."""
+    cap = load("gemini_plain_qa")
+    late = cap.chunks[0][0] + 0.85  # the first paints (idle input box, 1.72 s and 1.94 s) without the model
+    cap.chunks = [(t, b.replace(b"Auto", b"    ") if t < late else b) for t, b in cap.chunks]
+    events = replay(cap, fast=True)
+    ready = next(e for e in events if e["event"] == "ready")
+    assert ready["model"] == "Auto", ready
+    assert ready["t"] >= late
+    ends = [(e["event"], e.get("content")) for e in events if e["event"] in TERMINAL]
+    assert ends == EXPECTED["gemini_plain_qa"]
