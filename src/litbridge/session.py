@@ -352,7 +352,7 @@ class Session:
         unfocused), in while one is; `set_focus` reports the changes after that, and while unattended the
         daemon's own keys are followed by focus-out again."""
         try:
-            on = bool(self.terminal.modes.get("focus"))
+            on = bool(self.terminal.focus_reporting)
         except Exception:  # an emulator without the mode: nothing to report
             return
         if on and not self._focus_reporting:

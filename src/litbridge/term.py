@@ -103,14 +103,24 @@ class _ScreenReaders:
         return False
 
     @property
+    def focus_reporting(self) -> bool:
+        """DECSET 1004 is on; the session asks after every read, so this is one set lookup, not `modes`."""
+        return 1004 << 5 in self.screen.mode
+
+    @property
+    def bracketed_paste(self) -> bool:
+        """DECSET 2004 is on (the drivers ask before typing; the engine while it waits for input)."""
+        return 2004 << 5 in self.screen.mode
+
+    @property
     def modes(self) -> dict[str, bool]:
         m = self.screen.mode
         return {
-            "bracketed_paste": 2004 << 5 in m,
+            "bracketed_paste": self.bracketed_paste,
             "sync": self._sync(),
             "alternate": self._alternate(),
             "mouse": any(n << 5 in m for n in (1000, 1002, 1003, 1006)),
-            "focus": 1004 << 5 in m,
+            "focus": self.focus_reporting,
             "cursor_hidden": self.screen.cursor.hidden,
         }
 

@@ -145,12 +145,14 @@ def test_modes_and_sync_frames() -> None:
     t.feed(b"\x1b[?2004h\x1b[?1004h\x1b[?1000h\x1b[?1006h\x1b[?25l\x1b[?2026h")
     m = t.modes
     assert m["bracketed_paste"] and m["focus"] and m["mouse"] and m["cursor_hidden"] and m["sync"]
+    assert t.bracketed_paste and t.focus_reporting
     assert t.in_sync_frame and frames == []
     t.feed(b"x\x1b[?2026l")
     assert not t.in_sync_frame and frames == [1]
     t.feed(b"\x1b[?2004l\x1b[?1004l\x1b[?1000l\x1b[?1006l\x1b[?25h")
     m = t.modes
     assert not (m["bracketed_paste"] or m["focus"] or m["mouse"] or m["cursor_hidden"] or m["sync"])
+    assert not (t.bracketed_paste or t.focus_reporting)
 
 
 @native_only

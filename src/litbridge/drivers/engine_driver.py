@@ -186,7 +186,7 @@ class EngineDriver(Driver, EngineHooks):
     def input_live(self) -> bool:
         """The CLI enables bracketed paste once its prompt takes input; a message pasted before is lost."""
         try:
-            return bool(self.host.terminal.modes.get("bracketed_paste"))
+            return bool(self.host.terminal.bracketed_paste)
         except Exception:  # a terminal without modes: do not block on it
             return True
 

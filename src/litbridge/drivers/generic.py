@@ -220,7 +220,7 @@ class GenericDriver(Driver, EngineHooks):
         if self._pasteable(text):
             # fish turns bracketed paste back on just after its prompt mark: a multi-line send waits for it
             deadline = self.host.loop.time() + PASTE_WAIT
-            while not self.host.terminal.modes["bracketed_paste"]:
+            while not self.host.terminal.bracketed_paste:
                 left = deadline - self.host.loop.time()
                 if left <= 0:
                     break
@@ -242,7 +242,7 @@ class GenericDriver(Driver, EngineHooks):
         a terminal pastes it: the shell takes all its lines as one input, so the prompt returns (and the turn
         ends) once, after the last command, not after the first."""
         data = text.encode("utf-8")
-        if self._pasteable(text) and self.host.terminal.modes["bracketed_paste"]:
+        if self._pasteable(text) and self.host.terminal.bracketed_paste:
             return bracketed(text)
         return data
 

@@ -42,15 +42,21 @@ def _base36(n: int) -> str:
     return out
 
 
+_NOT_ALNUM_RE = re.compile(r"[^A-Za-z0-9]")
+
+
 def project_slug(cwd: str) -> str:
     """`cwd` with every non-[A-Za-z0-9] UTF-16 code unit -> "-"; >200 chars -> first 200 + "-" + base36 hash."""
-    units = cwd.encode("utf-16-le", "surrogatepass")
-    out = []
-    for i in range(0, len(units), 2):
-        code = units[i] | units[i + 1] << 8
-        ch = chr(code) if code < 0xD800 or code > 0xDFFF else "-"
-        out.append(ch if ch.isascii() and ch.isalnum() else "-")
-    slug = "".join(out)
+    if cwd.isascii():  # one code unit per character (every create asks: a substitution, not a loop)
+        slug = _NOT_ALNUM_RE.sub("-", cwd)
+    else:
+        units = cwd.encode("utf-16-le", "surrogatepass")
+        out = []
+        for i in range(0, len(units), 2):
+            code = units[i] | units[i + 1] << 8
+            ch = chr(code) if code < 0xD800 or code > 0xDFFF else "-"
+            out.append(ch if ch.isascii() and ch.isalnum() else "-")
+        slug = "".join(out)
     if len(slug) > 200:
         slug = slug[:200] + "-" + _base36(abs(_java_hash(cwd)))
     return slug
@@ -94,13 +100,16 @@ class TranscriptTailer(JsonlFile):
         super().__init__()
         self.directory = Path(directory)
         self.session_id: str | None = None
-        self._snapshot = self._list()
         if session_id:
             self.pin(session_id, from_start=from_start)
+        else:
+            self._snapshot = self._list()
 
     def _list(self) -> set[str]:
+        """The transcripts' names in the folder (a listing, not `Path.glob`: taken at every create)."""
         try:
-            return {p.name for p in self.directory.glob("*.jsonl")}
+            with os.scandir(self.directory) as it:
+                return {e.name for e in it if e.name.endswith(".jsonl")}
         except OSError:
             return set()
 
