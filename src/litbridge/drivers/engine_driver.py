@@ -15,6 +15,7 @@ version learnt after the follower was made hands it the new version's tracker wh
 from __future__ import annotations
 
 import os
+from collections import ChainMap
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -81,7 +82,12 @@ class EngineDriver(Driver, EngineHooks):
     async def prepare(self) -> None:
         """The binary's version before the first frame (`<binary> --version`, in a worker thread, once per file)."""
         if self.cli_version is None and self.CLI.version_from_binary:
-            self._version_found(await versions.detect_version(self.binary(), {**os.environ, **self.env}))
+            self._version_found(await versions.detect_version(self.binary(), self._env_view()))
+
+    def _env_view(self) -> ChainMap[str, str]:
+        """The session's environment over the daemon's, as a view: the version lookup reads PATH from it at every
+        create, and copying `os.environ` (decoding every variable) cost more than the lookup."""
+        return ChainMap(self.env, os.environ)
 
     def _version_found(self, version: str | None) -> None:
         if version is None:
@@ -96,7 +102,7 @@ class EngineDriver(Driver, EngineHooks):
         if (
             self.cli_version is None and self.CLI.version_from_binary
         ):  # no `prepare` (tools): a known answer only
-            self._version_found(versions.cached_version(self.binary(), {**os.environ, **self.env}))
+            self._version_found(versions.cached_version(self.binary(), self._env_view()))
         return self.launcher.spec()
 
     def startup_answer(self, dialog: Any) -> str | None:

@@ -105,6 +105,28 @@ def test_tailer_never_flaps_to_a_newer_sibling_but_follows_clear(tmp_path: Path)
     assert len(t.poll()) == 2
 
 
+def test_a_sibling_conversation_is_read_once_and_a_roll_is_found_behind_meta_entries(tmp_path: Path) -> None:
+    """Sessions sharing a project folder each start a file in it: a file that starts with a typed prompt is read
+    once (`ruled_out`), a file with no prompt yet is read again, and a roll's `/clear` is found behind the meta
+    entries before it."""
+    (tmp_path / "mine.jsonl").write_bytes(_line({"type": "user", "n": 1}))
+    t = TranscriptTailer(tmp_path, "mine")
+    (tmp_path / "other.jsonl").write_bytes(_line({"type": "user", "message": {"content": "hi"}}))
+    pending = tmp_path / "pending.jsonl"
+    pending.write_bytes(_line({"type": "mode"}))
+    assert t.find_clear_roll("/w") is None
+    assert t.ruled_out == {"other.jsonl"}
+    caveat = {
+        "type": "user",
+        "isMeta": True,
+        "message": {"content": "<local-command-caveat>x</local-command-caveat>"},
+    }
+    clear = {"type": "user", "cwd": "/w", "message": {"content": "<command-name>/clear</command-name>"}}
+    with open(pending, "ab") as fh:
+        fh.write(_line(caveat) + _line(clear))
+    assert t.find_clear_roll("/w") == "pending"
+
+
 # ---------------------------------------------------------------------------------------------- tracker
 
 
@@ -266,3 +288,27 @@ def test_thinking_blocks_are_reasoning_events() -> None:
         ("text", "Because."),
         ("complete", "Because."),
     ]
+
+
+def test_a_follower_in_a_shared_folder_is_woken_only_by_files_that_may_be_its_roll(tmp_path: Path) -> None:
+    """After another file appears (maybe a `/clear` roll) the follower takes writes to new files for a while, but
+    not to files that were there at its pin nor to one already seen to be another conversation."""
+    from types import SimpleNamespace
+
+    from litbridge.drivers.claude.follow import TranscriptFollower
+    from litbridge.drivers.claude.transcript import TurnTracker
+    from litbridge.drivers.records.watch import IN_CREATE, IN_MODIFY
+
+    (tmp_path / "mine.jsonl").write_bytes(_line({"type": "user", "n": 1}))
+    (tmp_path / "old.jsonl").write_bytes(_line({"type": "user", "n": 2}))
+    host = SimpleNamespace(loop=SimpleNamespace(time=lambda: 100.0), log=None)
+    f = TranscriptFollower(host, tmp_path, "/w", "mine", False, TurnTracker(), lambda evs: None)
+    (tmp_path / "other.jsonl").write_bytes(_line({"type": "user", "message": {"content": "hi"}}))
+    (tmp_path / "maybe.jsonl").write_bytes(b"")
+    assert f.accept(IN_CREATE, "other.jsonl")  # a new file: look, it may be a roll
+    assert f.accept(IN_MODIFY, "mine.jsonl")
+    assert not f.accept(IN_MODIFY, "old.jsonl")  # there before the pin: never a roll
+    assert f.accept(IN_MODIFY, "other.jsonl") and f.accept(IN_MODIFY, "maybe.jsonl")
+    assert f.tailer.find_clear_roll("/w") is None
+    assert not f.accept(IN_MODIFY, "other.jsonl")  # read once: another conversation
+    assert f.accept(IN_MODIFY, "maybe.jsonl")  # no prompt yet: still a candidate

@@ -179,3 +179,38 @@ def test_refresh_moves_a_watch_down_to_a_folder_that_appeared_unseen(tmp_path: P
         assert watch._hubs.get(loop) is None
 
     asyncio.run(main())
+
+
+def test_a_waiting_watch_does_not_look_at_the_disk_for_other_sessions_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst of creates makes a folder per session under one ancestor: a watch waiting there for its own
+    folder re-arms (stats the way down) only for an event naming the next folder on its way."""
+    projects = tmp_path / "projects"
+    projects.mkdir()
+    target = projects / "-mine"
+    arms: list[Path | None] = []
+    real_arm = watch.DirWatch._arm
+
+    def counted(self: watch.DirWatch) -> bool:
+        arms.append(self.watched)
+        return real_arm(self)
+
+    monkeypatch.setattr(watch.DirWatch, "_arm", counted)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        w = watch.DirWatch.start(loop, target, lambda: fut.done() or fut.set_result(None))
+        assert w is not None and w.watched == projects and not w.ready
+        started = len(arms)
+        for i in range(20):
+            (projects / f"-other-{i}").mkdir()
+        await asyncio.sleep(0.3)  # the hub delivers those 20 creates
+        assert len(arms) == started and not fut.done()
+        target.mkdir()
+        await _wait(fut)  # ours: the watch moves down and the caller reads
+        assert w.ready and len(arms) == started + 1
+        w.close()
+
+    asyncio.run(main())

@@ -60,7 +60,8 @@ class TranscriptFollower(RecordFollower[TurnTracker]):
 
     def accept(self, mask: int, name: str) -> bool:
         """Our own file, or another new file (a `/clear` roll: its writes too, for a while, since its first line
-        may come a moment after it appears); other sessions' writes in a shared folder are not."""
+        may come a moment after it appears); other sessions' writes in a shared folder are not, nor those to a
+        new file already seen to be another conversation (`TranscriptTailer.ruled_out`)."""
         own = f"{self.tailer.session_id}.jsonl"
         if self.tailer.session_id is None or name == own:
             return True
@@ -68,7 +69,8 @@ class TranscriptFollower(RecordFollower[TurnTracker]):
         if mask & (IN_CREATE | IN_MOVED_TO):
             self._new_file_until = now + 5.0
             return True
-        return now < self._new_file_until
+        tailer = self.tailer
+        return now < self._new_file_until and name not in tailer.ruled_out and name not in tailer._snapshot
 
     def searching(self) -> bool:
         """No file yet (`--continue`), or a new file appeared lately: looked at on a pace until it is known."""

@@ -100,6 +100,7 @@ class TranscriptTailer(JsonlFile):
         super().__init__()
         self.directory = Path(directory)
         self.session_id: str | None = None
+        self.ruled_out: set[str] = set()  # files created since the pin that are not a roll of ours
         if session_id:
             self.pin(session_id, from_start=from_start)
         else:
@@ -120,8 +121,10 @@ class TranscriptTailer(JsonlFile):
         super().pin(self.directory / f"{session_id}.jsonl", from_start=from_start)
 
     def find_clear_roll(self, cwd: str | None = None) -> str | None:
-        """Session id of a file created since the pin that starts with a `/clear` command (Claude's roll)."""
-        for name in sorted(self._list() - self._snapshot):
+        """Session id of a file created since the pin that starts with a `/clear` command (Claude's roll). A file
+        that starts with a typed prompt is another conversation and is not read again (`ruled_out`): sessions
+        sharing a project folder each start a file there."""
+        for name in sorted(self._list() - self._snapshot - self.ruled_out):
             path = self.directory / name
             try:
                 with open(path, "rb") as fh:
@@ -139,6 +142,9 @@ class TranscriptTailer(JsonlFile):
                 if isinstance(content, str) and content.startswith("<command-name>/clear</command-name>"):
                     if cwd is None or obj.get("cwd") in (None, cwd):
                         return name[: -len(".jsonl")]
+                if prompt_text(obj) is not None:
+                    self.ruled_out.add(name)  # a typed prompt before any `/clear`: another conversation
+                    break
         return None
 
     def newest_since(self, since: float) -> str | None:

@@ -145,6 +145,7 @@ class DirWatch:
         self.hub, self.directory, self.on_change, self.accept = hub, Path(directory), on_change, accept
         self.wd: int | None = None
         self.watched: Path | None = None
+        self._next_name = ""  # the folder under `watched` on the way to `directory` ("" once it is watched)
         self.closed = False
 
     @classmethod
@@ -193,6 +194,8 @@ class DirWatch:
             if self.wd is not None and self.wd != wd:
                 self.hub.remove(self.wd, self._fired)
             self.wd, self.watched = wd, target
+            depth = len(target.parts)
+            self._next_name = self.directory.parts[depth] if len(self.directory.parts) > depth else ""
         return True
 
     def refresh(self) -> bool:
@@ -209,12 +212,21 @@ class DirWatch:
             self.wd = self.watched = None  # our folder went away: wait for it again from an ancestor
             self._arm()
         elif not self.ready:
-            self._arm()  # an ancestor changed: maybe our folder (and file) appeared
+            if not self._toward_us(events):
+                return  # other sessions' folders appearing beside the one we wait for: nothing to look at
+            self._arm()  # the next folder on our way changed: maybe our folder (and file) appeared
             if not self.ready:
-                return  # still no folder, so no file to read (other sessions' folders appearing)
+                return  # still no folder, so no file to read
         elif self.accept is not None and not any(m & IN_Q_OVERFLOW or self.accept(m, n) for m, n in events):
             return
         self.on_change()
+
+    def _toward_us(self, events: list[tuple[int, str]]) -> bool:
+        """Whether events on the watched ancestor may concern our folder: one names the next folder on our way
+        (or none, or the queue overflowed). A burst of creates makes one folder per session under the same
+        ancestor, and each waiting watch looking at the disk for every one of them was quadratic."""
+        nxt = self._next_name
+        return not nxt or any(not n or n == nxt or m & IN_Q_OVERFLOW for m, n in events)
 
     def close(self) -> None:
         """Drop the watch; the shared instance is closed with the last one."""
