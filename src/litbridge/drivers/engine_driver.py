@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 from collections import ChainMap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from litbridge.drivers import versions
 from litbridge.drivers.base import Driver, DriverHost, LaunchSpec, meaningful_lines
@@ -25,6 +26,11 @@ from litbridge.drivers.engine import EngineHooks, Timing, TurnEngine
 from litbridge.drivers.kit import CliSpec, Launch, Record
 from litbridge.drivers.paste import PASTE_END, PASTE_START
 from litbridge.drivers.records import RecordFollower
+
+_T = TypeVar("_T")
+FOOTER_WAIT = (
+    3.0  # seconds `read_once_painted` waits at most (for `ready`: a footer painted after the input box)
+)
 
 
 class EngineDriver(Driver, EngineHooks):
@@ -145,6 +151,18 @@ class EngineDriver(Driver, EngineHooks):
     async def startup(self) -> dict[str, Any]:
         await self.engine.startup()
         return self.ready_fields()
+
+    async def read_once_painted(self, read: Callable[[], _T | None], wait: float = FOOTER_WAIT) -> _T | None:
+        """`read()` of what an idle screen shows a render after its input box (a footer's model, for `ready`):
+        TUIs paint it in a later frame, seen over half a second late on a busy machine. Waits for it at most
+        `wait`, and only while the screen reads idle (a dialog has no footer)."""
+        engine = self.engine
+        end = engine.now() + wait
+        value = read()
+        while value is None and not engine.exited and engine.now() < end and engine.reading().state == "idle":
+            await engine.wait_change(end - engine.now())
+            value = read()
+        return value
 
     # ------------------------------------------------------------------------------------------ events in
     def on_screen(self, changed_rows: list[tuple[int, str]]) -> None:

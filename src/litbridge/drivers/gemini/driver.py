@@ -31,7 +31,6 @@ from litbridge.keys import encode_key
 
 ESC, CTRL_C = encode_key("Esc"), encode_key("C-c")
 
-FOOTER_WAIT = 3.0  # ready: how long an idle start waits for the footer (its model) to be painted
 INPUT_QUIET = 0.4  # `input`: output quiet this long after the typed text shows before Enter
 
 TIMING = Timing(
@@ -159,20 +158,9 @@ class GeminiDriver(EngineDriver):
             raise
         if not self.engine.exited:
             self.follower.start()
-        await self._await_footer()
+        model = await self.read_once_painted(lambda: self.rules.footer_model(self.host.terminal.display))
+        self.footer_model = model or self.footer_model
         return self.ready_fields()
-
-    async def _await_footer(self) -> None:
-        """Read the footer's model for `ready`. Ink may paint the footer a render after the input box (seen over
-        half a second late on a busy machine), so an idle start waits for it a little; a dialog has no footer."""
-        engine = self.engine
-        end = engine.now() + FOOTER_WAIT
-        self._read_footer_model()
-        while self.footer_model is None and not engine.exited and engine.now() < end:
-            if engine.reading().state != "idle":
-                break
-            await engine.wait_change(end - engine.now())
-            self._read_footer_model()
 
     def reported_model(self) -> str | None:
         """The model asked for (`create.model`), else the one the footer shows."""

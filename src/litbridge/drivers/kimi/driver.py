@@ -97,7 +97,9 @@ class KimiDriver(EngineDriver):
                 raise DriverError(exc.code, f"{exc.message}: {self.screen_excerpt()}") from None
             raise
         self.follower.begin(self.home, self.cwd, self.known_sessions, self.resume_dir)
-        self.footer_model = self.rules.footer_model(list(self.host.terminal.display))
+        self.footer_model = await self.read_once_painted(
+            lambda: self.rules.footer_model(list(self.host.terminal.display))
+        )
         return self.ready_fields()
 
     def reported_model(self) -> str | None:

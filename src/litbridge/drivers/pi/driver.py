@@ -129,7 +129,9 @@ class PiDriver(EngineDriver):
             if self.engine.exited:
                 raise DriverError(exc.code, f"{exc.message}: {self.screen_excerpt()}") from None
             raise
-        self.footer_model = self.rules.footer_model(list(self.host.terminal.display))
+        self.footer_model = await self.read_once_painted(
+            lambda: self.rules.footer_model(list(self.host.terminal.display))
+        )
         return self.ready_fields()
 
     def reported_model(self) -> str | None:
