@@ -168,8 +168,10 @@ async def test_queued_bytes_limit_cuts_off_before_the_entry_limit(tmp_short: str
         # 150 acks of ~16 kB each (the key list is echoed): 2.4 MB, far fewer entries than the 10 000 limit
         keys = ["a"] * 4000
         for i in range(150):
+            # one ack in flight at a time: this client reads each before the next, so only `slow` falls behind
+            # (sent all at once, 2.4 MB of acks could pile up for this client too while its process waits for a CPU)
             await c.send({"cmd": "keystroke", "session": "big", "keys": keys, "id": i})
-        await c.wait("keystroke_sent", re=149, timeout=60)
+            await c.wait("keystroke_sent", re=i, timeout=60)
         assert await wait_until(lambda: "more than 1000000 bytes" in d.log()), d.log()[-2000:]
         tail = read_until_eof(slow, 30)
         lines = [orjson.loads(x) for x in tail.split(b"\n") if x.startswith(b"{") and x.endswith(b"}")]

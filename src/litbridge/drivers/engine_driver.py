@@ -28,9 +28,8 @@ from litbridge.drivers.paste import PASTE_END, PASTE_START
 from litbridge.drivers.records import RecordFollower
 
 _T = TypeVar("_T")
-FOOTER_WAIT = (
-    3.0  # seconds `read_once_painted` waits at most (for `ready`: a footer painted after the input box)
-)
+FOOTER_WAIT = 3.0  # seconds `read_once_painted` waits at most (`ready`: a footer painted after the input box)
+FOOTER_QUIET = 2.0  # ... and at most this long without output (a screen that settled without it)
 
 
 class EngineDriver(Driver, EngineHooks):
@@ -155,12 +154,19 @@ class EngineDriver(Driver, EngineHooks):
     async def read_once_painted(self, read: Callable[[], _T | None], wait: float = FOOTER_WAIT) -> _T | None:
         """`read()` of what an idle screen shows a render after its input box (a footer's model, for `ready`):
         TUIs paint it in a later frame, seen over half a second late on a busy machine. Waits for it at most
-        `wait`, and only while the screen reads idle (a dialog has no footer)."""
+        `wait`, only while the screen reads idle (a dialog has no footer) and still draws: a footer that settings
+        hide, or a layout the rules do not read, never comes, so FOOTER_QUIET without output ends the wait."""
         engine = self.engine
         end = engine.now() + wait
         value = read()
-        while value is None and not engine.exited and engine.now() < end and engine.reading().state == "idle":
-            await engine.wait_change(end - engine.now())
+        while (
+            value is None
+            and not engine.exited
+            and engine.now() < end
+            and engine.quiet_for() < FOOTER_QUIET
+            and engine.reading().state == "idle"
+        ):
+            await engine.wait_change(min(end - engine.now(), FOOTER_QUIET - engine.quiet_for()))
             value = read()
         return value
 

@@ -462,8 +462,12 @@ class FleetEventStream:
             ) from None
         if not self.follow:
             info = await self._sub.consumer_info()
-            if info.num_pending == 0 and self._sub.delivered == 0:
-                self._queue.put_nowait(None)  # nothing stored: caught up at once
+            sent = info.delivered.consumer_seq if info.delivered is not None else 0
+            if info.num_pending == 0 and sent == 0 and self._sub.delivered == 0:
+                # nothing stored: caught up at once. What the server says it sent counts, not only what our
+                # callback took: messages already on their way end the replay themselves (the last one's
+                # num_pending is 0), and ending here first cut a replay to its gap
+                self._queue.put_nowait(None)
         return self
 
     def _put(self, ev: Event, daemon: str | None) -> None:

@@ -69,12 +69,11 @@ def test_replay_ends_each_turn_once_with_the_records_content(name: str) -> None:
 
 
 def test_ready_waits_for_a_footer_painted_after_the_input_box() -> None:
-    """The footer's model painted a render after the input box (as a busy machine delays it): `ready` waits for
-    it and names the model, and the turns end as recorded."""
+    """The footer's model painted after the input box (as a busy machine delays it): the recording's paints show
+    no model until the next one after 5.4 s (its ready is at 4.9 s; that paint comes 1.6 s after the last output).
+    `ready` waits for it and names the model, and the turns end as recorded."""
     cap = Capture.load(CAPTURES / "pi_plain_qa")
-    painted = (
-        5.4  # the recording's ready is at 4.9 s; the model row is left blank until the next paint after this
-    )
+    painted = 5.4
     cap.chunks = [(t, b.replace(b"mock-model", b" " * 10) if t < painted else b) for t, b in cap.chunks]
     events = replay(cap, fast=True)
     ready = next(e for e in events if e["event"] == "ready")
