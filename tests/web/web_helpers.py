@@ -140,13 +140,23 @@ def screen_rows(wd: WebDaemon, key: str) -> list[str]:
 
 
 def wait_rows_equal_dump(page: Any, wd: WebDaemon, key: str, timeout: float) -> None:
-    """Wait until the xterm.js rows equal the daemon's `dump` of the session, row for row."""
-    page.wait_for_function(
+    """Wait until the xterm.js rows equal the daemon's `dump` of the session, row for row. The dump is taken again
+    on each try: a CLI that repaints after one (a late footer or hint on a busy machine) is compared with its
+    newest screen, not held to an old one."""
+    same = (
         "rows => { const r = window.litbridge.rows().map(x => x.trimEnd());"
-        " return r.length === rows.length && r.every((x, i) => x === rows[i]); }",
-        arg=screen_rows(wd, key),
-        timeout=timeout,
+        " return r.length === rows.length && r.every((x, i) => x === rows[i]); }"
     )
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        rows = screen_rows(wd, key)
+        try:
+            page.wait_for_function(same, arg=rows, timeout=2000)
+            return
+        except Exception:
+            if time.monotonic() >= deadline:
+                assert page.evaluate("() => window.litbridge.rows().map(x => x.trimEnd())") == rows
+                raise
 
 
 def open_when_idle(page: Any, wd: WebDaemon, key: str, timeout: float) -> Any:
