@@ -155,10 +155,13 @@ class EngineDriver(Driver, EngineHooks):
         """`read()` of what an idle screen shows a render after its input box (a footer's model, for `ready`):
         TUIs paint it in a later frame, seen over half a second late on a busy machine. Waits for it at most
         `wait`, only while the screen reads idle (a dialog has no footer) and still draws: a footer that settings
-        hide, or a layout the rules do not read, never comes, so FOOTER_QUIET without output ends the wait."""
+        hide, or a layout the rules do not read, never comes, so FOOTER_QUIET without output ends the wait. With
+        `create.model` given, that is what `ready` names: no wait."""
         engine = self.engine
         end = engine.now() + wait
         value = read()
+        if self.model:
+            return value
         while (
             value is None
             and not engine.exited

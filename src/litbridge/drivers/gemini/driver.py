@@ -158,11 +158,8 @@ class GeminiDriver(EngineDriver):
             raise
         if not self.engine.exited:
             self.follower.start()
-        if self.model:  # `create.model` is what `ready` names: the footer is not waited for
-            self._read_footer_model()
-        else:
-            model = await self.read_once_painted(lambda: self.rules.footer_model(self.host.terminal.display))
-            self.footer_model = model or self.footer_model
+        model = await self.read_once_painted(lambda: self.rules.footer_model(self.host.terminal.display))
+        self.footer_model = model or self.footer_model
         return self.ready_fields()
 
     def reported_model(self) -> str | None:

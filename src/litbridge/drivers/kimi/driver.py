@@ -97,12 +97,9 @@ class KimiDriver(EngineDriver):
                 raise DriverError(exc.code, f"{exc.message}: {self.screen_excerpt()}") from None
             raise
         self.follower.begin(self.home, self.cwd, self.known_sessions, self.resume_dir)
-
-        def read() -> str | None:
-            return self.rules.footer_model(list(self.host.terminal.display))
-
-        # `create.model` is what `ready` names: the footer is waited for only when it is the answer
-        self.footer_model = read() if self.model else await self.read_once_painted(read)
+        self.footer_model = await self.read_once_painted(
+            lambda: self.rules.footer_model(list(self.host.terminal.display))
+        )
         return self.ready_fields()
 
     def reported_model(self) -> str | None:
