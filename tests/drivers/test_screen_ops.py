@@ -140,3 +140,75 @@ def test_changed_lists_the_rows_that_differ(old: list[str], new: list[str]) -> N
         assert changed(old, [r + "" for r in old]) == []  # equal text, another object: not changed
         assert changed(old, same_objects) == []
         assert changed(ScreenRows(old), tuple(new)) == want
+
+
+def facts(row: str) -> int:
+    """Bits of a row: 1 a rule row, 2 a bullet row, 4 holds `b`, 8 any text (a rules' `_row_facts`)."""
+    return (
+        (1 if row.startswith("─") else 0)
+        | (2 if row.startswith("●") else 0)
+        | (4 if "b" in row else 0)
+        | (8 if row else 0)
+    )
+
+
+MASKS = st.sampled_from([1, 2, 4, 8, 3, 12, 15])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ROWS, min_size=1, max_size=5), BOUND, BOUND, MASKS, st.sampled_from([0, 1, 2, 4, 8, 6]))
+def test_frame_facts_answer_as_loops_over_each_frame(frames, start, stop, mask: int, has: int) -> None:
+    """Each frame's facts, what changed since the frame before (a frame of another height: all of it) and the
+    scans over them are what loops over the frame give, compiled or not."""
+    impls = [PURE["FrameFacts"]] + ([screen_ops.FrameFacts] if COMPILED is not None else [])
+    for impl in impls:
+        ff = impl(facts, ("t-frame-facts", impl))
+        prev: list[str] | None = None
+        for frame in frames:
+            got = ff.update(ScreenRows(frame))
+            n = len(frame)
+            fresh = prev is None or len(prev) != n
+            ys = list(range(n)) if fresh else [y for y in range(n) if frame[y] != prev[y]]
+            assert ff.changed == ys and ff.count == len(ys) and len(ff) == n
+            assert got == ff.delta
+            want_delta = -1 if fresh else 0
+            if not fresh:
+                for y in ys:
+                    want_delta |= facts(prev[y]) ^ facts(frame[y])
+            assert got == want_delta
+            assert [ff[y] for y in range(n)] == [facts(r) for r in frame]
+            a = 0 if start is None else max(0, min(start, n))
+            b = n if stop is None else max(0, min(stop, n))
+            hits = [y for y in range(a, b) if facts(frame[y]) & mask]
+            assert ff.last(mask, start, stop) == (hits[-1] if hits else None)
+            assert ff.first(mask, start, stop) == (hits[0] if hits else None)
+            old = {y: (0 if fresh else facts(prev[y])) for y in ys}
+            want_in = any(
+                a <= y < b
+                and (not mask or (old[y] ^ facts(frame[y])) & mask)
+                and (not has or facts(frame[y]) & has)
+                for y in ys
+            )
+            assert ff.changed_in(start, stop, mask, has) == want_in
+            assert ff.rows == frame
+            prev = frame
+
+
+def test_frame_facts_reads_only_the_rows_that_changed() -> None:
+    impls = [PURE["FrameFacts"]] + ([screen_ops.FrameFacts] if COMPILED is not None else [])
+    for impl in impls:
+        seen: list[str] = []
+
+        def kind(row: str, seen: list[str] = seen) -> int:
+            seen.append(row)
+            return facts(row)
+
+        ff = impl(kind, ("t-frame-facts-reads", impl))
+        frame = [f"row {i}" for i in range(50)]
+        assert ff.update(frame) == -1 and len(seen) == 50
+        nxt = list(frame)
+        nxt[7] = "● b"
+        assert ff.update(nxt) == 2 | 4 and ff.changed == [7] and seen[50:] == ["● b"]
+        assert ff.update(frame) == 2 | 4 and seen[50:] == ["● b"]  # back again: the memo answers
+        with pytest.raises(IndexError):
+            ff[50]

@@ -143,3 +143,146 @@ def changed(old, new):
         if r is not s and r != s:
             out.append(y)
     return out
+
+
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+
+
+cdef class FrameFacts:
+    """Per-row facts of the frames a rules instance reads, one after the other: `kind(row) -> int` (bits the
+    rules define) for every row, where only the rows whose text changed since the previous frame are looked up
+    (a memo by row text, as the scans above). The rules then ask in C what changed and where (`changed_in`) and
+    which row holds a fact (`last` / `first`) instead of looping over rows in Python. Never mutate a frame
+    handed to `update`: it is kept as the previous one."""
+
+    cdef object kind
+    cdef object key
+    cdef list _rows
+    cdef long long* facts
+    cdef long long* old
+    cdef unsigned char* chg
+    cdef Py_ssize_t n
+    cdef readonly long long delta
+    """OR of old ^ new facts over the rows the last `update` found changed; -1 when it read every row anew."""
+    cdef readonly Py_ssize_t count
+    """How many rows the last `update` found changed (all of them after a fresh read)."""
+
+    def __cinit__(self, kind, key):
+        self.kind = kind
+        self.key = key
+        self._rows = None
+        self.facts = NULL
+        self.old = NULL
+        self.chg = NULL
+        self.n = 0
+        self.delta = -1
+        self.count = 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.facts)
+        PyMem_Free(self.old)
+        PyMem_Free(self.chg)
+
+    cdef int _size(self, Py_ssize_t n) except -1:
+        cdef void* p
+        cdef Py_ssize_t m = n if n > 0 else 1
+        p = PyMem_Realloc(self.facts, m * sizeof(long long))
+        if p == NULL:
+            raise MemoryError()
+        self.facts = <long long*>p
+        p = PyMem_Realloc(self.old, m * sizeof(long long))
+        if p == NULL:
+            raise MemoryError()
+        self.old = <long long*>p
+        p = PyMem_Realloc(self.chg, m)
+        if p == NULL:
+            raise MemoryError()
+        self.chg = <unsigned char*>p
+        self.n = n
+        return 0
+
+    def update(self, rows):
+        """Take `rows` as the next frame; returns `delta`. A first frame, or one of another height, is read
+        whole (`delta` -1, every row counted changed)."""
+        cdef list lst = _rows(rows)
+        cdef list last = self._rows
+        cdef Py_ssize_t y, n = len(lst)
+        cdef dict m = memo(self.key)
+        cdef long long k, d = 0, c = 0
+        kind = self.kind
+        if last is None or len(last) != n or self.n != n:
+            self._size(n)
+            for y in range(n):
+                self.facts[y] = _kind(lst[y], kind, m)
+                self.old[y] = 0
+                self.chg[y] = 1
+            self._rows = lst
+            self.delta = -1
+            self.count = n
+            return -1
+        for y in range(n):
+            r = lst[y]
+            s = last[y]
+            if r is s or r == s:
+                self.chg[y] = 0
+                continue
+            k = _kind(r, kind, m)
+            self.old[y] = self.facts[y]
+            self.facts[y] = k
+            self.chg[y] = 1
+            d |= self.old[y] ^ k
+            c += 1
+        self._rows = lst
+        self.delta = d
+        self.count = c
+        return d
+
+    @property
+    def rows(self):
+        """The frame the last `update` took (None before the first)."""
+        return self._rows
+
+    @property
+    def changed(self):
+        """The y of the rows the last `update` found changed, in order."""
+        cdef Py_ssize_t y
+        return [y for y in range(self.n) if self.chg[y]]
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, Py_ssize_t y):
+        """The facts of row y of the current frame."""
+        if not (0 <= y < self.n):
+            raise IndexError("row %d out of range" % y)
+        return self.facts[y]
+
+    def changed_in(self, start=None, stop=None, long long mask=0, long long has=0):
+        """Some row in [start, stop) changed in the last `update` (with `mask`: in a fact of `mask`; with
+        `has`: and now holds a fact of `has`)."""
+        cdef Py_ssize_t y, a = _clip(start, 0, self.n), b = _clip(stop, self.n, self.n)
+        for y in range(a, b):
+            if not self.chg[y]:
+                continue
+            if mask and not ((self.old[y] ^ self.facts[y]) & mask):
+                continue
+            if has and not (self.facts[y] & has):
+                continue
+            return True
+        return False
+
+    def last(self, long long mask, start=None, stop=None):
+        """The last y in [start, stop) whose facts hold a bit of `mask`, else None."""
+        cdef Py_ssize_t y, a = _clip(start, 0, self.n), b = _clip(stop, self.n, self.n)
+        for y in range(b - 1, a - 1, -1):
+            if self.facts[y] & mask:
+                return y
+        return None
+
+    def first(self, long long mask, start=None, stop=None):
+        """The first y in [start, stop) whose facts hold a bit of `mask`, else None."""
+        cdef Py_ssize_t y, a = _clip(start, 0, self.n), b = _clip(stop, self.n, self.n)
+        for y in range(a, b):
+            if self.facts[y] & mask:
+                return y
+        return None

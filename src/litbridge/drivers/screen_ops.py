@@ -13,7 +13,10 @@ rows again. What they all do to rows is here, done once per frame or once per di
 - `cached_match`: a pattern's match object for a row (groups the rules read), once per distinct row text;
 - `has_any`: does a row hold any of a set of characters (box drawing); `joined`: the frame as one text;
 - `changed`: which rows differ between two frames (a row the core did not re-render is the same str object, so
-  an unchanged row costs an identity check): what rules that read a frame incrementally start from.
+  an unchanged row costs an identity check): what rules that read a frame incrementally start from;
+- `FrameFacts`: a rules' own per-row facts (bits) of each frame, kept from the last frame (only changed rows
+  looked up), with the questions an incremental reading asks (did a row change in this range, in which facts;
+  which row last holds a fact) answered in one compiled loop each.
 
 The loops run in the compiled core (`litbridge._core.ops`) when it is built; the functions below are the
 fallback and what the compiled twin is tested against. Either way the result is what the plain loop gives.
@@ -29,6 +32,7 @@ from litbridge import _core
 from litbridge.term import ScreenRows
 
 __all__ = [
+    "FrameFacts",
     "cached_match",
     "changed",
     "first_kind",
@@ -73,7 +77,7 @@ def memo(key: Any) -> dict[str, int]:
     return m
 
 
-def _bounds(rows: Sequence[str], start: int | None, stop: int | None) -> tuple[list[str], int, int]:
+def _bounds(rows: Sequence[Any], start: int | None, stop: int | None) -> tuple[list[Any], int, int]:
     """`rows` as a list, and start/stop clipped to [0, len(rows)] (None: the ends; no negative indexing)."""
     lst = rows if isinstance(rows, list) else list(rows)
     n = len(lst)
@@ -174,6 +178,98 @@ def changed(old: Sequence[str], new: Sequence[str]) -> list[int] | None:
     return [y for y in range(len(new)) if old[y] is not new[y] and old[y] != new[y]]
 
 
+class FrameFacts:
+    """Per-row facts of the frames a rules instance reads, one after the other: `kind(row) -> int` (bits the
+    rules define) for every row, where only the rows whose text changed since the previous frame are looked up
+    (memoised per row text under `key`, as the scans). The rules then ask what changed and where (`changed_in`)
+    and which row holds a fact (`last` / `first`) instead of looping over rows themselves. Never mutate a frame
+    handed to `update`: it is kept as the previous one."""
+
+    def __init__(self, kind: Kind, key: Any) -> None:
+        self._kind = kind
+        self._key = key
+        self._rows: list[str] | None = None
+        self._facts: list[int] = []
+        self._old: list[int] = []
+        self._chg: list[bool] = []
+        self.delta = -1
+        """OR of old ^ new facts over the rows the last `update` found changed; -1 when it read every row anew."""
+        self.count = 0
+        """How many rows the last `update` found changed (all of them after a fresh read)."""
+
+    def update(self, rows: Sequence[str]) -> int:
+        """Take `rows` as the next frame; returns `delta`. A first frame, or one of another height, is read
+        whole (`delta` -1, every row counted changed)."""
+        lst = rows if isinstance(rows, list) else list(rows)
+        last, m, kind = self._rows, memo(self._key), self._kind
+        n = len(lst)
+        self._rows = lst
+        if last is None or len(last) != n:
+            self._facts = [m[r] if r in m else m.setdefault(r, kind(r)) for r in lst]
+            self._old = [0] * n
+            self._chg = [True] * n
+            self.delta, self.count = -1, n
+            return -1
+        d = c = 0
+        for y in range(n):
+            r = lst[y]
+            if r is last[y] or r == last[y]:
+                self._chg[y] = False
+                continue
+            k = m.get(r)
+            if k is None:
+                k = m[r] = kind(r)
+            self._old[y] = self._facts[y]
+            self._facts[y] = k
+            self._chg[y] = True
+            d |= self._old[y] ^ k
+            c += 1
+        self.delta, self.count = d, c
+        return d
+
+    @property
+    def rows(self) -> list[str] | None:
+        """The frame the last `update` took (None before the first)."""
+        return self._rows
+
+    @property
+    def changed(self) -> list[int]:
+        """The y of the rows the last `update` found changed, in order."""
+        return [y for y, c in enumerate(self._chg) if c]
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    def __getitem__(self, y: int) -> int:
+        """The facts of row y of the current frame."""
+        if not 0 <= y < len(self._facts):
+            raise IndexError(f"row {y} out of range")
+        return self._facts[y]
+
+    def changed_in(
+        self, start: int | None = None, stop: int | None = None, mask: int = 0, has: int = 0
+    ) -> bool:
+        """Some row in [start, stop) changed in the last `update` (with `mask`: in a fact of `mask`; with
+        `has`: and now holds a fact of `has`)."""
+        _, a, b = _bounds(self._facts, start, stop)
+        return any(
+            self._chg[y]
+            and (not mask or (self._old[y] ^ self._facts[y]) & mask)
+            and (not has or self._facts[y] & has)
+            for y in range(a, b)
+        )
+
+    def last(self, mask: int, start: int | None = None, stop: int | None = None) -> int | None:
+        """The last y in [start, stop) whose facts hold a bit of `mask`, else None."""
+        _, a, b = _bounds(self._facts, start, stop)
+        return next((y for y in range(b - 1, a - 1, -1) if self._facts[y] & mask), None)
+
+    def first(self, mask: int, start: int | None = None, stop: int | None = None) -> int | None:
+        """The first y in [start, stop) whose facts hold a bit of `mask`, else None."""
+        _, a, b = _bounds(self._facts, start, stop)
+        return next((y for y in range(a, b) if self._facts[y] & mask), None)
+
+
 PURE = {
     "changed": changed,
     "memo": memo,
@@ -182,12 +278,14 @@ PURE = {
     "last_match": last_match,
     "first_match": first_match,
     "needles_in": needles_in,
+    "FrameFacts": FrameFacts,
 }
 """The pure-Python implementations (what the compiled ones are tested against)."""
 
 if _core.AVAILABLE:  # pragma: no branch - depends on the build
     try:
         from litbridge._core.ops import (  # type: ignore[assignment]
+            FrameFacts,
             changed,
             first_kind,
             first_match,

@@ -457,9 +457,18 @@ def test_a_frame_read_from_the_last_one_reads_as_a_fresh_frame(capdir: Path) -> 
     for rows in _frames(capdir):
         before = rules._last_frame
         got = rules.classify(rows)
-        taken += before is not None and rules._last_frame is not None and rules._last_frame[1] is got
+        taken += before is not None and rules._last_frame is not None and rules._last_frame[0] is got
         assert got == v2_1.Rules().classify(rows)
     assert taken > 0 or len(_frames(capdir)) < 20
+
+
+def reread(rules: v2_1.Rules, rows: list[str]) -> object:
+    """`_reclassify` of `rows` from the last frame's reading (what `classify` tries first), `rows`' facts taken."""
+    last = rules._last_frame
+    assert last is not None
+    ff = rules._facts()
+    ff.update(rows)
+    return rules._reclassify(rows, ff, *last)
 
 
 def test_a_changed_row_rereads_what_it_shows() -> None:
@@ -477,16 +486,20 @@ def test_a_changed_row_rereads_what_it_shows() -> None:
     rules = v2_1.Rules()
     first = rules.classify(rows)
     assert first.state == "busy" and first.draft == "hel" and rules._last_frame is not None
+    answer = list(rows)
+    answer[0] = "● earlier answer, streaming"
+    assert reread(rules, answer) is first  # a row of the answer changes nothing the reading holds
+    rules.classify(rows)
     later = list(rows)
     later[0] = "● earlier answer, longer"
     later[2] = "✶ Pondering… (4s · ↓ 9 tokens)"
     later[4] = "❯\u00a0hello"
-    assert rules._reclassify(later, *rules._last_frame) == v2_1.Rules().classify(later)
+    assert reread(rules, later) == v2_1.Rules().classify(later)
     got = rules.classify(later)
     assert (got.spinner, got.draft, got.state) == ("✶ Pondering… (4s · ↓ 9 tokens)", "hello", "busy")
     footer = list(later)
     footer[0] = "Esc to cancel"
-    assert rules._reclassify(footer, *rules._last_frame) is None
+    assert reread(rules, footer) is None
     assert rules.classify(footer) == v2_1.Rules().classify(footer)
 
 
@@ -521,7 +534,7 @@ def test_a_reading_from_the_last_frame_rereads_footer_version_and_spinner_stop()
     for name, (y, text, incremental) in cases.items():
         later = list(rows)
         later[y] = text
-        got = rules._reclassify(later, *rules._last_frame)
+        got = reread(rules, later)
         want = v2_1.Rules().classify(later)
         if incremental:
             assert got == want, name
@@ -531,7 +544,7 @@ def test_a_reading_from_the_last_frame_rereads_footer_version_and_spinner_stop()
     later = list(rows)
     later[9] = "  esc to interrupt"
     later[4] = ""
-    got = rules._reclassify(later, *rules._last_frame)
+    got = reread(rules, later)
     assert got is None  # the spinner row went blank: its scan kind changed at the stop
     assert rules.classify(later).state == "busy"  # the footer says busy
 

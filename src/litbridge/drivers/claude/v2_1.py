@@ -18,12 +18,11 @@ from litbridge.drivers.claude.model import Dialog, Option, ScreenState
 from litbridge.drivers.kit import Rules as BaseRules
 from litbridge.drivers.screen_ops import (
     MEMO_MAX,
-    changed,
+    FrameFacts,
     first_match,
     has_any,
     last_kind,
     last_match,
-    memo,
     needles_in,
     strip_rows,
 )
@@ -213,42 +212,59 @@ class Screen(BaseRules):
             | self._spinner_kind(row) * self._F_SPIN
         )
 
-    _last_frame: tuple[list[str], ScreenState, int, int, int, int, int | None] | None = None
-    """The last frame `classify` read with no dialog footer on it: (rows, its reading, prompt row, input end,
-    first row of the footer scan, end of the spinner scan, where that scan stopped)."""
+    _F_SPINS = ~(_F_SPIN - 1)
+    """The spinner scan's kind, as bits of the facts."""
+
+    _last_frame: tuple[ScreenState, int, int, int, int, int | None] | None = None
+    """The last frame `classify` read with no dialog footer on it: (its reading, prompt row, input end, first row
+    of the footer scan, end of the spinner scan, where that scan stopped). Its rows are `_frame_facts.rows`."""
+
+    _frame_facts: FrameFacts | None = None
+
+    def _facts(self) -> FrameFacts:
+        """The facts (`_row_facts`) of the frames `classify` read, kept from one frame to the next."""
+        ff = self._frame_facts
+        if ff is None:
+            ff = self._frame_facts = FrameFacts(self._row_facts, (type(self), "facts"))
+        return ff
 
     def classify(self, rows: Sequence[str]) -> ScreenState:
         """Classify one frame (the capture harness's rules, reference §10, plus dialog parsing).
 
-        Most frames differ from the previous one in the spinner row, the input line or conversation rows above
-        the prompt box; `_reclassify` reads such a frame from the last one's reading (the same answer)."""
+        Every scan for a marker row reads the frame's facts (`_row_facts`, looked up for the rows that changed
+        since the last frame only). Most frames differ from the previous one in the spinner row, the input line
+        or conversation rows above the prompt box; `_reclassify` reads such a frame from the last one's reading
+        (the same answer)."""
         rows = _strip(rows)
-        if self._last_frame is not None:
-            cls = self._reclassify(rows, *self._last_frame)
+        ff = self._facts()
+        ff.update(rows)
+        last, self._last_frame = self._last_frame, None  # set again once this frame is read
+        if last is not None:
+            cls = self._reclassify(rows, ff, *last)
             if cls is not None:
                 return cls
-            self._last_frame = None
         # the first row showing the version is where a search of the whole text finds it (one row's pattern)
-        version_y = first_match(rows, self.VERSION_RE, search=True)
+        version_y = ff.first(self._F_VERSION)
         version_m = self.VERSION_RE.search(rows[version_y]) if version_y is not None else None
         version = version_m.group(1) if version_m else None
-        if not any(rows):
+        if ff.first(self._F_TEXT) is None:
             return ScreenState("blank")
-        dialog = self.parse_dialog(rows)
+        dialog = self.parse_dialog(rows) if ff.first(self._F_FOOTER) is not None else None
         if dialog is not None and dialog.kind != "choice":
             return ScreenState("dialog", dialog=dialog, version=version)
-        prompt_row = self.find_prompt_row(rows)
+        prompt_row = ff.last(self._F_PROMPT)
         if prompt_row is None:
             return ScreenState("other", dialog=dialog, version=version)
-        top, bottom = self._box_bounds(rows, prompt_row)
+        top = ff.last(self._F_RULE, 0, prompt_row)
+        bottom = ff.first(self._F_RULE, prompt_row + 1)
         input_end = bottom if bottom is not None else prompt_row + 1
         lines = [rows[prompt_row][2:]] + [r[2:] for r in rows[prompt_row + 1 : input_end]]
         input_text = "\n".join(lines).rstrip()
         foot_from = input_end + (1 if bottom is not None else 0)
         footer = self._footer_from(rows, foot_from)
         bound = top if top is not None else prompt_row
-        spin_y, spin_kind = self._spinner_at(rows, bound)
-        spin = rows[spin_y].strip() if spin_y is not None and spin_kind == 1 else None
+        spin_y = ff.last(self._F_SPINS, 0, bound)
+        spin = rows[spin_y].strip() if spin_y is not None and ff[spin_y] // self._F_SPIN == 1 else None
         # The footer drops `esc to interrupt` while the input holds a draft; the spinner still shows busy.
         state = "busy" if self.BUSY_MARK in footer or spin is not None else "idle"
         draft = "" if self.PLACEHOLDER_RE.match(input_text.strip()) else input_text.strip()
@@ -261,8 +277,8 @@ class Screen(BaseRules):
             spinner=spin,
             version=version,
         )
-        if self._footer_row(rows) is None:
-            self._last_frame = (rows, cls, prompt_row, input_end, foot_from, bound, spin_y)
+        if ff.first(self._F_FOOTER) is None:
+            self._last_frame = (cls, prompt_row, input_end, foot_from, bound, spin_y)
         return cls
 
     @staticmethod
@@ -276,7 +292,7 @@ class Screen(BaseRules):
     def _reclassify(
         self,
         rows: list[str],
-        last: list[str],
+        ff: FrameFacts,
         prev: ScreenState,
         prompt_row: int,
         input_end: int,
@@ -284,49 +300,35 @@ class Screen(BaseRules):
         bound: int,
         spin_y: int | None,
     ) -> ScreenState | None:
-        """`classify(rows)` from the reading of the frame `last` (no dialog footer on it), or None for a full
-        read. Every row that changed must keep the facts that shape the reading (`_F_SHAPE`: a version, a
-        dialog footer, the prompt line, a box rule); then the dialog (none: no footer), the prompt row and the
-        box are the last frame's. What a changed row may still change is read again: the version (a logo row),
-        the input (a row of the box), the footer (a row below the box) and the spinner. Above the box, whether a
-        row holds text is never read (the prompt row keeps the screen from being blank), and above the row where
-        the spinner scan stopped neither is its scan kind: most rows of a streaming answer change only in those;
-        a row below that stop whose scan kind changed would move the stop, so that frame is read in full."""
-        ys = changed(last, rows)
-        if ys is None:
+        """`classify(rows)` from the reading of the last frame (no dialog footer on it; `ff` holds what changed
+        since), or None for a full read. Every row that changed must keep the facts that shape the reading
+        (`_F_SHAPE`: a version, a dialog footer, the prompt line, a box rule); then the dialog (none: no footer),
+        the prompt row and the box are the last frame's. What a changed row may still change is read again: the
+        version (a logo row), the input (a row of the box), the footer (a row below the box) and the spinner.
+        Above the box, whether a row holds text is never read (the prompt row keeps the screen from being
+        blank), and above the row where the spinner scan stopped neither is its scan kind: most rows of a
+        streaming answer change only in those; a row below that stop whose scan kind changed would move the
+        stop, so that frame is read in full. A frame that changes none of it is read as the last one (the same
+        reading)."""
+        d = ff.delta
+        if d < 0 or d & self._F_SHAPE:
             return None
-        facts = memo((type(self), "facts"))
-        spin = prev.spinner
-        reversion = reinput = refoot = False
-        for y in ys:
-            old, new = last[y], rows[y]
-            fo = facts.get(old)
-            if fo is None:
-                fo = facts[old] = self._row_facts(old)
-            fn = facts.get(new)
-            if fn is None:
-                fn = facts[new] = self._row_facts(new)
-            d = fo ^ fn
-            if d & self._F_SHAPE:
-                return None
-            if fn & self._F_VERSION:
-                reversion = True
-            if prompt_row <= y < input_end:
-                reinput = True
-            elif y >= foot_from:
-                refoot = True
-            elif y >= bound:
-                pass  # the box's rules and the rows between them: only their shape is read
-            elif d >= self._F_SPIN and (spin_y is None or y >= spin_y):
-                return None  # the spinner scan would stop elsewhere
-            elif y == spin_y and fn // self._F_SPIN == 1:
-                spin = new.strip()
+        if ff.changed_in(spin_y, bound, self._F_SPINS):
+            return None  # the spinner scan would stop elsewhere
         version = prev.version
-        if reversion:
-            version_y = first_match(rows, self.VERSION_RE, search=True)
+        if ff.changed_in(has=self._F_VERSION):
+            version_y = ff.first(self._F_VERSION)
             version_m = self.VERSION_RE.search(rows[version_y]) if version_y is not None else None
             if (version_m.group(1) if version_m else None) != version:
                 return None
+        spin = prev.spinner
+        if spin_y is not None and ff[spin_y] // self._F_SPIN == 1 and ff.changed_in(spin_y, spin_y + 1):
+            spin = rows[spin_y].strip()
+        reinput = ff.changed_in(prompt_row, input_end)
+        refoot = ff.changed_in(foot_from)
+        self._last_frame = (prev, prompt_row, input_end, foot_from, bound, spin_y)
+        if not reinput and not refoot and spin == prev.spinner:
+            return prev
         input_text, draft = prev.input_text, prev.draft
         if reinput:
             lines = [rows[prompt_row][2:]] + [r[2:] for r in rows[prompt_row + 1 : input_end]]
@@ -343,7 +345,7 @@ class Screen(BaseRules):
             spinner=spin,
             version=version,
         )
-        self._last_frame = (rows, cls, prompt_row, input_end, foot_from, bound, spin_y)
+        self._last_frame = (cls, prompt_row, input_end, foot_from, bound, spin_y)
         return cls
 
     # ---------------------------------------------------------------------------------------------- dialogs
@@ -598,20 +600,47 @@ class Rules(Dialogs):
             self._last_end = (lines, end)
         return end
 
+    # What `_content_end` and `find_turn_start` read of a row (`_text_facts`), as bits.
+    _T_PROMPT, _T_RULE, _T_PANEL, _T_FOOTER, _T_CONTENT, _T_USER = 1, 2, 4, 8, 16, 32
+
+    def _text_facts(self, row: str) -> int:
+        """Every test the response's prelude puts to a (stripped) row: the live prompt line, a box rule, a panel's
+        top, a dialog footer, a conversation row (`_content_kind`) and a user prompt row (`_user_prompt_kind`)."""
+        return (
+            (self._T_PROMPT if self.is_prompt_line(row) else 0)
+            | (self._T_RULE if self.RULE_RE.match(row) else 0)
+            | (self._T_PANEL if self.PANEL_TOP_RE.match(row) else 0)
+            | (self._T_FOOTER if self.DIALOG_FOOTER_RE.search(row) else 0)
+            | (self._T_CONTENT if self._content_kind(row) else 0)
+            | (self._T_USER if self._user_prompt_kind(row) else 0)
+        )
+
+    _text_frame_facts: FrameFacts | None = None
+
+    def _text_facts_of(self, lines: list[str]) -> FrameFacts:
+        """`lines`' facts (`_text_facts`): the streaming tick reads the logical lines of one frame after another,
+        so only the lines that changed are looked up."""
+        ff = self._text_frame_facts
+        if ff is None:
+            ff = self._text_frame_facts = FrameFacts(self._text_facts, (type(self), "text facts"))
+        if ff.rows is not lines or type(lines) is not ScreenRows:  # a terminal's frame never changes
+            ff.update(lines)
+        return ff
+
     def _content_end_of(self, lines: list[str]) -> int:
-        prompt = self.find_prompt_row(lines)
+        ff = self._text_facts_of(lines)
+        prompt = ff.last(self._T_PROMPT)
         end = len(lines)
         if prompt is not None:
-            top, _ = self._box_bounds(lines, prompt)
+            top = ff.last(self._T_RULE, 0, prompt)
             end = top if top is not None else prompt
         else:
-            footer = self._footer_row(lines)
+            footer = ff.last(self._T_FOOTER)
             if footer is not None:
-                for y in range(footer - 1, -1, -1):
-                    if self.RULE_RE.match(lines[y]) or self.PANEL_TOP_RE.match(lines[y]):
-                        end = y
-                        break
-        last, _ = last_kind(lines, self._content_kind, (type(self), "content"), 0, end)
+                y = ff.last(self._T_RULE | self._T_PANEL, 0, footer)
+                if y is not None:
+                    end = y
+        last = ff.last(self._T_CONTENT, 0, end)
         return 0 if last is None else last + 1
 
     def _content_kind(self, row: str) -> int:
@@ -688,6 +717,7 @@ class Rules(Dialogs):
         """Row of the current turn's user prompt (`❯ text`, normal space), matched on its first line if given."""
         rows = _strip(lines)
         end = self._content_end(rows)
+        ff = self._text_facts_of(rows)
         needle = ""
         if prompt_text and prompt_text.strip():
             needle = prompt_text.strip().splitlines()[0].strip()[:40]
@@ -695,7 +725,7 @@ class Rules(Dialogs):
         stop = end
         while True:
             # the next user prompt row up (the scan of rows in the compiled loop; the needle test on its hits)
-            y, _ = last_kind(rows, self._user_prompt_kind, (type(self), "user prompt"), 0, stop)
+            y = ff.last(self._T_USER, 0, stop)
             if y is None:
                 return None
             shown = rows[y][2:].strip()
