@@ -2153,14 +2153,27 @@ cdef class Screen:
         cdef bytes sw = self.snap_wraps
         cdef const unsigned char* sp
         cdef bint fresh = old is None or sw is None or len(<list>old) != self.lines or len(sw) != self.lines
-        if not dirty and not fresh:
-            # the hot case (every reader of a frame asks): nothing re-rendered; compare the wrap flags in place
-            sp = sw
-            for y in range(self.lines):
-                if sp[y] != self.g.wrapped[self.g.rowmap[y]]:
-                    break
-            else:
-                return 0
+        if not fresh:
+            # the hot cases (every reader of a frame asks): nothing re-rendered, or the rows marked changed since
+            # the last snapshot still read as they did then (a frame not yet taken by `changed_rows`, a repaint of
+            # the same text); no copy is made unless a row's text or a wrap flag differs
+            if dirty:
+                for y in range(self.lines):
+                    if self.ldirty[y] or self.sdirty[y]:
+                        r = self._line(y)
+                        s = (<list>old)[y]
+                        if r is not s and r != s:
+                            break
+                else:
+                    dirty = False
+            if not dirty:
+                sp = sw
+                for y in range(self.lines):
+                    if sp[y] != self.g.wrapped[self.g.rowmap[y]]:
+                        break
+                else:
+                    memset(self.sdirty, 0, self.lines)
+                    return 0
         cdef bytearray wb = bytearray(self.lines)
         cdef unsigned char* w = wb
         for y in range(self.lines):
