@@ -14,11 +14,14 @@ from __future__ import annotations
 import bisect
 import os
 import re
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from daemon_support import (  # type: ignore[import-not-found]
@@ -240,10 +243,12 @@ def run_replays(
     probe: TickProbe | None = None,
     timeout: float = 240.0,
     profiler: Profiler | None = None,
+    meter: Path | None = None,
 ) -> dict[str, Any]:
     """Create every session (pipelined), wait for all `ready`, then drive their recorded prompts (the next
     one on each `complete`) until every session has finished; a probe, if given, runs turns meanwhile, and a
-    profiler, if given, samples the daemon over the turn window (its share is `out["profile"]`).
+    profiler, if given, samples the daemon over the turn window (its share is `out["profile"]`); `meter`, the file
+    the daemon's rules meter writes (`rules_meter/`), is read at both ends of the window (`out["meter"]`).
     Returns timings and the daemon's CPU seconds over the turn window."""
     by_name = {s.name: s for s in sessions}
     deadline = time.monotonic() + timeout
@@ -288,6 +293,7 @@ def run_replays(
     n_create_lat = len(probe.replace_lat) if probe is not None else 0
     cpu0, w0, rq0, me0 = cpu_seconds(d.pid), time.monotonic(), runq_wait_seconds(d.pid), time.process_time()
     kids0 = children_cpu_seconds(d.pid)  # every fake CLI, wherever it was forked from, reaped ones included
+    m0 = read_meter(meter)
     n_events = {s.name: len(s.events) for s in sessions}
     if profiler is not None:
         profiler.start()
@@ -324,6 +330,7 @@ def run_replays(
             time.process_time(),
         )
         kids1 = children_cpu_seconds(d.pid)
+        m1 = read_meter(meter)
     profile = profiler.stop() if profiler is not None else None
     if probe is not None:  # let the probe's last turn end so it is not left half-measured
         try:
@@ -352,6 +359,7 @@ def run_replays(
         "rss_end_kb": mem_kb(d.pid)["VmRSS"],
         "failed": [f"{s.name}: {s.failed}" for s in sessions if s.failed],
         "profile": profile,
+        "meter": {k: m1[k] - m0[k] for k in m1} if m0 and m1 else None,
     }
 
 
@@ -445,19 +453,47 @@ SCALE_TARGETS: dict[int, dict[str, float]] = {
 the screen rules + streaming tick's share of the daemon's profile (%, with `LITBRIDGE_SCALE_PROFILE`)."""
 
 
+METER_DIR = HERE / "rules_meter"
+
+
+def read_meter(path: Path | None) -> dict[str, float] | None:
+    """The daemon's rules meter (`rules_meter/sitecustomize.py`): process CPU, seconds inside the engine's
+    `reading` / `stream`, calls; None without one (or before it wrote)."""
+    if path is None:
+        return None
+    try:
+        return orjson.loads(path.read_bytes())  # type: ignore[no-any-return]
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+def meter_env(path: Path) -> dict[str, str]:
+    """The daemon's env for the rules meter (`LITBRIDGE_SCALE_METER=1`)."""
+    pp = os.environ.get("PYTHONPATH")
+    return {
+        "PYTHONPATH": str(METER_DIR) + (os.pathsep + pp if pp else ""),
+        "LITBRIDGE_RULES_METER": str(path),
+    }
+
+
 @pytest.mark.parametrize("n", SCALE_N)
 def test_scale(n: int) -> None:
     """N Claude sessions replaying recordings at recorded speed + 1 tick probe: CPU, RSS, event lag, create rate."""
     need_captures()
-    with daemon() as d:
+    meter = None
+    if os.environ.get("LITBRIDGE_SCALE_METER"):
+        meter = Path(tempfile.mkdtemp(prefix="lbmeter-")) / "meter.json"
+    with daemon(meter_env(meter) if meter else None) as d:
         conn = d.connect()
         rss0 = mem_kb(d.pid)["VmRSS"]
         sessions = _sessions(n, f"s{n}-")
         probe = TickProbe(d, conn, "probe", 10, 0.05, 0.15)
         folder = profile_dir()
         profiler = Profiler(d.pid, folder / f"scale-{n}.txt") if folder and not Profiler.missing() else None
-        out = run_replays(d, conn, sessions, probe, timeout=240.0 + 0.5 * n, profiler=profiler)
+        out = run_replays(d, conn, sessions, probe, timeout=240.0 + 0.5 * n, profiler=profiler, meter=meter)
         comp, _ = complete_latencies(d, sessions)
+    if meter is not None:
+        shutil.rmtree(meter.parent, ignore_errors=True)
     cpu_pct = 100 * out["cpu_s"] / out["window_s"]
     fakes_pct = 100 * out["fakes_cpu_s"] / out["window_s"]
     turns = out["turns"]
@@ -568,6 +604,23 @@ def test_scale(n: int) -> None:
             goal.get("rules_share"),
             f"py-spy --gil over the turn window, {prof.samples} samples (rules {prof.reading}, tick {prof.stream}); "
             f"top frames: {top}",
+        )
+    met = out["meter"]
+    if met is not None and met["process"] > 0:
+        from bench_screen_rules import overhead  # type: ignore[import-not-found]
+
+        inside, whole = overhead()
+        spent = max(0.0, met["spent"] - met["calls"] * inside)
+        process = max(1e-9, met["process"] - met["calls"] * whole)
+        RESULTS.add(
+            f"scale N={n}",
+            "screen rules + streaming tick, share of the daemon's CPU (thread clock)",
+            "%",
+            100 * spent / process,
+            goal.get("rules_share"),
+            f"{spent * 1000:.0f} ms in {met['calls']:.0f} outermost readings and ticks "
+            f"({1e6 * spent / max(met['calls'], 1):.1f} µs each) of {process * 1000:.0f} ms of daemon CPU over the turn "
+            f"window; meter cost taken off ({inside * 1e6:.2f} / {whole * 1e6:.2f} µs per call)",
         )
     assert len(out["failed"]) < n, f"every session failed: {out['failed'][:3]}"  # speed is never asserted
 

@@ -32,3 +32,58 @@ def test_rules_and_tick_samples_are_counted_once_each() -> None:
 
 def test_an_empty_profile_is_zero_not_an_error() -> None:
     assert share("").pct == 0.0
+
+
+METER = '''
+import json, os, sys, time
+from litbridge.drivers import engine
+deadline = time.monotonic() + 10
+while engine._EngineTurns.__dict__["stream"].__name__ != "timed":  # the meter's thread wraps once imported
+    assert time.monotonic() < deadline
+    time.sleep(0.01)
+
+class Host:
+    pass
+
+class Fake:
+    """Enough of an engine for `reading` to fail on (the meter counts the call all the same)."""
+    _extra = None
+    host = Host()
+    _hooks = None
+
+for _ in range(3):
+    try:
+        engine._EngineState.reading(Fake())
+    except Exception:
+        pass
+time.sleep(0.3)
+print(open(os.environ["LITBRIDGE_RULES_METER"]).read())
+'''
+
+
+def test_rules_meter_counts_the_engines_readings_in_the_daemons_process(tmp_path: Path) -> None:
+    """The scale test's thread-clock meter (`benchmarks/rules_meter/`) wraps the engine's `reading` and `stream`
+    in the process it is loaded into (by `PYTHONPATH` and `LITBRIDGE_RULES_METER`) and writes its totals."""
+    import json
+    import os
+    import subprocess
+
+    out = tmp_path / "meter.json"
+    meter_dir = Path(__file__).resolve().parent.parent / "benchmarks" / "rules_meter"
+    env = {**os.environ, "PYTHONPATH": str(meter_dir), "LITBRIDGE_RULES_METER": str(out)}
+    r = subprocess.run([sys.executable, "-c", METER], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["calls"] == 3 and got["spent"] >= 0 and got["process"] > 0
+    plain = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from litbridge.drivers import engine; print(engine._EngineState.reading.__name__)",
+        ],
+        env={**os.environ, "PYTHONPATH": str(meter_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert plain.stdout.strip() == "reading"  # without the variable nothing is wrapped

@@ -1,0 +1,64 @@
+"""The screen rules' and streaming tick's CPU inside a daemon, by the thread clock (the scale test's meter).
+
+The scale test starts the daemon with this folder first on `PYTHONPATH` and `LITBRIDGE_RULES_METER=<file>`
+(`LITBRIDGE_SCALE_METER=1`): once `litbridge.drivers.engine` is imported, the engine's `reading` (the driver's
+rules on a frame) and `stream` (the tick's response text) are wrapped, outermost calls only, with the calling
+thread's CPU clock, and every 50 ms the file is replaced with `{"process", "spent", "calls"}`: the process's CPU
+seconds, the seconds spent inside those calls, and how many there were. The test reads it at both ends of its
+turn window. Unlike a sampling profile, nothing is missed (a non-blocking py-spy sample can read a torn stack,
+which drops the frames that mark the rules); the meter's own cost per call is measured in the test's process
+(`bench_screen_rules.overhead`) and taken off.
+
+Nothing here runs unless the variable is set; it is not part of the package.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def _install(path: str) -> None:
+    import json
+    import sys
+    import threading
+    import time
+
+    st = {"spent": 0.0, "calls": 0, "depth": 0}
+
+    def wrap() -> None:
+        from litbridge.drivers import engine
+
+        for cls, name in ((engine._EngineState, "reading"), (engine._EngineTurns, "stream")):
+            orig = cls.__dict__[name]
+
+            def timed(*args, _orig=orig, **kwargs):  # type: ignore[no-untyped-def]
+                if st["depth"]:
+                    return _orig(*args, **kwargs)
+                st["depth"] = 1
+                st["calls"] += 1
+                t0 = time.thread_time()
+                try:
+                    return _orig(*args, **kwargs)
+                finally:
+                    st["spent"] += time.thread_time() - t0
+                    st["depth"] = 0
+
+            setattr(cls, name, timed)
+
+    def run() -> None:
+        while getattr(sys.modules.get("litbridge.drivers.engine"), "_EngineTurns", None) is None:
+            time.sleep(0.005)
+        time.sleep(0.02)  # the module's own import finishes
+        wrap()
+        tmp = f"{path}.{os.getpid()}.tmp"
+        while True:
+            with open(tmp, "w") as f:
+                json.dump({"process": time.process_time(), "spent": st["spent"], "calls": st["calls"]}, f)
+            os.replace(tmp, path)
+            time.sleep(0.05)
+
+    threading.Thread(target=run, name="rules-meter", daemon=True).start()
+
+
+if os.environ.get("LITBRIDGE_RULES_METER"):
+    _install(os.environ["LITBRIDGE_RULES_METER"])
