@@ -450,7 +450,8 @@ SCALE_TARGETS: dict[int, dict[str, float]] = {
     1000: {"cpu": 60, "complete_p99": 100, "rss": 400, "creates": 50},
 }
 """The scale goals per N (not judged at smoke size): daemon CPU (% of a core), RSS (MB), p99s (ms), creates/s, and
-the screen rules + streaming tick's share of the daemon's profile (%, with `LITBRIDGE_SCALE_PROFILE`)."""
+the screen rules + streaming tick's share of the daemon's CPU (%, by the thread-clock meter: `LITBRIDGE_SCALE_METER=1`;
+`LITBRIDGE_SCALE_PROFILE` adds a py-spy profile's share, not judged)."""
 
 
 METER_DIR = HERE / "rules_meter"
@@ -601,7 +602,7 @@ def test_scale(n: int) -> None:
             "screen rules + streaming tick, share of the daemon's profile",
             "%",
             prof.pct,
-            goal.get("rules_share"),
+            None,  # judged by the thread-clock row: a non-blocking sample can read a torn stack and miss the rules
             f"py-spy --gil over the turn window, {prof.samples} samples (rules {prof.reading}, tick {prof.stream}); "
             f"top frames: {top}",
         )
