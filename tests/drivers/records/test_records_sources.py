@@ -185,3 +185,16 @@ def test_document_half_written_is_read_again_and_keyed_entries_may_update(tmp_pa
     assert resumed.poll() == []
     _write_doc(f, [{"id": "a", "text": "partial answer"}, {"id": "b", "text": "x"}, {"id": "c"}], atomic=True)
     assert resumed.poll() == [{"id": "c"}]
+
+
+def test_jsonl_poll_reads_what_is_there_and_nothing_from_a_folder_or_no_file(tmp_path: Path) -> None:
+    """A poll reads the new bytes whole (a large append too), and a path that is a folder or not there yet
+    gives nothing (never an error)."""
+    assert JsonlFile(tmp_path).poll() == []  # a folder
+    f = tmp_path / "big.jsonl"
+    src = JsonlFile(f)
+    assert src.poll() == []  # not there yet
+    lines = [{"n": i, "pad": "x" * 1000} for i in range(3000)]  # 3 MB in one append
+    f.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    assert src.poll() == lines
+    assert src.poll() == []
