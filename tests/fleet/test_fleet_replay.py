@@ -129,3 +129,27 @@ async def test_since_older_than_the_streams_retention_is_a_replay_gap(nats_serve
             assert got[1:] == [m.event for m in stored], since
         got = await replay(fleet, d.name, oldest)
         assert got == [m.event for m in stored[1:]]
+
+
+async def test_a_replay_whose_last_message_went_unnoticed_still_ends(nats_server, fleet_daemons, monkeypatch):
+    """A replay without `follow` ends on its last message; should that be missed (here: no message is ever
+    taken as the last), the replay, idle, asks the server and ends with every stored event, not never."""
+    from litbridge.fleet import client as fleet_client
+
+    (d,) = fleet_daemons(1)
+    async with nats_client(nats_server.url, d.name) as (nc, js):
+        conn = await Conn.open(d.socket)
+        try:
+            await conn.wait("monitor_ready")
+            await request(nc, d.name, bash_create("w"))
+            await conn.request({"cmd": "send", "session": "w", "content": "echo watched"}, "accepted")
+            await conn.wait("complete", timeout=WAIT)
+            stored = await wait_stream(js, lambda got: completes(got, d.name, "watched"), what="the turn")
+        finally:
+            await conn.close()
+    stored = of_daemon(stored, d.name)
+    monkeypatch.setattr(fleet_client.FleetEventStream, "_is_last", lambda self, msg: False)
+    monkeypatch.setattr(fleet_client, "REPLAY_IDLE_CHECK", 0.2)
+    async with Fleet.connect(nats_server.url) as fleet:
+        got = await replay(fleet, d.name, 0)
+    assert got == expected(stored, 0) and got

@@ -29,6 +29,7 @@ import builtins
 import contextlib
 import datetime
 import itertools
+import logging
 import os
 import ssl
 import uuid
@@ -43,6 +44,8 @@ from litbridge.fleet import registry, subjects
 from litbridge.fleet.config import REGISTRY_TTL, FleetConfig, FleetConfigError, first_connect, is_tls
 from litbridge.protocol.framing import decode, encode
 from litbridge.protocol.spec import ProtocolError
+
+log = logging.getLogger(__name__)
 
 CREATE_TIMEOUT = 600.0
 """Seconds `create` waits for the daemon's `ready` (its direct reply), as `Client.create` does."""
@@ -318,6 +321,10 @@ class FleetDaemon:
         return f"<FleetDaemon {self.address}>"
 
 
+REPLAY_IDLE_CHECK = 1.0
+"""Seconds a replay without `follow` waits idle before it asks the server whether it has caught up."""
+
+
 class FleetEventStream:
     """Events of the fleet's stream, in stream order, each with `daemon` (the sender's fleet name) added.
 
@@ -349,6 +356,9 @@ class FleetEventStream:
         self._queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
         self._sub: Any = None
         self._done = False
+        self._taken = 0  # messages our callback took (a replay's end compares it with what the server sent)
+        self._taken_at = 0.0
+        self._end_watch: asyncio.Task[None] | None = None
 
     def _subject(self) -> str:
         name = self.fleet.name
@@ -468,15 +478,48 @@ class FleetEventStream:
                 # callback took: messages already on their way end the replay themselves (the last one's
                 # num_pending is 0), and ending here first cut a replay to its gap
                 self._queue.put_nowait(None)
+            else:
+                self._end_watch = asyncio.get_running_loop().create_task(self._watch_end())
         return self
+
+    async def _watch_end(self) -> None:
+        """A replay (no `follow`) ends on its last message (`num_pending` 0). Should that end be missed (the
+        ordered consumer recreated under us, a count not 0 on the last message), a replay idle for
+        `REPLAY_IDLE_CHECK` asks the server, and ends once nothing is pending and every message it sent was
+        taken: a replay never waits forever for a message that will not come."""
+        loop = asyncio.get_running_loop()
+        while not self._done:
+            await asyncio.sleep(REPLAY_IDLE_CHECK)
+            sub = self._sub
+            if self._done or sub is None:
+                return
+            if loop.time() - self._taken_at < REPLAY_IDLE_CHECK:
+                continue
+            try:
+                info = await sub.consumer_info()
+            except Exception:  # the connection is away for a moment: ask again later
+                continue
+            sent = info.delivered.consumer_seq if info.delivered is not None else 0
+            if info.num_pending == 0 and self._taken >= sent and not self._done:
+                self._queue.put_nowait(None)
+                return
 
     def _put(self, ev: Event, daemon: str | None) -> None:
         if self.kinds is None or ev.get("event") in self.kinds:
             self._queue.put_nowait({**ev, "daemon": daemon})
 
+    def _is_last(self, msg: Any) -> bool:
+        """A replay's last message: nothing left for the consumer after it."""
+        return not self.follow and msg.metadata.num_pending == 0
+
     async def _on_msg(self, msg: Any) -> None:
-        last = not self.follow and msg.metadata.num_pending == 0
-        self._accept(msg)
+        last = self._is_last(msg)
+        self._taken += 1
+        self._taken_at = asyncio.get_running_loop().time()
+        try:
+            self._accept(msg)
+        except Exception:  # a message we cannot read must not cost the replay its end
+            log.warning("fleet: skipping a stored message that could not be read", exc_info=True)
         if last:
             self._queue.put_nowait(None)
 
@@ -527,6 +570,9 @@ class FleetEventStream:
 
     async def close(self) -> None:
         self._done = True
+        watch, self._end_watch = self._end_watch, None
+        if watch is not None and watch is not asyncio.current_task():
+            watch.cancel()
         if self._sub is not None:
             sub, self._sub = self._sub, None
             with contextlib.suppress(Exception):
