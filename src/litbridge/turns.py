@@ -202,7 +202,8 @@ class TurnDesk:
             return "the CLI's input is not live"
 
     def schedule_pump(self) -> None:
-        if not self._pump_pending and not self.host.dead:
+        """`_pump` soon, if a send waits (every screen evaluation asks; appending a send pumps by itself)."""
+        if self.queue and not self._pump_pending and not self.host.dead:
             self._pump_pending = True
             self.host.loop.call_soon(self._pump)
 
