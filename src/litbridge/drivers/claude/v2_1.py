@@ -19,7 +19,6 @@ from litbridge.drivers.kit import Rules as BaseRules
 from litbridge.drivers.screen_ops import (
     MEMO_MAX,
     FrameFacts,
-    first_match,
     has_any,
     last_kind,
     last_match,
@@ -159,12 +158,6 @@ class Screen(BaseRules):
     def _prompt_kind(self, row: str) -> int:
         return 1 if self.is_prompt_line(row) else 0
 
-    def _box_bounds(self, rows: list[str], prompt_row: int) -> tuple[int | None, int | None]:
-        """Rows of the prompt box's top and bottom rules around `prompt_row`."""
-        top = last_match(rows, self.RULE_RE, 0, prompt_row)
-        bottom = first_match(rows, self.RULE_RE, prompt_row + 1)
-        return top, bottom
-
     def spinner_line(self, rows: Sequence[str], end: int | None = None) -> str | None:
         """The busy spinner/progress line (`✶ Verb… (3s · ↓ 2 tokens)`), scanning up from `end`."""
         rows = _strip(rows)
@@ -195,14 +188,16 @@ class Screen(BaseRules):
         """The modal on the screen, or None: implemented by `Dialogs` below (`classify` needs it)."""
         raise NotImplementedError
 
-    # What `classify` reads of a row besides its text (`_row_facts`), as bits.
-    _F_VERSION, _F_FOOTER, _F_PROMPT, _F_RULE, _F_TEXT, _F_SPIN = 1, 2, 4, 8, 16, 32
+    # What the rules read of a row besides its text (`_row_facts`), as bits: `classify`'s here, the response's
+    # (`Rules`: 32, 64, 128) below; the spinner scan's kind is the highest (times `_F_SPIN`).
+    _F_VERSION, _F_FOOTER, _F_PROMPT, _F_RULE, _F_TEXT, _F_SPIN = 1, 2, 4, 8, 16, 256
     _F_SHAPE = _F_VERSION | _F_FOOTER | _F_PROMPT | _F_RULE
     """The facts of a row above the prompt box that change the reading wherever the row is."""
 
     def _row_facts(self, row: str) -> int:
         """Every test `classify` puts to a (stripped) row: the logo's version, a dialog footer, the prompt line,
-        a box rule, any text, and the spinner scan's kind (`_spinner_kind`, times `_F_SPIN`)."""
+        a box rule, any text, and the spinner scan's kind (`_spinner_kind`, times `_F_SPIN`). One memo per rules
+        class: a row of the screen and the same logical line are tested once."""
         return (
             (self._F_VERSION if self.VERSION_RE.search(row) else 0)
             | (self._F_FOOTER if self.DIALOG_FOOTER_RE.search(row) else 0)
@@ -249,7 +244,8 @@ class Screen(BaseRules):
         version = version_m.group(1) if version_m else None
         if ff.first(self._F_TEXT) is None:
             return ScreenState("blank")
-        dialog = self.parse_dialog(rows) if ff.first(self._F_FOOTER) is not None else None
+        footer_y = ff.last(self._F_FOOTER)
+        dialog = self.parse_dialog(rows) if footer_y is not None else None
         if dialog is not None and dialog.kind != "choice":
             return ScreenState("dialog", dialog=dialog, version=version)
         prompt_row = ff.last(self._F_PROMPT)
@@ -277,7 +273,7 @@ class Screen(BaseRules):
             spinner=spin,
             version=version,
         )
-        if ff.first(self._F_FOOTER) is None:
+        if footer_y is None:
             self._last_frame = (cls, prompt_row, input_end, foot_from, bound, spin_y)
         return cls
 
@@ -600,47 +596,45 @@ class Rules(Dialogs):
             self._last_end = (lines, end)
         return end
 
-    # What `_content_end` and `find_turn_start` read of a row (`_text_facts`), as bits.
-    _T_PROMPT, _T_RULE, _T_PANEL, _T_FOOTER, _T_CONTENT, _T_USER = 1, 2, 4, 8, 16, 32
+    # What `_content_end` and `find_turn_start` read of a row besides `classify`'s facts, as bits of `_row_facts`.
+    _F_PANEL, _F_CONTENT, _F_USER = 32, 64, 128
 
-    def _text_facts(self, row: str) -> int:
-        """Every test the response's prelude puts to a (stripped) row: the live prompt line, a box rule, a panel's
-        top, a dialog footer, a conversation row (`_content_kind`) and a user prompt row (`_user_prompt_kind`)."""
+    def _row_facts(self, row: str) -> int:
+        """`classify`'s facts, and the response prelude's: a panel's top, a conversation row (`_content_kind`)
+        and a user prompt row (`_user_prompt_kind`)."""
         return (
-            (self._T_PROMPT if self.is_prompt_line(row) else 0)
-            | (self._T_RULE if self.RULE_RE.match(row) else 0)
-            | (self._T_PANEL if self.PANEL_TOP_RE.match(row) else 0)
-            | (self._T_FOOTER if self.DIALOG_FOOTER_RE.search(row) else 0)
-            | (self._T_CONTENT if self._content_kind(row) else 0)
-            | (self._T_USER if self._user_prompt_kind(row) else 0)
+            super()._row_facts(row)
+            | (self._F_PANEL if self.PANEL_TOP_RE.match(row) else 0)
+            | (self._F_CONTENT if self._content_kind(row) else 0)
+            | (self._F_USER if self._user_prompt_kind(row) else 0)
         )
 
-    _text_frame_facts: FrameFacts | None = None
+    _line_facts: FrameFacts | None = None
 
-    def _text_facts_of(self, lines: list[str]) -> FrameFacts:
-        """`lines`' facts (`_text_facts`): the streaming tick reads the logical lines of one frame after another,
+    def _facts_of_lines(self, lines: list[str]) -> FrameFacts:
+        """`lines`' facts (`_row_facts`): the streaming tick reads the logical lines of one frame after another,
         so only the lines that changed are looked up."""
-        ff = self._text_frame_facts
+        ff = self._line_facts
         if ff is None:
-            ff = self._text_frame_facts = FrameFacts(self._text_facts, (type(self), "text facts"))
+            ff = self._line_facts = FrameFacts(self._row_facts, (type(self), "facts"))
         if ff.rows is not lines or type(lines) is not ScreenRows:  # a terminal's frame never changes
             ff.update(lines)
         return ff
 
     def _content_end_of(self, lines: list[str]) -> int:
-        ff = self._text_facts_of(lines)
-        prompt = ff.last(self._T_PROMPT)
+        ff = self._facts_of_lines(lines)
+        prompt = ff.last(self._F_PROMPT)
         end = len(lines)
         if prompt is not None:
-            top = ff.last(self._T_RULE, 0, prompt)
+            top = ff.last(self._F_RULE, 0, prompt)
             end = top if top is not None else prompt
         else:
-            footer = ff.last(self._T_FOOTER)
+            footer = ff.last(self._F_FOOTER)
             if footer is not None:
-                y = ff.last(self._T_RULE | self._T_PANEL, 0, footer)
+                y = ff.last(self._F_RULE | self._F_PANEL, 0, footer)
                 if y is not None:
                     end = y
-        last = ff.last(self._T_CONTENT, 0, end)
+        last = ff.last(self._F_CONTENT, 0, end)
         return 0 if last is None else last + 1
 
     def _content_kind(self, row: str) -> int:
@@ -717,7 +711,7 @@ class Rules(Dialogs):
         """Row of the current turn's user prompt (`❯ text`, normal space), matched on its first line if given."""
         rows = _strip(lines)
         end = self._content_end(rows)
-        ff = self._text_facts_of(rows)
+        ff = self._facts_of_lines(rows)
         needle = ""
         if prompt_text and prompt_text.strip():
             needle = prompt_text.strip().splitlines()[0].strip()[:40]
@@ -725,7 +719,7 @@ class Rules(Dialogs):
         stop = end
         while True:
             # the next user prompt row up (the scan of rows in the compiled loop; the needle test on its hits)
-            y = ff.last(self._T_USER, 0, stop)
+            y = ff.last(self._F_USER, 0, stop)
             if y is None:
                 return None
             shown = rows[y][2:].strip()
