@@ -131,15 +131,24 @@ def test_cached_match_is_the_patterns_match(rows: list[str], pattern) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(ROWS, ROWS)
-def test_changed_lists_the_rows_that_differ(old: list[str], new: list[str]) -> None:
-    want = [y for y in range(len(new)) if old[y] != new[y]] if len(old) == len(new) else None
+def test_frame_facts_list_the_rows_that_differ(old: list[str], new: list[str]) -> None:
+    """What changed between two frames of the same height is the rows whose text differs: found by identity
+    where the row is the same object, by text where it is another object."""
+    want = [y for y in range(len(new)) if old[y] != new[y]] if len(old) == len(new) else list(range(len(new)))
     same_objects = list(old)  # identical rows: found by identity
-    impls = [PURE["changed"]] + ([COMPILED.changed] if COMPILED is not None else [])
-    for changed in impls:
-        assert changed(old, new) == want
-        assert changed(old, [r + "" for r in old]) == []  # equal text, another object: not changed
-        assert changed(old, same_objects) == []
-        assert changed(ScreenRows(old), tuple(new)) == want
+    impls = [PURE["FrameFacts"]] + ([screen_ops.FrameFacts] if COMPILED is not None else [])
+
+    def changed(impl: type, a, b) -> list[int]:
+        ff = impl(facts, ("t-frame-changed", impl))
+        ff.update(a)
+        ff.update(b)
+        return ff.changed
+
+    for impl in impls:
+        assert changed(impl, old, new) == want
+        assert changed(impl, old, [r + "" for r in old]) == []  # equal text, another object: not changed
+        assert changed(impl, old, same_objects) == []
+        assert changed(impl, ScreenRows(old), tuple(new)) == want
 
 
 def facts(row: str) -> int:

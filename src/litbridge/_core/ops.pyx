@@ -130,21 +130,6 @@ def needles_in(rows, tuple needles):
     return mask
 
 
-def changed(old, new):
-    """The y whose row differs between two frames (`old[y] != new[y]`), in order; None if their heights differ."""
-    cdef list a = _rows(old)
-    cdef list b = _rows(new)
-    cdef Py_ssize_t y, n = len(b)
-    if len(a) != n:
-        return None
-    cdef list out = []
-    for y in range(n):
-        r, s = a[y], b[y]
-        if r is not s and r != s:
-            out.append(y)
-    return out
-
-
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 
 

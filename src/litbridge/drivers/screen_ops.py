@@ -12,11 +12,10 @@ rows again. What they all do to rows is here, done once per frame or once per di
   scan), memoised per rules class;
 - `cached_match`: a pattern's match object for a row (groups the rules read), once per distinct row text;
 - `has_any`: does a row hold any of a set of characters (box drawing); `joined`: the frame as one text;
-- `changed`: which rows differ between two frames (a row the core did not re-render is the same str object, so
-  an unchanged row costs an identity check): what rules that read a frame incrementally start from;
-- `FrameFacts`: a rules' own per-row facts (bits) of each frame, kept from the last frame (only changed rows
-  looked up), with the questions an incremental reading asks (did a row change in this range, in which facts;
-  which row last holds a fact) answered in one compiled loop each.
+- `FrameFacts`: a rules' own per-row facts (bits) of each frame, kept from the last frame: which rows changed (a
+  row the core did not re-render is the same str object, so an unchanged row costs an identity check) and only
+  those looked up, with the questions an incremental reading asks (did a row change in this range, in which
+  facts; which row last holds a fact) answered in one compiled loop each.
 
 The loops run in the compiled core (`litbridge._core.ops`) when it is built; the functions below are the
 fallback and what the compiled twin is tested against. Either way the result is what the plain loop gives.
@@ -34,7 +33,6 @@ from litbridge.term import ScreenRows
 __all__ = [
     "FrameFacts",
     "cached_match",
-    "changed",
     "first_kind",
     "first_match",
     "has_any",
@@ -171,13 +169,6 @@ def needles_in(rows: Sequence[str], needles: tuple[str, ...]) -> int:
     return mask
 
 
-def changed(old: Sequence[str], new: Sequence[str]) -> list[int] | None:
-    """The y whose row differs between two frames (`old[y] != new[y]`), in order; None if their heights differ."""
-    if len(old) != len(new):
-        return None
-    return [y for y in range(len(new)) if old[y] is not new[y] and old[y] != new[y]]
-
-
 class FrameFacts:
     """Per-row facts of the frames a rules instance reads, one after the other: `kind(row) -> int` (bits the
     rules define) for every row, where only the rows whose text changed since the previous frame are looked up
@@ -271,7 +262,6 @@ class FrameFacts:
 
 
 PURE = {
-    "changed": changed,
     "memo": memo,
     "last_kind": last_kind,
     "first_kind": first_kind,
@@ -286,7 +276,6 @@ if _core.AVAILABLE:  # pragma: no branch - depends on the build
     try:
         from litbridge._core.ops import (  # type: ignore[assignment]
             FrameFacts,
-            changed,
             first_kind,
             first_match,
             last_kind,
