@@ -471,16 +471,18 @@ class FleetEventStream:
                 f"{self.fleet.name!r} on {self.fleet.url}",
             ) from None
         if not self.follow:
-            info = await self._sub.consumer_info()
-            sent = info.delivered.consumer_seq if info.delivered is not None else 0
-            if info.num_pending == 0 and sent == 0 and self._sub.delivered == 0:
-                # nothing stored: caught up at once. What the server says it sent counts, not only what our
-                # callback took: messages already on their way end the replay themselves (the last one's
-                # num_pending is 0), and ending here first cut a replay to its gap
-                self._queue.put_nowait(None)
+            if self._caught_up(await self._sub.consumer_info()):
+                self._queue.put_nowait(None)  # nothing stored (or all of it taken already): caught up at once
             else:
                 self._end_watch = asyncio.get_running_loop().create_task(self._watch_end())
         return self
+
+    def _caught_up(self, info: Any) -> bool:
+        """The consumer has nothing pending and our callback took every message the server says it sent. What
+        the server sent counts, not only what we took: messages already on their way end the replay themselves
+        (the last one's `num_pending` is 0), and ending before them cut a replay to its gap."""
+        sent = info.delivered.consumer_seq if info.delivered is not None else 0
+        return bool(info.num_pending == 0 and self._taken >= sent)
 
     async def _watch_end(self) -> None:
         """A replay (no `follow`) ends on its last message (`num_pending` 0). Should that end be missed (the
@@ -499,8 +501,7 @@ class FleetEventStream:
                 info = await sub.consumer_info()
             except Exception:  # the connection is away for a moment: ask again later
                 continue
-            sent = info.delivered.consumer_seq if info.delivered is not None else 0
-            if info.num_pending == 0 and self._taken >= sent and not self._done:
+            if self._caught_up(info) and not self._done:
                 self._queue.put_nowait(None)
                 return
 
