@@ -21,7 +21,13 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 CAPTURES = HERE.parent / "tests" / "fixtures" / "captures"
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]  # run alone too: the suite's helpers
+sys.path[:0] = [
+    str(HERE),
+    str(HERE / "rules_meter"),
+    str(HERE.parent / "tests"),
+]  # run alone too: the helpers
+
+from rules_span import Meter, meter_rules  # type: ignore[import-not-found]  # noqa: E402
 
 from inputs import SMOKE  # type: ignore[import-not-found]  # noqa: E402
 
@@ -41,41 +47,6 @@ TARGET_SHARE = 10.0
 """Screen rules + streaming tick, % of the daemon's CPU (at N=100)."""
 
 
-class _Meter:
-    """CPU (this thread's clock) inside the wrapped methods, outermost call only (a reading inside a tick is
-    counted once), and how many outermost calls it timed (`calls`: its own cost is per call, see `overhead`)."""
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.spent = 0.0
-        self.calls = 0
-        self._undo: list[tuple[type, str, Any]] = []
-
-    def wrap(self, cls: type, name: str) -> None:
-        orig = cls.__dict__[name]
-        meter = self
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            if meter.depth:
-                return orig(*args, **kwargs)
-            meter.depth += 1
-            meter.calls += 1
-            t0 = time.thread_time()
-            try:
-                return orig(*args, **kwargs)
-            finally:
-                meter.spent += time.thread_time() - t0
-                meter.depth -= 1
-
-        setattr(cls, name, timed)
-        self._undo.append((cls, name, orig))
-
-    def close(self) -> None:
-        for cls, name, orig in reversed(self._undo):
-            setattr(cls, name, orig)
-        self._undo.clear()
-
-
 class _Probe:
     def call(self) -> None:
         return None
@@ -93,7 +64,7 @@ def overhead(n: int = 20000, reps: int = 5) -> tuple[float, float]:
         for _ in range(n):
             probe.call()
         bare = time.process_time() - t0
-        meter = _Meter()
+        meter = Meter()
         meter.wrap(_Probe, "call")
         try:
             t0 = time.process_time()
@@ -110,7 +81,6 @@ def overhead(n: int = 20000, reps: int = 5) -> tuple[float, float]:
 def measure(cli: str, name: str, reps: int = REPS, cost: tuple[float, float] | None = None) -> dict[str, Any]:
     """Median CPU of one fast replay of `cli`/`name` (after a warm-up), and the rules + tick share of it, the
     meter's own cost (`overhead`) taken off both."""
-    from litbridge.drivers import engine
     from litbridge.replay import replay
 
     inside, whole = cost if cost is not None else overhead()
@@ -119,9 +89,7 @@ def measure(cli: str, name: str, reps: int = REPS, cost: tuple[float, float] | N
     totals: list[float] = []
     rules: list[float] = []
     for _ in range(reps):
-        meter = _Meter()
-        meter.wrap(engine._EngineState, "reading")
-        meter.wrap(engine._EngineTurns, "stream")
+        meter = meter_rules()
         try:
             t0 = time.process_time()
             replay(path, fast=True)

@@ -23,37 +23,17 @@ def _install(path: str) -> None:
     import threading
     import time
 
-    st = {"spent": 0.0, "calls": 0, "depth": 0}
-
-    def wrap() -> None:
-        from litbridge.drivers import engine
-
-        for cls, name in ((engine._EngineState, "reading"), (engine._EngineTurns, "stream")):
-            orig = cls.__dict__[name]
-
-            def timed(*args, _orig=orig, **kwargs):  # type: ignore[no-untyped-def]
-                if st["depth"]:
-                    return _orig(*args, **kwargs)
-                st["depth"] = 1
-                st["calls"] += 1
-                t0 = time.thread_time()
-                try:
-                    return _orig(*args, **kwargs)
-                finally:
-                    st["spent"] += time.thread_time() - t0
-                    st["depth"] = 0
-
-            setattr(cls, name, timed)
+    from rules_span import meter_rules  # beside this file, on the same PYTHONPATH entry
 
     def run() -> None:
         while getattr(sys.modules.get("litbridge.drivers.engine"), "_EngineTurns", None) is None:
             time.sleep(0.005)
         time.sleep(0.02)  # the module's own import finishes
-        wrap()
+        meter = meter_rules()
         tmp = f"{path}.{os.getpid()}.tmp"
         while True:
             with open(tmp, "w") as f:
-                json.dump({"process": time.process_time(), "spent": st["spent"], "calls": st["calls"]}, f)
+                json.dump({"process": time.process_time(), "spent": meter.spent, "calls": meter.calls}, f)
             os.replace(tmp, path)
             time.sleep(0.05)
 
