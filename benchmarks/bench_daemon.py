@@ -454,6 +454,10 @@ the screen rules + streaming tick's share of the daemon's CPU (%, by the thread-
 `LITBRIDGE_SCALE_PROFILE` adds a py-spy profile's share, not judged)."""
 
 
+SCALE_CLI_NICE = int(os.environ.get("LITBRIDGE_SCALE_CLI_NICE", "10"))
+"""The scale test's daemon runs its CLIs this many nice levels below itself (`serve --cli-nice`, the setting
+for a daemon with hundreds of CLIs on few cores); `LITBRIDGE_SCALE_CLI_NICE=0` measures without it."""
+
 METER_DIR = HERE / "rules_meter"
 
 
@@ -484,7 +488,7 @@ def test_scale(n: int) -> None:
     meter = None
     if os.environ.get("LITBRIDGE_SCALE_METER"):
         meter = Path(tempfile.mkdtemp(prefix="lbmeter-")) / "meter.json"
-    with daemon(meter_env(meter) if meter else None) as d:
+    with daemon(meter_env(meter) if meter else None, ("--cli-nice", str(SCALE_CLI_NICE))) as d:
         conn = d.connect()
         rss0 = mem_kb(d.pid)["VmRSS"]
         sessions = _sessions(n, f"s{n}-")
@@ -502,7 +506,7 @@ def test_scale(n: int) -> None:
     note = (
         f"window {out['window_s']:.1f}s; daemon waited for a CPU {100 * out['runq_s'] / out['window_s']:.0f}% "
         f"of it; client {100 * out['client_cpu_s'] / out['window_s']:.0f}% CPU; fake CLIs "
-        f"{fakes_pct:.1f}% CPU; load avg {os.getloadavg()[0]:.1f}"
+        f"{fakes_pct:.1f}% CPU; load avg {os.getloadavg()[0]:.1f}; --cli-nice {SCALE_CLI_NICE}"
     )
     note += f"; failed {len(out['failed'])}: {out['failed'][:2]}" if out["failed"] else ""
     goal = {} if SMOKE else SCALE_TARGETS.get(n, {})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -110,13 +111,16 @@ class Session:
         on_dead: Callable[[Session], None] | None = None,
         kill_grace: float = 2.0,
         child_factory: Callable[[list[str], dict[str, str], str, str], Any] | None = None,
+        cli_nice: int = 0,
     ) -> None:
         """`child_factory(argv, env, cwd, transport)` replaces the real spawn (replay's recorded child); the
-        program is then not looked up on PATH."""
+        program is then not looked up on PATH. `cli_nice`: the CLI runs that many nice levels below the
+        daemon (`serve --cli-nice`; Unix)."""
         self.key = key
         self.name: str = options.get("session", key)
         self.channel_id: str | None = options.get("channel_id")
         self.options = options
+        self.cli_nice = cli_nice
         self.cli: str = options.get("cli") or DEFAULT_CLI
         self._emit_cb = emit
         self.loop = loop or asyncio.get_running_loop()
@@ -171,7 +175,10 @@ class Session:
         Raises SessionCommandError(cli_not_found | spawn_failed | bad_field)."""
         argv, env, cwd, transport = self._prepare_spawn()
         try:
-            child = (self._child_factory or ptymod.spawn)(argv, env, cwd, transport)
+            if self._child_factory is not None:
+                child = self._child_factory(argv, env, cwd, transport)
+            else:
+                child = ptymod.spawn(argv, env, cwd, transport, nice=self.cli_nice)
         except ptymod.SpawnError as exc:
             raise SessionCommandError("spawn_failed", str(exc)) from exc
         self._attach_child(child, argv[0], cwd)
@@ -183,7 +190,9 @@ class Session:
         a create cancelled mid-spawn still leaves an attached child that `kill` can reap, never an orphan."""
         await self.driver.prepare()  # e.g. `<cli> --version`, in a worker thread
         argv, env, cwd, transport = self._prepare_spawn()
-        fut = self.loop.run_in_executor(None, ptymod.spawn, argv, env, cwd, transport)
+        fut = self.loop.run_in_executor(
+            None, functools.partial(ptymod.spawn, argv, env, cwd, transport, nice=self.cli_nice)
+        )
 
         def attach(f: asyncio.Future[ptymod.ChildProcess]) -> None:
             if not f.cancelled() and f.exception() is None:

@@ -301,3 +301,35 @@ async def test_slow_attach_viewer_is_dropped() -> None:
         await c.close()
     finally:
         assert d.stop() == 0, d.log()
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(sys.platform == "win32", reason="nice values are Unix")
+async def test_cli_nice_runs_every_cli_below_the_daemon() -> None:
+    sock = os.path.join(short_dir(), "t.sock")
+    d = start_daemon(sock, "--cli-nice", "6")
+    try:
+        c = await Conn.open(sock)
+        await c.wait("monitor_ready")
+        await c.request(fake_create("low"), "ready")
+        lst = await c.request({"cmd": "list"}, "sessions")
+        (pid,) = [s["pid"] for s in lst["sessions"]]
+        daemon_nice = os.getpriority(os.PRIO_PROCESS, d.proc.pid)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, daemon_nice + 6)
+        assert os.getpriority(os.PRIO_PROCESS, d.proc.pid) == os.getpriority(os.PRIO_PROCESS, 0)
+        await c.close()
+    finally:
+        assert await asyncio.to_thread(d.stop) == 0, d.log()
+
+
+@pytest.mark.parametrize("value", ["20", "-1"])
+def test_cli_nice_out_of_range_is_refused(value: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "litbridge", "serve", "--socket", "/proc/lb.sock", "--cli-nice", value],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 2
+    assert f"--cli-nice must be 0-19, not {value}" in out.stderr, out.stderr

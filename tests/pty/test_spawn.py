@@ -276,3 +276,52 @@ def _children() -> set[int]:
             if fields is not None and len(fields) > 1 and int(fields[1]) == me:
                 out.add(int(name))
     return out
+
+
+def _group(pid: int | str) -> tuple[str, int] | None:
+    """(autogroup, its nice) of a process, None on a kernel without autogroup."""
+    try:
+        name, _, value = Path(f"/proc/{pid}/autogroup").read_text().split()
+    except OSError:
+        return None
+    return name, int(value)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("transport", ["pty", "pipes"])
+def test_nice_puts_the_child_and_its_session_group_below_the_spawner(method: str, transport: str) -> None:
+    own, own_group = os.getpriority(os.PRIO_PROCESS, 0), _group("self")
+    e = _env()
+    low = spawn([resolve("sleep", e) or "sleep", "30"], e, "/tmp", transport, method=method, nice=7)
+    plain = spawn([resolve("sleep", e) or "sleep", "30"], e, "/tmp", transport, method=method)
+    try:
+        assert os.getpriority(os.PRIO_PROCESS, low.pid) == min(19, own + 7)
+        assert os.getpriority(os.PRIO_PROCESS, plain.pid) == own, "nice=0 leaves the child as it was"
+        if own_group is not None:  # Linux with autogroup: the child's session group is what competes
+            group = _group(low.pid)
+            assert group is not None and group[0] != own_group[0] and group[1] == min(19, own_group[1] + 7)
+            assert _group(plain.pid) is not None and _group(plain.pid)[1] == 0  # type: ignore[index]
+            assert _group("self") == own_group, "the spawner's own group was not touched"
+    finally:
+        for p in (low, plain):
+            os.kill(p.pid, signal.SIGKILL)
+            os.waitpid(p.pid, 0)
+
+
+def test_a_process_sharing_the_daemons_session_group_keeps_that_group_as_it_is() -> None:
+    """`lower_priority` on a process that is not a session leader lowers the process only: writing the group's
+    nice would have lowered the daemon with it."""
+    from litbridge.pty import lower_priority
+
+    own_group = _group("self")
+    p = subprocess.Popen(["sleep", "30"])  # same session (and autogroup) as this test
+    try:
+        value, group = lower_priority(p.pid, 5)
+        assert (
+            value == os.getpriority(os.PRIO_PROCESS, p.pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)
+        )
+        assert group is None
+        assert _group("self") == own_group
+    finally:
+        p.kill()
+        p.wait()

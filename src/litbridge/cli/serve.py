@@ -78,6 +78,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
     add_fleet_arguments(p, daemon=True)
     p.add_argument(
+        "--cli-nice",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run every CLI N nice levels below the daemon (0-19, default 0; Unix): its process and, on Linux "
+        "with autogroup scheduling, its session's group, so the daemon's events stay prompt while hundreds of "
+        "CLIs saturate the CPUs",
+    )
+    p.add_argument(
         "--already-running-ok",
         action="store_true",
         help="exit 0, not 3, when a live daemon already owns the socket: for a service manager that restarts "
@@ -115,6 +124,11 @@ def main(args: argparse.Namespace) -> int:
     if sys.platform == "win32" and args.port is None:
         print("litbridge serve: --port <N> is required on this platform", file=sys.stderr)
         return 1
+    if not 0 <= args.cli_nice <= 19:
+        print(f"litbridge serve: --cli-nice must be 0-19, not {args.cli_nice}", file=sys.stderr)
+        return 2
+    if args.cli_nice and sys.platform == "win32":
+        logging.getLogger("litbridge.serve").warning("--cli-nice is ignored on Windows (no nice values)")
     web = None
     if args.web is not None:
         from litbridge.web import parse_address
@@ -149,7 +163,15 @@ def main(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    coro = run(args.socket, args.port, web, notify_config, fleet, already_running_ok=args.already_running_ok)
+    coro = run(
+        args.socket,
+        args.port,
+        web,
+        notify_config,
+        fleet,
+        already_running_ok=args.already_running_ok,
+        cli_nice=args.cli_nice,
+    )
     if sys.platform != "win32":
         try:
             import uvloop
@@ -167,17 +189,19 @@ async def run(
     fleet: FleetConfig | None = None,
     *,
     already_running_ok: bool = False,
+    cli_nice: int = 0,
 ) -> int:
     """Start, serve until SIGTERM/SIGINT, clean up; returns the exit status. `web` = (host, port) of the web
     view (a client of this daemon on the same event loop); `notify` the notifications (a tap on the hub);
     `fleet` the NATS link (publisher, command responder, registry; it connects in the background);
-    `already_running_ok`: a live daemon on the socket is exit status 0, not 3 (nothing to restart).
+    `already_running_ok`: a live daemon on the socket is exit status 0, not 3 (nothing to restart);
+    `cli_nice`: every CLI runs that many nice levels below the daemon.
     Imports are deferred: every `litbridge` subcommand imports this module to build its parser."""
     from litbridge.daemon import memory, paths
     from litbridge.daemon.server import EXIT_ALREADY_RUNNING, Daemon, listen_problem
 
     memory.configure()
-    daemon = Daemon(socket_path, port)
+    daemon = Daemon(socket_path, port, cli_nice=cli_nice)
     daemon.install_signal_handlers()
     web_view = None
     try:

@@ -66,8 +66,10 @@ class Daemon:
         port: int | None = None,
         kill_grace: float = 2.0,
         reap_after: float | None = None,
+        cli_nice: int = 0,
     ) -> None:
         self.socket_path = socket_path or paths.default_socket_path()
+        self.cli_nice = cli_nice  # every CLI runs this many nice levels below the daemon (`serve --cli-nice`)
         self.port = port
         self.kill_grace = kill_grace
         self.reap_after = REAP_AFTER if reap_after is None else reap_after
@@ -448,7 +450,14 @@ class Daemon:
                 await self.worktrees.discard(worktree)
             return await self.cmd_create(client, f, re)
         options["resume"] = self.resume_tokens.pop(key, None)
-        session = Session(key, options, self.hub.publish, on_dead=self._on_dead, kill_grace=self.kill_grace)
+        session = Session(
+            key,
+            options,
+            self.hub.publish,
+            on_dead=self._on_dead,
+            kill_grace=self.kill_grace,
+            cli_nice=self.cli_nice,
+        )
         session.worktree = worktree
         # Registered before the (off-loop) fork: a concurrent create of the key reuses it, kill/shutdown wait
         # for the child and reap it.

@@ -2,12 +2,13 @@
 ptyprocess / subprocess; pywinpty on Windows).
 
 `spawn(argv, env, cwd, transport)` returns a `ChildProcess` (see `base.py`); `child_env` builds the
-environment (nesting vars stripped, TERM/COLORTERM, then the caller's env); `resolve` finds the program.
-Knows nothing about screens or JSON.
+environment (nesting vars stripped, TERM/COLORTERM, then the caller's env); `resolve` finds the program;
+`lower_priority` puts a started CLI below the daemon (`serve --cli-nice`). Knows nothing about screens or JSON.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -24,11 +25,15 @@ __all__ = [
     "WriteQueueFull",
     "check_exec_args",
     "child_env",
+    "lower_priority",
     "resolve",
     "spawn",
 ]
 
 COLUMNS, LINES = GRID
+NICE_MAX = 19  # the lowest priority a Unix nice value gives
+
+log = logging.getLogger(__name__)
 
 
 def child_env(
@@ -87,9 +92,64 @@ def spawn(
     columns: int = COLUMNS,
     lines: int = LINES,
     method: str | None = None,
+    nice: int = 0,
 ) -> ChildProcess:
     """Start the program (argv[0] should already be resolved). Raises SpawnError. `method` picks how a child
-    is started on Unix (`vfork`, `fork`; default `spawner.spawn_method()`), for tests and benchmarks."""
+    is started on Unix (`vfork`, `fork`; default `spawner.spawn_method()`), for tests and benchmarks; `nice`
+    > 0 runs it that many nice levels below the daemon (`lower_priority`)."""
+    child = _start(argv, env, cwd, transport, columns, lines, method)
+    if nice > 0 and sys.platform != "win32":
+        lower_priority(child.pid, nice)
+    return child
+
+
+def lower_priority(pid: int, nice: int) -> tuple[int, int | None]:
+    """Run process `pid` (a CLI just started, leading its own session) `nice` levels below the daemon (capped
+    at 19): its own nice value and, on Linux with autogroup scheduling, its session's group. Under autogroup
+    the kernel shares the CPU between sessions first, so a process's own nice only ranks it inside its
+    session, and a few hundred CLIs, each leading a session, each weigh as much as the daemon: the group's
+    nice is what keeps the daemon's events prompt when the CLIs saturate the machine. A group the daemon
+    shares is never touched. Best effort (a failure is logged, the CLI runs on); what the CLI starts later
+    inherits both. -> (the process's nice, its session group's nice or None where that was not set)."""
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    value = min(NICE_MAX, own + max(0, nice))
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, value)
+    except OSError as exc:
+        log.warning("cannot lower the priority of pid %d: %s", pid, exc)
+    mine, theirs = _autogroup("self"), _autogroup(str(pid))
+    if mine is None or theirs is None or theirs[0] == mine[0]:  # no autogroup here, or the daemon's own
+        return value, None
+    group = min(NICE_MAX, mine[1] + max(0, nice))
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(group))
+    except OSError as exc:
+        log.warning("cannot lower the session group priority of pid %d: %s", pid, exc)
+        return value, None
+    return value, group
+
+
+def _autogroup(pid: str) -> tuple[str, int] | None:
+    """A process's autogroup and its nice value (`/proc/<pid>/autogroup`: "/autogroup-N nice V"), or None
+    (not Linux, a kernel without autogroup, the process gone)."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as f:
+            name, _, value = f.read().split()
+        return name, int(value)
+    except (OSError, ValueError):
+        return None
+
+
+def _start(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str | None,
+    transport: str,
+    columns: int,
+    lines: int,
+    method: str | None,
+) -> ChildProcess:
     try:
         check_exec_args(argv, env, cwd)
     except ValueError as exc:
