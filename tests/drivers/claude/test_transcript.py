@@ -102,7 +102,9 @@ def test_tailer_never_flaps_to_a_newer_sibling_but_follows_clear(tmp_path: Path)
     assert t.find_clear_roll("/w") == "rolled"
     assert t.find_clear_roll("/elsewhere") is None
     t.pin("rolled")
-    assert len(t.poll()) == 2
+    assert [e["type"] for e in t.poll()] == [
+        "user"
+    ] and t.skipped == 1  # `mode` is bookkeeping, left unparsed
 
 
 def test_a_sibling_conversation_is_read_once_and_a_roll_is_found_behind_meta_entries(tmp_path: Path) -> None:
@@ -312,3 +314,47 @@ def test_a_follower_in_a_shared_folder_is_woken_only_by_files_that_may_be_its_ro
     assert f.tailer.find_clear_roll("/w") is None
     assert not f.accept(IN_MODIFY, "other.jsonl")  # read once: another conversation
     assert f.accept(IN_MODIFY, "maybe.jsonl")  # no prompt yet: still a candidate
+
+
+CAPTURED = ("s02_", "s02b", "s03", "s04a", "s04b", "s05a", "s05d", "s06", "s07a", "s08a", "s09c", "s10")
+
+
+@pytest.mark.parametrize("name", CAPTURED)
+def test_the_tailer_leaves_unparsed_only_entries_the_tracker_never_reads(name: str, tmp_path: Path) -> None:
+    """Every captured transcript through the tailer: the lines it skips unparsed are exactly the bookkeeping and
+    `attachment` entries, and the tracker's events are the same as from every entry parsed."""
+    for f in sorted((capture(name) / "transcripts").glob("*/*.jsonl")):
+        everything = [orjson.loads(x) for x in f.read_bytes().splitlines() if x.strip()]
+        t = TranscriptTailer(tmp_path, None)
+        t.pin(f.stem, from_start=True)
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+        kept = t.poll()
+        skipped = [e for e in everything if e not in kept]
+        assert t.skipped == len(skipped) == len(everything) - len(kept) > 0
+        assert {e["type"] for e in skipped} <= {
+            "api-request-shape",
+            "api-request-blob",
+            "api-request",
+            "file-history-snapshot",
+            "mode",
+            "permission-mode",
+            "atis-latch",
+            "last-prompt",
+            "cost-state",
+            "attachment",
+        }
+        assert {"user", "assistant"} <= {e["type"] for e in kept}
+        assert TurnTracker().feed(kept) == TurnTracker().feed(everything)
+
+
+def test_a_line_that_only_quotes_a_skipped_entry_is_still_read(tmp_path: Path) -> None:
+    """The skip pattern matches keys, never text: a prompt that quotes an attachment entry is a prompt."""
+    quoted = '{"type":"attachment"} and {"parentUuid":null,"isSidechain":false,"attachment":{}}'
+    t = TranscriptTailer(tmp_path, "q")
+    (tmp_path / "q.jsonl").write_bytes(
+        _line({"type": "user", "message": {"role": "user", "content": quoted}, "uuid": "u1"})
+        + _line({"type": "mode", "mode": "normal"})
+    )
+    got = t.poll()
+    assert [e["type"] for e in got] == ["user"] and got[0]["message"]["content"] == quoted
+    assert t.skipped == 1

@@ -94,7 +94,18 @@ class TranscriptTailer(JsonlFile):
 
     Never switches to a sibling because it is newer: the only switch is to a file created after the pin
     whose first prompt entry is `/clear` (Claude's own roll), or an explicit `pin()`.
+
+    `skip`: the entries `TurnTracker` never reads (it reads `user`, `assistant` and `system` only), known by
+    their first bytes: the bookkeeping entries Claude Code writes with `type` as their first key, and the
+    `attachment` entries (the system prompt, the skill and tool listings: most of a record's bytes), whose third
+    key is `attachment`. A quote inside a JSON string is escaped, so these bytes can only be the keys.
     """
+
+    skip = re.compile(
+        rb'\{"type":"(?:api-request-shape|api-request-blob|api-request|file-history-snapshot|mode|permission-mode'
+        rb'|atis-latch|last-prompt|cost-state)"'
+        rb'|\{"parentUuid":(?:null|"[^"\\]*"),"isSidechain":(?:true|false),"attachment":\{'
+    )
 
     def __init__(self, directory: Path, session_id: str | None, *, from_start: bool = False) -> None:
         super().__init__()

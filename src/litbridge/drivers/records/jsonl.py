@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -33,12 +34,19 @@ class JsonlFile:
 
     `from_start=False` skips what the file holds when it is pinned (a resumed conversation's history); a file that
     does not exist yet is read from its start once it appears.
+
+    `skip` (a subclass's): lines its reader never needs, told by their first bytes without parsing them. A CLI's
+    record can be mostly such lines (Claude Code writes its whole system prompt and request shape, tens of KB,
+    into every conversation), and a parse is the dearest step of a poll; skipped lines are counted (`skipped`).
     """
+
+    skip: ClassVar[re.Pattern[bytes] | None] = None
 
     def __init__(self, path: Path | None = None, *, from_start: bool = True) -> None:
         self.path: Path | None = None
         self.offset = 0
         self.corrupt_lines = 0
+        self.skipped = 0
         self._buf = b""
         self._ino: int | None = None
         if path is not None:
@@ -85,9 +93,13 @@ class JsonlFile:
             return []
         self._buf = data[cut + 1 :]
         out: list[dict[str, Any]] = []
+        skip = self.skip
         for line in data[:cut].split(b"\n"):
             line = line.strip()
             if not line:
+                continue
+            if skip is not None and skip.match(line):
+                self.skipped += 1
                 continue
             try:
                 obj = orjson.loads(line)
