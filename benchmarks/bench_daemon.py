@@ -454,7 +454,7 @@ the screen rules + streaming tick's share of the daemon's CPU (%, by the thread-
 `LITBRIDGE_SCALE_PROFILE` adds a py-spy profile's share, not judged)."""
 
 
-SCALE_CLI_NICE = int(os.environ.get("LITBRIDGE_SCALE_CLI_NICE", "10"))
+SCALE_CLI_NICE = int(os.environ.get("LITBRIDGE_SCALE_CLI_NICE", "19"))
 """The scale test's daemon runs its CLIs this many nice levels below itself (`serve --cli-nice`, the setting
 for a daemon with hundreds of CLIs on few cores); `LITBRIDGE_SCALE_CLI_NICE=0` measures without it."""
 
