@@ -14,26 +14,41 @@ from litbridge.daemon.hub import Client, Hub
 
 
 class FakeTransport:
-    def __init__(self) -> None:
+    """Buffers what is written while the writer's gate is shut (a peer that does not read), as a socket's
+    transport does once the kernel's buffer is full."""
+
+    def __init__(self, writer: FakeWriter) -> None:
+        self.writer = writer
         self.aborted = False
 
     def abort(self) -> None:
         self.aborted = True
 
+    def get_write_buffer_size(self) -> int:
+        return 0 if self.writer.gate.is_set() else self.writer.pending
+
+    def is_closing(self) -> bool:
+        return self.aborted or self.writer.closed
+
 
 class FakeWriter:
     def __init__(self) -> None:
         self.data = bytearray()
+        self.pending = 0
+        self.drains = 0
         self.closed = False
-        self.transport = FakeTransport()
+        self.transport = FakeTransport(self)
         self.gate = asyncio.Event()
         self.gate.set()
 
     def write(self, b: bytes) -> None:
         self.data += b
+        self.pending += len(b)
 
     async def drain(self) -> None:
+        self.drains += 1
         await self.gate.wait()
+        self.pending = 0
 
     def close(self) -> None:
         self.closed = True
@@ -86,6 +101,31 @@ async def test_buffer_flush_then_live_and_ring_bound() -> None:
     assert [e["seq"] for e in got[1:]] == list(range(6, 17))
     c.close()
     assert not hub.clients
+
+
+@pytest.mark.asyncio
+async def test_a_drain_is_awaited_only_for_what_the_transport_still_holds() -> None:
+    """A batch the kernel took whole needs no drain (nor a task to wait on one); a peer that stopped reading
+    leaves bytes in the transport, and then the client waits for them before it writes more."""
+    hub = Hub()
+    w = FakeWriter()
+    c = Client(hub, w, "t")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    for i in range(5):
+        hub.publish(ev("s", n=i))
+        await settle()
+    assert len(w.events()) == 6 and w.drains == 0
+    w.gate.clear()  # the peer stops reading: what is written next stays in the transport
+    hub.publish(ev("s", n=5))
+    await settle()
+    hub.publish(ev("s", n=6))
+    await settle()
+    assert w.drains == 1 and [e.get("n") for e in w.events()][-1] == 5, "n=6 waits behind the undrained batch"
+    w.gate.set()
+    await settle()
+    assert [e.get("n") for e in w.events()][-1] == 6
+    c.close()
 
 
 @pytest.mark.asyncio

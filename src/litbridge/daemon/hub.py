@@ -350,7 +350,10 @@ class Client:
                     self.writer.write(b"".join(batch))
                     self._blocked_since = loop.time()
                     self._blocked_size = _buffered(self.writer)
-                    if not await self._drained():
+                    # the kernel took it all (the usual case): no drain to wait for, and no task to make for it
+                    if (
+                        self._blocked_size or self.writer.transport.is_closing()
+                    ) and not await self._drained():
                         return
                     self._blocked_since = None
                     if self._live <= COALESCE_AT // 2:
