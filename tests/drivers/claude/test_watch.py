@@ -34,7 +34,7 @@ def test_driver_completes_from_inotify_with_replace_first_and_closes_the_watch(
     if inotify:
         monkeypatch.setattr(follow, "POLL_WATCHED", 3600.0)  # only the watch can deliver the transcript
     else:
-        monkeypatch.setattr(watch, "Inotify", None)  # as on macOS/Windows: the timer poll does it all
+        monkeypatch.setattr(watch, "INotify", None)  # as on macOS/Windows: the timer poll does it all
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

@@ -66,7 +66,7 @@ def test_follow_a_late_partial_replaced_record(
             pytest.skip("inotify is Linux-only")
         monkeypatch.setattr(follow, "POLL_WATCHED", 3600.0)  # only the watch can deliver
     else:
-        monkeypatch.setattr(watch, "Inotify", None)  # as on macOS/Windows: the timer does it all
+        monkeypatch.setattr(watch, "INotify", None)  # as on macOS/Windows: the timer does it all
     folder = tmp_path / "projects" / "slug"
     path = folder / "record.jsonl"
 

@@ -187,7 +187,7 @@ def test_a_missed_inotify_event_is_caught_by_the_shared_sweep(
 def test_the_fallback_poll_backs_off_on_idle_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without inotify an idle record is looked at less and less often, by a stat (no read); a write brings the
     pace back to fast."""
-    monkeypatch.setattr(watch, "Inotify", None)
+    monkeypatch.setattr(watch, "INotify", None)
     path = tmp_path / "r.jsonl"
     path.write_bytes(_line(1))
 
@@ -229,7 +229,7 @@ def test_claude_lists_its_folder_only_when_a_file_appears(
     if inotify and not watch.available():
         pytest.skip("inotify is Linux-only")
     if not inotify:
-        monkeypatch.setattr(watch, "Inotify", None)
+        monkeypatch.setattr(watch, "INotify", None)
     monkeypatch.setattr(follow, "POLL_WATCHED", 0.2)
     monkeypatch.setattr(follow, "POLL_SLOW", 0.2, raising=False)
     folder = tmp_path / "slug"

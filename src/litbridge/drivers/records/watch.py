@@ -1,17 +1,19 @@
-"""Folder watches for the record followers: Linux inotify through `asyncinotify`, one instance per event loop.
+"""Folder watches for the record followers: Linux inotify through `inotify_simple`, one instance per event loop.
 
 Sessions share one inotify instance (the per-user limit is 128 instances), closed when the last watch goes; a
 folder that does not exist yet is awaited through its nearest existing ancestor. Where inotify is missing (other
 platforms, or an inotify failure) `DirWatch.start` returns None and the follower polls on its timer instead.
 
-The instance's fd is read from the loop (`add_reader`) with asyncinotify's non-blocking `sync_get`, so closing
-the last watch removes the reader and closes the fd at once, with no reader task left to unwind.
+The instance's fd is read from the loop (`add_reader`), everything pending at once (`read(timeout=0)`: plain
+(wd, mask, cookie, name) tuples, about a microsecond an event, where a path object per event cost ten), so
+closing the last watch removes the reader and closes the fd at once, with no reader task left to unwind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,13 +21,15 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 try:
-    from asyncinotify import Inotify, Mask
+    if not sys.platform.startswith("linux"):
+        raise ImportError("inotify is Linux's")
+    from inotify_simple import INotify, flags
 except (ImportError, OSError, AttributeError):  # not Linux (no inotify in the C library)
-    Inotify = None  # type: ignore[assignment,misc]
+    INotify = None  # type: ignore[assignment,misc]
     IN_MODIFY = IN_CREATE = IN_MOVED_TO = IN_IGNORED = IN_Q_OVERFLOW = 0
 else:
-    IN_MODIFY, IN_CREATE, IN_MOVED_TO = int(Mask.MODIFY), int(Mask.CREATE), int(Mask.MOVED_TO)
-    IN_IGNORED, IN_Q_OVERFLOW = int(Mask.IGNORED), int(Mask.Q_OVERFLOW)
+    IN_MODIFY, IN_CREATE, IN_MOVED_TO = int(flags.MODIFY), int(flags.CREATE), int(flags.MOVED_TO)
+    IN_IGNORED, IN_Q_OVERFLOW = int(flags.IGNORED), int(flags.Q_OVERFLOW)
 
 MASK = IN_MODIFY | IN_CREATE | IN_MOVED_TO
 Callback = Callable[[list[tuple[int, str]]], None]
@@ -35,10 +39,9 @@ class _Hub:
     """One inotify instance read on `loop`; callbacks per watch descriptor, each called once per batch read."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        assert Inotify is not None
-        self.ino: Any = Inotify(sync_timeout=0)  # sync_get: None once nothing is pending (never blocks)
-        self.loop, self.fd = loop, self.ino.fd
-        self.watches: dict[int, Any] = {}
+        assert INotify is not None
+        self.ino: Any = INotify(nonblocking=True)
+        self.loop, self.fd = loop, self.ino.fileno()
         self.callbacks: dict[int, list[Callback]] = {}
         try:
             loop.add_reader(self.fd, self._readable)
@@ -48,12 +51,11 @@ class _Hub:
 
     def add(self, path: str, cb: Callback) -> int | None:
         try:
-            watch = self.ino.add_watch(path, Mask(MASK))
+            wd = int(self.ino.add_watch(path, MASK))
         except OSError:
             return None
-        self.watches[watch.wd] = watch
-        self.callbacks.setdefault(watch.wd, []).append(cb)
-        return int(watch.wd)
+        self.callbacks.setdefault(wd, []).append(cb)  # a folder watched twice gets the same wd
+        return wd
 
     def remove(self, wd: int, cb: Callback) -> None:
         cbs = self.callbacks.get(wd)
@@ -63,41 +65,34 @@ class _Hub:
             cbs.remove(cb)
         if not cbs:
             del self.callbacks[wd]
-            watch = self.watches.pop(wd, None)
-            if watch is not None:
-                try:
-                    self.ino.rm_watch(watch)
-                except OSError:  # EINVAL when the folder is gone: its watch went with it
-                    pass
+            try:
+                self.ino.rm_watch(wd)
+            except OSError:  # EINVAL when the folder is gone: its watch went with it
+                pass
 
     def _readable(self) -> None:
         fired: dict[int, list[tuple[int, str]]] = {}
         overflow: list[tuple[int, str]] = []
-        while True:
-            try:
-                ev = self.ino.sync_get()
-            except (BlockingIOError, InterruptedError):
-                break
-            except (OSError, ValueError) as exc:
-                log.warning("inotify read failed: %s", exc)
-                break
-            if ev is None:
-                break
-            mask, name = int(ev.mask), str(ev.name) if ev.name is not None else ""
-            watch = ev.watch
-            if mask & IN_Q_OVERFLOW or watch is None:
+        try:
+            events = self.ino.read(timeout=0)
+        except (BlockingIOError, InterruptedError):
+            return
+        except (OSError, ValueError) as exc:
+            log.warning("inotify read failed: %s", exc)
+            return
+        callbacks = self.callbacks
+        for wd, mask, _cookie, name in events:
+            if mask & IN_Q_OVERFLOW:
                 overflow.append(
                     (mask, name)
                 )  # the kernel queue overflowed: events were lost, everyone re-reads
-                continue
-            fired.setdefault(watch.wd, []).append((mask, name))
+            elif wd in callbacks:  # (a watch removed a moment ago may still have events queued: nobody's)
+                fired.setdefault(wd, []).append((mask, name))
         if overflow:
             for wd in self.callbacks:
                 fired.setdefault(wd, []).extend(overflow)
         for wd, events in fired.items():
             gone = any(m & IN_IGNORED for m, _ in events)  # the folder was removed: its watch is gone
-            if gone:
-                self.watches.pop(wd, None)
             cbs = self.callbacks.pop(wd, []) if gone else list(self.callbacks.get(wd, ()))
             for cb in cbs:
                 try:
@@ -118,8 +113,8 @@ _hubs: dict[asyncio.AbstractEventLoop, _Hub] = {}
 
 
 def available() -> bool:
-    """inotify can be used here (Linux, asyncinotify installed)."""
-    return Inotify is not None
+    """inotify can be used here (Linux, inotify_simple installed)."""
+    return INotify is not None
 
 
 def open_fds() -> int:
@@ -163,7 +158,7 @@ class DirWatch:
         if hub is None or hub.fd < 0:
             try:
                 hub = _hubs[loop] = _Hub(loop)
-            except (OSError, NotImplementedError, RuntimeError, ValueError) as exc:
+            except (OSError, NotImplementedError, RuntimeError, ValueError, AttributeError) as exc:
                 log.info("inotify unavailable (%s): the follower polls instead", exc)
                 return None
         w = cls(hub, directory, on_change, accept)
