@@ -103,6 +103,18 @@ def test_describe_exit() -> None:
     assert common.describe_exit(None) == "exit status unknown"
 
 
+def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`litbridge serve ARGS` run to its end (each caller's arguments make it exit at once)."""
+    return subprocess.run(
+        [sys.executable, "-m", "litbridge", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+
+
 @pytest.mark.parametrize(
     ("path", "problem"),
     [
@@ -113,13 +125,7 @@ def test_describe_exit() -> None:
     ],
 )
 def test_serve_names_the_socket_it_cannot_use(path: str, problem: str) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "litbridge", "serve", "--socket", path],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    out = _serve("--socket", path)
     assert out.returncode == 1
     assert f"litbridge serve: cannot listen on {path}: {problem}" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
@@ -132,14 +138,7 @@ def test_serve_logs_which_emulator_it_runs(tmp_path) -> None:
         ({}, None),
         ({"LITBRIDGE_NO_EXTENSIONS": "1"}, "pyte fallback (LITBRIDGE_NO_EXTENSIONS=1"),
     ):
-        out = subprocess.run(
-            [sys.executable, "-m", "litbridge", "serve", "--socket", "/proc/lb.sock"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, **env},
-        )
+        out = _serve("--socket", "/proc/lb.sock", env=env)
         if expected is None:
             expected = "compiled core (" if term.Terminal is term.NativeTerminal else "pyte fallback ("
         assert f"emulator: {expected}" in out.stderr, out.stderr
@@ -251,3 +250,10 @@ def test_startup_error_excerpt_drops_banner_art() -> None:
     )
     assert meaningful_lines(screen, keep=1) == "Set GEMINI_API_KEY and try again."
     assert meaningful_lines(["", "─" * 40, "█▀▀ █▀█"]) == ""
+
+
+@pytest.mark.parametrize("value", ["20", "-1"])
+def test_serve_refuses_a_cli_nice_out_of_range(value: str) -> None:
+    out = _serve("--socket", "/proc/lb.sock", "--cli-nice", value)
+    assert out.returncode == 2
+    assert f"--cli-nice must be 0-19, not {value}" in out.stderr, out.stderr
