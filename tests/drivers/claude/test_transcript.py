@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import orjson
@@ -358,3 +360,51 @@ def test_a_line_that_only_quotes_a_skipped_entry_is_still_read(tmp_path: Path) -
     got = t.poll()
     assert [e["type"] for e in got] == ["user"] and got[0]["message"]["content"] == quoted
     assert t.skipped == 1
+
+
+def _prompt(text: str) -> dict:
+    return {"type": "user", "message": {"role": "user", "content": text}, "uuid": "u1"}
+
+
+def test_sessions_in_one_folder_read_a_new_file_and_the_folder_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst of sessions in one project folder: each new file there is a possible `/clear` roll for every
+    session, but its head is read once per growth and the folder listed once per change, not once per session."""
+    from litbridge.drivers.claude import transcript
+
+    for i in range(20):
+        (tmp_path / f"s{i}.jsonl").write_bytes(_line({"type": "mode"}))
+    os.utime(tmp_path, ns=(time.time_ns() - 10**9,) * 2)  # a folder that settled a moment ago
+    tailers = [TranscriptTailer(tmp_path, f"s{i}") for i in range(20)]
+    reads: list[str] = []
+    real_open, real_scandir = open, os.scandir
+    monkeypatch.setattr(
+        transcript, "open", lambda p, *a: reads.append(str(p)) or real_open(p, *a), raising=False
+    )
+    listings: list[str] = []
+    monkeypatch.setattr(transcript.os, "scandir", lambda p: listings.append(str(p)) or real_scandir(p))
+    (tmp_path / "other.jsonl").write_bytes(_line({"type": "mode"}) + _line(_prompt("hello")))
+    os.utime(tmp_path, ns=(time.time_ns() - 10**9,) * 2)
+    assert [t.find_clear_roll("/w") for t in tailers] == [None] * 20
+    assert reads == [str(tmp_path / "other.jsonl")] and len(listings) == 1
+    assert all(t.ruled_out == {"other.jsonl"} for t in tailers)
+    clear = {"type": "user", "cwd": "/w", "message": {"content": "<command-name>/clear</command-name>"}}
+    (tmp_path / "rolled.jsonl").write_bytes(_line({"type": "mode"}))
+    os.utime(tmp_path, ns=(time.time_ns() - 10**9,) * 2)
+    assert [t.find_clear_roll("/w") for t in tailers] == [None] * 20  # no user entry yet: undecided
+    with open(tmp_path / "rolled.jsonl", "ab") as fh:
+        fh.write(_line(clear))  # it grew: read once more, for everyone
+    assert [t.find_clear_roll("/w") for t in tailers] == ["rolled"] * 20
+    assert reads.count(str(tmp_path / "rolled.jsonl")) == 2 and len(listings) == 2
+
+
+def test_a_folder_listed_while_it_changes_is_listed_again(tmp_path: Path) -> None:
+    """A file created in the same clock tick as the listing before it does not move the folder's mtime: a
+    listing of a folder that changed a moment ago is not kept."""
+    from litbridge.drivers.claude.transcript import folder_names
+
+    (tmp_path / "a.jsonl").write_bytes(b"")
+    assert folder_names(tmp_path) == {"a.jsonl"}
+    (tmp_path / "b.jsonl").write_bytes(b"")
+    assert folder_names(tmp_path) == {"a.jsonl", "b.jsonl"}

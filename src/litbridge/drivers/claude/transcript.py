@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +90,78 @@ def project_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
 # ---------------------------------------------------------------------------------------------- tailer
 
 
+# Sessions in one project folder each look at the folder and at the heads of the files new in it (a `/clear`
+# roll is a new file): what they learn is the same for all of them, so it is learnt once per folder change and
+# once per file growth, not once per session (a burst of N sessions in one folder was N² listings and reads).
+_LISTINGS: dict[str, tuple[int, frozenset[str]]] = {}
+_HEADS: dict[str, tuple[int, int, bool, tuple[tuple[str, str | None], ...]]] = {}
+_RACY_NS = 50_000_000  # a folder changed this recently may change again within its mtime's granularity
+_CACHE_MAX = 4096
+
+
+def folder_names(directory: Path) -> frozenset[str]:
+    """The `.jsonl` names in `directory`, listed again only when its mtime moved (a listing taken while the
+    folder was still changing is not kept: a file created in the same clock tick would not move the mtime)."""
+    key = str(directory)
+    try:
+        mtime = os.stat(key).st_mtime_ns
+    except OSError:
+        return frozenset()
+    cached = _LISTINGS.get(key)
+    if cached is not None and cached[0] == mtime:
+        return cached[1]
+    try:
+        with os.scandir(key) as it:
+            names = frozenset(e.name for e in it if e.name.endswith(".jsonl"))
+    except OSError:
+        return frozenset()
+    if time.time_ns() - mtime > _RACY_NS:
+        if len(_LISTINGS) >= _CACHE_MAX:
+            _LISTINGS.clear()
+        _LISTINGS[key] = (mtime, names)
+    return names
+
+
+def head_entries(path: Path) -> tuple[tuple[str, str | None], ...]:
+    """What the head of a transcript (its first 12 lines, 16 KB at most) says, in order, up to its first typed
+    prompt: ("clear", cwd) for a `/clear` command, ("prompt", None) for a typed prompt. Read again only when the
+    file grew, and never once the head is complete or holds a prompt (the file is append-only)."""
+    key = str(path)
+    try:
+        st = os.stat(key)
+    except OSError:
+        return ()
+    cached = _HEADS.get(key)
+    if cached is not None and cached[0] == st.st_ino and (cached[2] or cached[1] == st.st_size):
+        return cached[3]
+    try:
+        with open(key, "rb") as fh:
+            head = fh.read(16384)
+    except OSError:
+        return ()
+    lines = head.split(b"\n")
+    final = len(head) == 16384 or len(lines) > 12
+    found: list[tuple[str, str | None]] = []
+    for raw in lines[:12]:
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(obj, dict) or obj.get("type") != "user":
+            continue
+        content = (obj.get("message") or {}).get("content")
+        if isinstance(content, str) and content.startswith("<command-name>/clear</command-name>"):
+            found.append(("clear", obj.get("cwd")))
+        if prompt_text(obj) is not None:
+            found.append(("prompt", None))
+            final = True
+            break
+    if len(_HEADS) >= _CACHE_MAX:
+        _HEADS.clear()
+    _HEADS[key] = (st.st_ino, len(head), final, tuple(found))
+    return _HEADS[key][3]
+
+
 class TranscriptTailer(JsonlFile):
     """Reads the pinned `<session-id>.jsonl` in whole lines (`records.JsonlFile`); follows `/clear` rolls.
 
@@ -117,13 +190,9 @@ class TranscriptTailer(JsonlFile):
         else:
             self._snapshot = self._list()
 
-    def _list(self) -> set[str]:
-        """The transcripts' names in the folder (a listing, not `Path.glob`: taken at every create)."""
-        try:
-            with os.scandir(self.directory) as it:
-                return {e.name for e in it if e.name.endswith(".jsonl")}
-        except OSError:
-            return set()
+    def _list(self) -> frozenset[str]:
+        """The transcripts' names in the folder (`folder_names`: shared by every session in it)."""
+        return folder_names(self.directory)
 
     def pin(self, session_id: str, *, from_start: bool = True) -> None:  # type: ignore[override]
         """Follow another file of this session (resume discovery, `/clear`)."""
@@ -136,24 +205,10 @@ class TranscriptTailer(JsonlFile):
         that starts with a typed prompt is another conversation and is not read again (`ruled_out`): sessions
         sharing a project folder each start a file there."""
         for name in sorted(self._list() - self._snapshot - self.ruled_out):
-            path = self.directory / name
-            try:
-                with open(path, "rb") as fh:
-                    head = fh.read(16384)
-            except OSError:
-                continue
-            for raw in head.split(b"\n")[:12]:
-                try:
-                    obj = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                if obj.get("type") != "user":
-                    continue
-                content = (obj.get("message") or {}).get("content")
-                if isinstance(content, str) and content.startswith("<command-name>/clear</command-name>"):
-                    if cwd is None or obj.get("cwd") in (None, cwd):
-                        return name[: -len(".jsonl")]
-                if prompt_text(obj) is not None:
+            for kind, where in head_entries(self.directory / name):
+                if kind == "clear" and (cwd is None or where in (None, cwd)):
+                    return name[: -len(".jsonl")]
+                if kind == "prompt":
                     self.ruled_out.add(name)  # a typed prompt before any `/clear`: another conversation
                     break
         return None
