@@ -386,16 +386,17 @@ def test_sessions_in_one_folder_read_a_new_file_and_the_folder_once(
     monkeypatch.setattr(transcript.os, "scandir", lambda p: listings.append(str(p)) or real_scandir(p))
     (tmp_path / "other.jsonl").write_bytes(_line({"type": "mode"}) + _line(_prompt("hello")))
     os.utime(tmp_path, ns=(time.time_ns() - 10**9,) * 2)
-    assert [t.find_clear_roll("/w") for t in tailers] == [None] * 20
+    assert [t.find_clear_roll("/w", 100.0) for t in tailers] == [None] * 20
     assert reads == [str(tmp_path / "other.jsonl")] and len(listings) == 1
     assert all(t.ruled_out == {"other.jsonl"} for t in tailers)
     clear = {"type": "user", "cwd": "/w", "message": {"content": "<command-name>/clear</command-name>"}}
     (tmp_path / "rolled.jsonl").write_bytes(_line({"type": "mode"}))
     os.utime(tmp_path, ns=(time.time_ns() - 10**9,) * 2)
-    assert [t.find_clear_roll("/w") for t in tailers] == [None] * 20  # no user entry yet: undecided
+    assert [t.find_clear_roll("/w", 101.0) for t in tailers] == [None] * 20  # no user entry yet: undecided
     with open(tmp_path / "rolled.jsonl", "ab") as fh:
-        fh.write(_line(clear))  # it grew: read once more, for everyone
-    assert [t.find_clear_roll("/w") for t in tailers] == ["rolled"] * 20
+        fh.write(_line(clear))  # it grew: once the first look has aged, read once more, for everyone
+    assert [t.find_clear_roll("/w", 101.1) for t in tailers] == [None] * 20
+    assert [t.find_clear_roll("/w", 101.5) for t in tailers] == ["rolled"] * 20
     assert reads.count(str(tmp_path / "rolled.jsonl")) == 2 and len(listings) == 2
 
 

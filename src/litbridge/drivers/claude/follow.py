@@ -106,7 +106,7 @@ class TranscriptFollower(RecordFollower[TurnTracker]):
         if now < self._new_file_until and now - self._last_clear_check >= 0.5:
             # a roll is only looked for while a new file is about (a watch event, or the folder's mtime moved)
             self._last_clear_check = now
-            rolled = tailer.find_clear_roll(self.cwd)
+            rolled = tailer.find_clear_roll(self.cwd, now)
             if rolled and rolled != tailer.session_id:
                 self.host.log.info("claude: /clear rolled the transcript to %s", rolled)
                 tailer.pin(rolled, from_start=True)

@@ -94,8 +94,9 @@ def project_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
 # roll is a new file): what they learn is the same for all of them, so it is learnt once per folder change and
 # once per file growth, not once per session (a burst of N sessions in one folder was N² listings and reads).
 _LISTINGS: dict[str, tuple[int, frozenset[str]]] = {}
-_HEADS: dict[str, tuple[int, int, bool, tuple[tuple[str, str | None], ...]]] = {}
+_HEADS: dict[str, tuple[int, int, bool, tuple[tuple[str, str | None], ...], float]] = {}
 _RACY_NS = 50_000_000  # a folder changed this recently may change again within its mtime's granularity
+HEAD_FRESH = 0.25  # s: an undecided head one session looked at is taken as is by the others for this long
 _CACHE_MAX = 4096
 
 
@@ -122,17 +123,23 @@ def folder_names(directory: Path) -> frozenset[str]:
     return names
 
 
-def head_entries(path: Path) -> tuple[tuple[str, str | None], ...]:
+def head_entries(path: str, now: float | None = None) -> tuple[tuple[str, str | None], ...]:
     """What the head of a transcript (its first 12 lines, 16 KB at most) says, in order, up to its first typed
-    prompt: ("clear", cwd) for a `/clear` command, ("prompt", None) for a typed prompt. Read again only when the
-    file grew, and never once the head is complete or holds a prompt (the file is append-only)."""
-    key = str(path)
+    prompt: ("clear", cwd) for a `/clear` command, ("prompt", None) for a typed prompt. Never read again once the
+    head is complete or holds a prompt (the file is append-only, its name a fresh uuid); else read again when it
+    grew. `now` (the asker's loop time): a look another session took less than HEAD_FRESH seconds before is
+    taken as is, with no stat (a follower asks every 0.5 s, so its own looks are never taken over)."""
+    key = path
+    cached = _HEADS.get(key)
+    if cached is not None and (cached[2] or (now is not None and 0 <= now - cached[4] < HEAD_FRESH)):
+        return cached[3]
     try:
         st = os.stat(key)
     except OSError:
         return ()
-    cached = _HEADS.get(key)
-    if cached is not None and cached[0] == st.st_ino and (cached[2] or cached[1] == st.st_size):
+    seen = -HEAD_FRESH if now is None else now
+    if cached is not None and cached[0] == st.st_ino and cached[1] == st.st_size:
+        _HEADS[key] = (*cached[:4], seen)
         return cached[3]
     try:
         with open(key, "rb") as fh:
@@ -158,8 +165,9 @@ def head_entries(path: Path) -> tuple[tuple[str, str | None], ...]:
             break
     if len(_HEADS) >= _CACHE_MAX:
         _HEADS.clear()
-    _HEADS[key] = (st.st_ino, len(head), final, tuple(found))
-    return _HEADS[key][3]
+    verdict = tuple(found)
+    _HEADS[key] = (st.st_ino, len(head), final, verdict, seen)
+    return verdict
 
 
 class TranscriptTailer(JsonlFile):
@@ -200,12 +208,13 @@ class TranscriptTailer(JsonlFile):
         self._snapshot = self._list()
         super().pin(self.directory / f"{session_id}.jsonl", from_start=from_start)
 
-    def find_clear_roll(self, cwd: str | None = None) -> str | None:
+    def find_clear_roll(self, cwd: str | None = None, now: float | None = None) -> str | None:
         """Session id of a file created since the pin that starts with a `/clear` command (Claude's roll). A file
         that starts with a typed prompt is another conversation and is not read again (`ruled_out`): sessions
-        sharing a project folder each start a file there."""
+        sharing a project folder each start a file there. `now`: the follower's loop time (`head_entries`)."""
+        folder = os.path.join(self.directory, "")
         for name in sorted(self._list() - self._snapshot - self.ruled_out):
-            for kind, where in head_entries(self.directory / name):
+            for kind, where in head_entries(folder + name, now):
                 if kind == "clear" and (cwd is None or where in (None, cwd)):
                     return name[: -len(".jsonl")]
                 if kind == "prompt":
