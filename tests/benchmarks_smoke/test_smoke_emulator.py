@@ -11,7 +11,13 @@ from smoke_run import ROOT, expect_rows, judges_no_target, pytest_in_benchmarks
 
 from fetch_fixtures import CAPTURES
 
-FILES = ["bench_emulator.py", "bench_accuracy.py", "bench_screen_rules.py", "bench_spawn.py"]
+FILES = [
+    "bench_emulator.py",
+    "bench_accuracy.py",
+    "bench_screen_rules.py",
+    "bench_spawn.py",
+    "bench_records.py",
+]
 
 
 @pytest.mark.timeout(960)
@@ -68,6 +74,15 @@ def test_screen_rules_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
         "| gemini | **all 1** |",
     ]
     expect_rows(smoke_output, "litbridge screen rules + streaming tick, CPU per replay (same run)", rows)
+
+
+@pytest.mark.timeout(960)
+def test_records_benchmark_runs_at_smoke_size(smoke_output: str) -> None:
+    rows = [
+        "| sessions in one folder | one roll check each (CPU) | per session |",
+        "| 20 sessions, 20 new files |",
+    ]
+    expect_rows(smoke_output, "litbridge record following, sessions sharing a folder", rows)
 
 
 @pytest.mark.timeout(960)
