@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from litbridge.daemon import paths
 from litbridge.protocol.spec import MAX_LINE
@@ -142,7 +142,7 @@ class WebServer(GuardedSite):
         if not self.origin_ok(request):
             log.warning("web: refused a WebSocket from Origin %r", request.headers.get("Origin"))
             raise web.HTTPForbidden(text="litbridge: cross-origin WebSocket refused\n")
-        ws = web.WebSocketResponse(max_msg_size=MAX_LINE + 1, heartbeat=30.0)
+        ws = _WebSocket(max_msg_size=MAX_LINE + 1, heartbeat=30.0)
         await ws.prepare(request)
         self._sockets.add(ws)
         if not await self._authenticate(ws):
@@ -197,6 +197,8 @@ class WebServer(GuardedSite):
                 elif msg.type == WSMsgType.BINARY:
                     data = msg.data
                 else:
+                    if isinstance(ws, _WebSocket) and ws.refused:
+                        await _WebSocket.linger(request_of(ws))
                     break
                 if first is None and not data.endswith(b"\n"):
                     data += b"\n"  # one command per message
@@ -228,6 +230,52 @@ class WebServer(GuardedSite):
         selector = json.dumps({"session": key, "control": control}).encode() + b"\n"
         await self._pipe(ws, self.daemon.serve_attach, selector, typing=control)
         return ws
+
+
+# s: how long a refused sender is given to read the close frame (and close) before the socket goes
+LINGER = 2.0
+
+
+def request_of(ws: web.WebSocketResponse) -> web.BaseRequest | None:
+    """The request a WebSocket answered (aiohttp keeps it private), for its transport and connection."""
+    return getattr(ws, "_req", None)
+
+
+class _WebSocket(web.WebSocketResponse):
+    """A frame over the line limit is refused with close code 1009, but its sender is usually still sending it:
+    closing the socket then, with its bytes unread, makes the kernel reset the connection, and the reset can
+    reach the sender before it has read the close frame (it then sees 1006, and not why). So for that close the
+    socket is only half-closed (the close frame, then FIN), what still arrives is dropped unread, and the handler
+    lingers (`linger`) until the peer has closed or LINGER has passed; aiohttp closes the socket after that.
+    `_close_transport` is aiohttp's own step (3.x): were it renamed, the socket would close at once, as before."""
+
+    refused = False  # a frame over the limit was refused (aiohttp then reports the close as abnormal)
+
+    async def close(self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True) -> bool:
+        if code == WSCloseCode.MESSAGE_TOO_BIG:
+            self.refused = True
+        return await super().close(code=code, message=message, drain=drain)
+
+    def _close_transport(self) -> None:
+        req = request_of(self)
+        transport = req.transport if req is not None else None
+        if not self.refused or req is None or transport is None:
+            super()._close_transport()
+            return
+        req.protocol.close()  # the connection takes no more messages: the bytes still coming are dropped
+        try:
+            transport.write_eof()
+        except (OSError, RuntimeError, NotImplementedError):
+            super()._close_transport()
+
+    @staticmethod
+    async def linger(req: web.BaseRequest | None) -> None:
+        transport = req.transport if req is not None else None
+        deadline = asyncio.get_running_loop().time() + LINGER
+        while transport is not None and not transport.is_closing():
+            if asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.05)
 
 
 class _Flow:
