@@ -214,31 +214,3 @@ def test_a_waiting_watch_does_not_look_at_the_disk_for_other_sessions_folders(
         w.close()
 
     asyncio.run(main())
-
-
-def test_events_of_a_closed_watch_wake_no_other_watch(tmp_path: Path) -> None:
-    """Closing a watch queues the kernel's IN_IGNORED for it (and writes just before may still be queued): they
-    belong to nobody now, and must not make every other session's follower re-read as a lost queue would."""
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        (tmp_path / "a").mkdir()
-        (tmp_path / "b").mkdir()
-        hits: dict[str, int] = {"a": 0, "b": 0}
-        wa = watch.DirWatch.start(loop, tmp_path / "a", lambda: hits.__setitem__("a", hits["a"] + 1))
-        wb = watch.DirWatch.start(loop, tmp_path / "b", lambda: hits.__setitem__("b", hits["b"] + 1))
-        assert wa is not None and wb is not None
-        for _ in range(3):
-            _append_line(tmp_path / "a" / "s.jsonl")
-        wa.close()  # its writes and its IN_IGNORED are still queued
-        await asyncio.sleep(0.3)
-        assert hits == {"a": 0, "b": 0}
-        _append_line(tmp_path / "b" / "s.jsonl")
-        for _ in range(100):
-            if hits["b"]:
-                break
-            await asyncio.sleep(0.02)
-        assert hits == {"a": 0, "b": 1}
-        wb.close()
-
-    asyncio.run(main())

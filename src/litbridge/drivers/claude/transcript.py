@@ -94,7 +94,8 @@ def project_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
 # roll is a new file): what they learn is the same for all of them, so it is learnt once per folder change and
 # once per file growth, not once per session (a burst of N sessions in one folder was N² listings and reads).
 _LISTINGS: dict[str, tuple[int, frozenset[str]]] = {}
-_HEADS: dict[str, tuple[int, int, bool, tuple[tuple[str, str | None], ...], float]] = {}
+# path -> (inode, bytes read, final, what the head says, loop time of the last look or None)
+_HEADS: dict[str, tuple[int, int, bool, tuple[tuple[str, str | None], ...], float | None]] = {}
 _RACY_NS = 50_000_000  # a folder changed this recently may change again within its mtime's granularity
 HEAD_FRESH = 0.25  # s: an undecided head one session looked at is taken as is by the others for this long
 _CACHE_MAX = 4096
@@ -131,15 +132,16 @@ def head_entries(path: str, now: float | None = None) -> tuple[tuple[str, str | 
     taken as is, with no stat (a follower asks every 0.5 s, so its own looks are never taken over)."""
     key = path
     cached = _HEADS.get(key)
-    if cached is not None and (cached[2] or (now is not None and 0 <= now - cached[4] < HEAD_FRESH)):
+    if cached is not None and (
+        cached[2] or (now is not None and cached[4] is not None and 0 <= now - cached[4] < HEAD_FRESH)
+    ):
         return cached[3]
     try:
         st = os.stat(key)
     except OSError:
         return ()
-    seen = -HEAD_FRESH if now is None else now
     if cached is not None and cached[0] == st.st_ino and cached[1] == st.st_size:
-        _HEADS[key] = (*cached[:4], seen)
+        _HEADS[key] = (*cached[:4], now)
         return cached[3]
     try:
         with open(key, "rb") as fh:
@@ -166,7 +168,7 @@ def head_entries(path: str, now: float | None = None) -> tuple[tuple[str, str | 
     if len(_HEADS) >= _CACHE_MAX:
         _HEADS.clear()
     verdict = tuple(found)
-    _HEADS[key] = (st.st_ino, len(head), final, verdict, seen)
+    _HEADS[key] = (st.st_ino, len(head), final, verdict, now)
     return verdict
 
 

@@ -82,10 +82,8 @@ class _Hub:
             return
         callbacks = self.callbacks
         for wd, mask, _cookie, name in events:
-            if mask & IN_Q_OVERFLOW:
-                overflow.append(
-                    (mask, name)
-                )  # the kernel queue overflowed: events were lost, everyone re-reads
+            if mask & IN_Q_OVERFLOW:  # the kernel queue overflowed: events were lost, everyone re-reads
+                overflow.append((mask, name))
             elif wd in callbacks:  # (a watch removed a moment ago may still have events queued: nobody's)
                 fired.setdefault(wd, []).append((mask, name))
         if overflow:
