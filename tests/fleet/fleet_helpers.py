@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import nats.js.errors
 import orjson
-from lbd_helpers import check_event
+from lbd_helpers import Conn, check_event
 
 from litbridge.fleet import subjects
 
@@ -70,6 +70,23 @@ async def nats_client(url: str, *daemons: str) -> AsyncIterator[tuple[Any, Any]]
         yield nc, nc.jetstream()
     finally:
         await nc.close()
+
+
+@contextlib.asynccontextmanager
+async def local_socket(socket_path: str) -> AsyncIterator[Conn]:
+    """A connection to a daemon's own Unix socket, past its `monitor_ready`; closed at the end."""
+    conn = await Conn.open(socket_path)
+    try:
+        await conn.wait("monitor_ready")
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def turn(conn: Conn, session: str, content: str, timeout: float = WAIT) -> dict[str, Any]:
+    """Send `content` to `session` over `conn` and wait for its `complete`."""
+    await conn.request({"cmd": "send", "session": session, "content": content}, "accepted")
+    return await conn.wait("complete", timeout=timeout)
 
 
 class Stored:
@@ -154,6 +171,15 @@ async def wait_registry(
     js: Any, pred: Callable[[dict[str, dict[str, Any]]], bool], timeout: float = WAIT, what: str = "registry"
 ) -> dict[str, dict[str, Any]]:
     return await _wait(lambda: registry(js), pred, timeout, what, lambda got: f"registry: {got}")
+
+
+def completes(stored: list[Stored], daemon: str, marker: str) -> list[Stored]:
+    """The `complete` events of `daemon` whose answer holds `marker`."""
+    return [
+        m
+        for m in of_daemon(stored, daemon)
+        if m.event["event"] == "complete" and marker in (m.event.get("content") or "")
+    ]
 
 
 def of_daemon(stored: list[Stored], daemon: str) -> list[Stored]:

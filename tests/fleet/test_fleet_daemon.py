@@ -17,10 +17,13 @@ import pytest
 from fleet_helpers import (
     FLEET,
     check_order,
+    completes,
+    local_socket,
     nats_client,
     of_daemon,
     read_stream,
     request,
+    turn,
     wait_registry,
     wait_stream,
 )
@@ -29,14 +32,6 @@ from lbd_helpers import Conn, bash_create
 from litbridge.fleet import subjects
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def completes(stored, daemon, marker):
-    return [
-        m
-        for m in of_daemon(stored, daemon)
-        if m.event["event"] == "complete" and marker in (m.event.get("content") or "")
-    ]
 
 
 @pytest.mark.asyncio
@@ -199,17 +194,12 @@ async def test_nats_restart_mid_turn_loses_and_repeats_nothing(nats_server, flee
 async def test_ring_overflow_while_nats_is_down_is_a_replay_gap(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1, env={"LITBRIDGE_RING_BYTES": "3000"})
     async with nats_client(nats_server.url, d.name) as (nc, js):
-        conn = await Conn.open(d.socket)
-        try:
-            await conn.wait("monitor_ready")
+        async with local_socket(d.socket) as conn:
             await request(nc, d.name, bash_create("g"))
             await wait_stream(js, lambda got: any(m.event["event"] == "ready" for m in got))
             nats_server.stop()
             for i in range(8):  # driven over the local socket meanwhile: far more than 3000 bytes of events
-                await conn.request(
-                    {"cmd": "send", "session": "g", "content": f"echo {'x' * 200}-{i}"}, "accepted"
-                )
-                await conn.wait("complete", timeout=60)
+                await turn(conn, "g", f"echo {'x' * 200}-{i}")
             nats_server.start()
             stored = await wait_stream(
                 js, lambda got: completes(got, d.name, "-7"), what="last turn after restart"
@@ -227,8 +217,6 @@ async def test_ring_overflow_while_nats_is_down_is_a_replay_gap(nats_server, fle
             where = stored.index(gap)
             assert all(m.event["seq"] < lo for m in stored[:where] if "seq" in m.event)
             assert all(m.event["seq"] > hi for m in stored[where + 1 :] if "seq" in m.event)
-        finally:
-            await conn.close()
 
 
 @pytest.mark.asyncio
@@ -313,9 +301,7 @@ async def test_clean_stop_removes_its_registry_entries(nats_server, fleet_daemon
 async def test_an_event_larger_than_max_payload_is_a_replay_gap(nats_server, fleet_daemons):
     (d,) = fleet_daemons(1)
     async with nats_client(nats_server.url, d.name) as (nc, js):
-        conn = await Conn.open(d.socket)
-        try:
-            await conn.wait("monitor_ready")
+        async with local_socket(d.socket) as conn:
             await request(nc, d.name, bash_create("big"))
             script = "printf 'y%.0s' $(seq 1 12000); echo; echo small-after"
             await request(nc, d.name, {"cmd": "send", "session": "big", "content": script})
@@ -329,8 +315,6 @@ async def test_an_event_larger_than_max_payload_is_a_replay_gap(nats_server, fle
             assert {"event": "replay_gap", "from_seq": big["seq"], "to_seq": big["seq"]} in gaps, gaps
             assert big["seq"] not in [m.event.get("seq") for m in stored]
             check_order(stored, stored[0].headers[subjects.MSG_ID].split(":")[0])
-        finally:
-            await conn.close()
 
 
 @pytest.mark.asyncio

@@ -8,21 +8,23 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fleet_helpers import check_order, nats_client, of_daemon, read_stream, request, wait_stream
-from lbd_helpers import Conn, bash_create, check_event
+from fleet_helpers import (
+    WAIT,
+    check_order,
+    completes,
+    local_socket,
+    nats_client,
+    of_daemon,
+    read_stream,
+    request,
+    turn,
+    wait_stream,
+)
+from lbd_helpers import bash_create, check_event
 
 from litbridge.fleet.client import Fleet
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(300)]
-
-WAIT = 60.0
-
-
-def completes(stored: list[Any], daemon: str, marker: str) -> bool:
-    return any(
-        m.event["event"] == "complete" and marker in (m.event.get("content") or "")
-        for m in of_daemon(stored, daemon)
-    )
 
 
 def covers(ev: dict[str, Any]) -> tuple[int, int]:
@@ -68,27 +70,18 @@ async def test_since_replay_keeps_a_published_gap_and_skips_nothing(nats_server,
     the gap included, every kept event, in order, no duplicate."""
     (d,) = fleet_daemons(1, env={"LITBRIDGE_RING_BYTES": "3000"})
     async with nats_client(nats_server.url, d.name) as (nc, js):
-        conn = await Conn.open(d.socket)
-        try:
-            await conn.wait("monitor_ready")
+        async with local_socket(d.socket) as conn:
             await request(nc, d.name, bash_create("g"))
             for i in range(3):  # events before the outage: the gap will sit in the middle of the stream
-                await conn.request({"cmd": "send", "session": "g", "content": f"echo before-{i}"}, "accepted")
-                await conn.wait("complete", timeout=WAIT)
+                await turn(conn, "g", f"echo before-{i}")
             await wait_stream(js, lambda got: completes(got, d.name, "before-2"), what="turns before")
             nats_server.stop()
             for i in range(8):  # far more than the ring's 3000 bytes while NATS is away
-                await conn.request(
-                    {"cmd": "send", "session": "g", "content": f"echo {'x' * 200}-{i}"}, "accepted"
-                )
-                await conn.wait("complete", timeout=WAIT)
+                await turn(conn, "g", f"echo {'x' * 200}-{i}")
             nats_server.start()
             for i in range(3):  # and events after it
-                await conn.request({"cmd": "send", "session": "g", "content": f"echo after-{i}"}, "accepted")
-                await conn.wait("complete", timeout=WAIT)
+                await turn(conn, "g", f"echo after-{i}")
             stored = await wait_stream(js, lambda got: completes(got, d.name, "after-2"), what="turns after")
-        finally:
-            await conn.close()
     stored = of_daemon(stored, d.name)
     check_order(stored, stored[0].headers["Nats-Msg-Id"].split(":")[0])
     (gap,) = [m.event for m in stored if m.event["event"] == "replay_gap"]
@@ -138,15 +131,10 @@ async def test_a_replay_whose_last_message_went_unnoticed_still_ends(nats_server
 
     (d,) = fleet_daemons(1)
     async with nats_client(nats_server.url, d.name) as (nc, js):
-        conn = await Conn.open(d.socket)
-        try:
-            await conn.wait("monitor_ready")
+        async with local_socket(d.socket) as conn:
             await request(nc, d.name, bash_create("w"))
-            await conn.request({"cmd": "send", "session": "w", "content": "echo watched"}, "accepted")
-            await conn.wait("complete", timeout=WAIT)
+            await turn(conn, "w", "echo watched")
             stored = await wait_stream(js, lambda got: completes(got, d.name, "watched"), what="the turn")
-        finally:
-            await conn.close()
     stored = of_daemon(stored, d.name)
     monkeypatch.setattr(fleet_client.FleetEventStream, "_is_last", lambda self, msg: False)
     monkeypatch.setattr(fleet_client, "REPLAY_IDLE_CHECK", 0.2)
