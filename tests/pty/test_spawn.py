@@ -279,10 +279,11 @@ def _children() -> set[int]:
 
 
 def _group(pid: int | str) -> tuple[str, int] | None:
-    """(autogroup, its nice) of a process, None on a kernel without autogroup."""
+    """(autogroup, its nice) of a process, None on a kernel without autogroup or for a process whose
+    scheduling group is not an autogroup (the file reads empty, as in a container with its own cgroup)."""
     try:
         name, _, value = Path(f"/proc/{pid}/autogroup").read_text().split()
-    except OSError:
+    except (OSError, ValueError):
         return None
     return name, int(value)
 
@@ -322,6 +323,33 @@ def test_a_process_sharing_the_daemons_session_group_keeps_that_group_as_it_is()
         )
         assert group is None
         assert _group("self") == own_group
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_session_group_that_is_not_an_autogroup_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a container whose cgroup has its own CPU group, `/proc/<pid>/autogroup` exists but reads empty: the
+    process is lowered, no group is written, nothing raises."""
+    import io
+
+    import litbridge.pty as pty_module
+
+    opened: list[tuple[str, str]] = []
+
+    def fake_open(path: str, mode: str = "r") -> io.StringIO:
+        opened.append((path, mode))
+        return io.StringIO("")
+
+    monkeypatch.setattr(pty_module, "open", fake_open, raising=False)
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        value, group = pty_module.lower_priority(p.pid, 3)
+        assert (
+            value == os.getpriority(os.PRIO_PROCESS, p.pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
+        )
+        assert group is None
+        assert opened and all(mode == "r" for _, mode in opened), "nothing was written"
     finally:
         p.kill()
         p.wait()

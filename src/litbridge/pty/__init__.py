@@ -132,7 +132,8 @@ def lower_priority(pid: int, nice: int) -> tuple[int, int | None]:
 
 def _autogroup(pid: str) -> tuple[str, int] | None:
     """A process's autogroup and its nice value (`/proc/<pid>/autogroup`: "/autogroup-N nice V"), or None
-    (not Linux, a kernel without autogroup, the process gone)."""
+    (not Linux, a kernel without autogroup, a process whose scheduling group is a cgroup's rather than an
+    autogroup — the file then reads empty, as in many containers — or the process gone)."""
     try:
         with open(f"/proc/{pid}/autogroup") as f:
             name, _, value = f.read().split()
