@@ -24,6 +24,7 @@ from litbridge.keys import encode_keys
 from litbridge.protocol import events as ev
 from litbridge.protocol.spec import DEFAULT_CLI
 from litbridge.term import Terminal
+from litbridge.timers import Timer, Timers
 from litbridge.turns import HOLD_LIMIT, INTERRUPT_FALLBACK, TurnDesk
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,9 @@ class Session:
         self.last_output_at = 0.0
         self.spawned_at = 0.0
         self.created_wall = time.time()
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._timers: list[Timer] = []  # armed through call_later: cancelled when the CLI dies
+        self._timers_prune_at = 64
+        self._timer_wheel = Timers.for_loop(self.loop)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._eval_pending = False
         self._sync_timer: asyncio.TimerHandle | None = None
@@ -690,17 +693,17 @@ class Session:
         if self.child is not None and not self.dead:
             self.child.close_stdin()
 
-    def call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
-        handle: asyncio.TimerHandle
-
-        def run() -> None:
-            self._timers.discard(handle)
-            if not self.dead:
-                callback()
-
-        handle = self.loop.call_later(delay, run)
-        self._timers.add(handle)
-        return handle
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
+        """`callback` in `delay` seconds unless the CLI died first (one heap entry: see `litbridge.timers`)."""
+        if self.dead:
+            return Timer.spent(callback)
+        timer = self._timer_wheel.call_later(delay, callback)
+        timers = self._timers
+        timers.append(timer)
+        if len(timers) > self._timers_prune_at:  # fired and cancelled ones go now and then, not one by one
+            timers[:] = [t for t in timers if not t.cancelled()]
+            self._timers_prune_at = max(64, 2 * len(timers))
+        return timer
 
     def set_state(self, state: str) -> None:
         if state != self.state:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from litbridge.errors import DriverError
 from litbridge.protocol import events as ev
 from litbridge.protocol.spec import TURN_ERROR_KINDS
+from litbridge.timers import Cancellable
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -102,7 +103,7 @@ class DeskHost(Protocol):
     @property
     def log(self) -> logging.Logger | logging.LoggerAdapter[logging.Logger]: ...
 
-    def call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle: ...
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Cancellable: ...
 
     def set_state(self, state: str) -> None: ...
 
@@ -120,7 +121,7 @@ class TurnDesk:
         self._end_watchers: list[Callable[[Turn], None]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._pump_pending = False
-        self._hold_timer: asyncio.TimerHandle | None = None
+        self._hold_timer: Cancellable | None = None
         self._held: tuple[Turn, float] | None = None  # the queue head reported held, and since when
         self.dispatching = False
         self._last_thinking: str | None = None

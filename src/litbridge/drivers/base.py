@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from litbridge.errors import DriverError  # the contract's; defined below the turn desk (it catches it)
+from litbridge.timers import Cancellable
 
 if TYPE_CHECKING:
     from litbridge.turns import TurnDesk
@@ -122,7 +123,7 @@ class DriverHost(Protocol):
     def close_stdin(self) -> None:
         """EOF on the child's stdin once queued writes are flushed (pipes transport; no-op for a PTY)."""
 
-    def call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Cancellable:
         """A timer that is cancelled automatically when the session dies."""
 
     def set_state(self, state: str) -> None:

@@ -51,6 +51,7 @@ from typing import Any, Protocol, cast
 from litbridge.drivers import osc7501
 from litbridge.drivers.base import DriverError, DriverHost
 from litbridge.keys import encode_keys
+from litbridge.timers import Cancellable
 from litbridge.turns import Turn, TurnDesk
 
 __all__ = [
@@ -303,9 +304,9 @@ class _EngineState:
         self._cache: Reading | None = None
         self._pending_key: tuple[Any, ...] | None = None
         self._pending_since = 0.0
-        self._settle_handle: asyncio.TimerHandle | None = None
-        self._stream_handle: asyncio.TimerHandle | None = None
-        self._tick_handle: asyncio.TimerHandle | None = None
+        self._settle_handle: Cancellable | None = None
+        self._stream_handle: Cancellable | None = None
+        self._tick_handle: Cancellable | None = None
         self._last_stream_at = 0.0
         self._waiters: list[asyncio.Future[None]] = []
         self._watches: set[asyncio.Task[None]] = set()

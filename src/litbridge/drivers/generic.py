@@ -20,6 +20,7 @@ from litbridge.drivers import shellmarks
 from litbridge.drivers.base import Driver, LaunchSpec
 from litbridge.drivers.engine import EngineHooks, Timing, Turn, TurnEngine
 from litbridge.drivers.paste import bracketed
+from litbridge.timers import Cancellable
 
 QUIESCENCE = 3.0  # long enough not to split `echo a; sleep 2; echo b` into two answers
 STARTUP_MAX = 30.0
@@ -61,7 +62,7 @@ class GenericDriver(Driver, EngineHooks):
         self.settle = min(self.quiet, STARTUP_SETTLE)
         self.engine = TurnEngine(host, self, Timing(settle=0.05, submit_timeout=3600.0))
         self.marks: shellmarks.Integration | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Cancellable | None = None
         self._settled: asyncio.Future[None] | None = None
         self._quiet_from = 0.0  # quiescence is measured from max(last output, this)
         self._baseline: list[str] = []

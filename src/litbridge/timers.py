@@ -1,0 +1,134 @@
+"""Many short timers on one loop timer: the sessions' settle, streaming and bookkeeping deadlines.
+
+A session arms a few timers per frame (settle, streaming tick, turn tick), and a few hundred sessions arm
+thousands a second. Each `loop.call_later` is a loop timer of its own (under uvloop a libuv timer allocated,
+started and closed again); here a timer is a heap entry, and the loop holds one timer per loop for the
+earliest deadline. Timers fire in deadline order (first armed first among equal deadlines), each callback on
+its own: one that raises is logged and the others still run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import math
+from collections.abc import Callable
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Cancellable", "Timer", "Timers"]
+
+
+class Cancellable(Protocol):
+    """What arming a timer returns to its owner: a `Timer` here, an `asyncio.TimerHandle` in test hosts."""
+
+    def cancel(self) -> None: ...
+
+
+class Timer:
+    """One armed deadline; `cancel()` it (idempotent; harmless after it fired)."""
+
+    __slots__ = ("callback", "deadline")
+
+    def __init__(self, deadline: float, callback: Callable[[], None]) -> None:
+        self.deadline = deadline
+        self.callback: Callable[[], None] | None = callback
+
+    @classmethod
+    def spent(cls, callback: Callable[[], None]) -> Timer:
+        """A timer that will never fire (armed where nothing may run any more)."""
+        timer = cls(math.inf, callback)
+        timer.callback = None
+        return timer
+
+    def cancel(self) -> None:
+        self.callback = None  # the heap entry stays until its deadline; it no longer holds the callback
+
+    def cancelled(self) -> bool:
+        """True once cancelled or fired."""
+        return self.callback is None
+
+    def when(self) -> float:
+        return self.deadline
+
+
+class Timers:
+    """The timers of one event loop (`for_loop`)."""
+
+    _by_loop: dict[asyncio.AbstractEventLoop, Timers] = {}
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._heap: list[tuple[float, int, Timer]] = []
+        self._seq = 0
+        self._handle: asyncio.TimerHandle | None = None
+        self._armed_at = math.inf
+        # due = deadline within the loop clock's resolution of now, as the loop itself runs its timers
+        # (uvloop keeps time in milliseconds; asyncio's resolution is the monotonic clock's)
+        self._slack = float(getattr(loop, "_clock_resolution", 0.001))
+
+    @classmethod
+    def for_loop(cls, loop: asyncio.AbstractEventLoop) -> Timers:
+        """The loop's timers (made on first use; those of closed loops are dropped then)."""
+        if loop.is_closed():
+            cls._by_loop.pop(loop, None)
+            raise RuntimeError("the event loop is closed")
+        timers = cls._by_loop.get(loop)
+        if timers is None:
+            for old in [lp for lp in cls._by_loop if lp.is_closed()]:
+                del cls._by_loop[old]
+            timers = cls._by_loop[loop] = cls(loop)
+        return timers
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
+        return self.call_at(self.loop.time() + delay, callback)
+
+    def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
+        timer = Timer(deadline, callback)
+        self._seq += 1
+        heapq.heappush(self._heap, (deadline, self._seq, timer))
+        if deadline < self._armed_at:
+            self._arm(deadline)
+        return timer
+
+    def __len__(self) -> int:
+        """Entries in the heap (cancelled ones included until their deadline)."""
+        return len(self._heap)
+
+    def _arm(self, deadline: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._armed_at = deadline
+        self._handle = self.loop.call_at(deadline, self._fire)
+
+    def _fire(self) -> None:
+        self._handle, self._armed_at = None, math.inf
+        heap = self._heap
+        due = self.loop.time() + self._slack
+        batch = []
+        while heap and heap[0][0] <= due:
+            batch.append(heapq.heappop(heap))
+        # what a callback arms now runs at a later turn of the loop, as with `loop.call_later`, even if due
+        for i, (_, _, timer) in enumerate(batch):
+            callback = timer.callback
+            if callback is None:
+                continue
+            timer.callback = None
+            try:
+                callback()
+            except Exception:
+                log.exception("timer callback %r", callback)
+            except BaseException:
+                for entry in batch[i + 1 :]:
+                    heapq.heappush(heap, entry)
+                if heap and heap[0][0] < self._armed_at:
+                    self._arm(heap[0][0])
+                raise
+        if heap and heap[0][0] < self._armed_at:
+            self._arm(heap[0][0])
+
+    def pending(self) -> list[Any]:
+        """The callbacks still armed, soonest first (for tests and dumps)."""
+        return [t.callback for _, _, t in sorted(self._heap) if t.callback is not None]

@@ -1,0 +1,130 @@
+"""`litbridge.timers`: many deadlines on one loop timer, fired as `loop.call_later` would fire them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from litbridge.timers import Timers
+
+
+async def _settle(seconds: float = 0.08) -> None:
+    await asyncio.sleep(seconds)
+
+
+def test_timers_fire_in_deadline_order_and_equal_deadlines_in_arming_order() -> None:
+    async def main() -> list[str]:
+        timers = Timers.for_loop(asyncio.get_running_loop())
+        fired: list[str] = []
+        now = asyncio.get_running_loop().time()
+        timers.call_at(now + 0.03, lambda: fired.append("c"))
+        timers.call_at(now + 0.01, lambda: fired.append("a1"))
+        timers.call_at(now + 0.01, lambda: fired.append("a2"))
+        timers.call_later(0.02, lambda: fired.append("b"))
+        await _settle()
+        return fired
+
+    assert asyncio.run(main()) == ["a1", "a2", "b", "c"]
+
+
+def test_a_thousand_timers_hold_one_loop_timer() -> None:
+    async def main() -> tuple[int, int, int]:
+        loop = asyncio.get_running_loop()
+        timers = Timers.for_loop(loop)
+        fired = []
+        before = len(loop._scheduled)  # type: ignore[attr-defined]
+        for i in range(1000):
+            timers.call_later(0.01 + i * 1e-5, lambda i=i: fired.append(i))
+        during = len(loop._scheduled)  # type: ignore[attr-defined]
+        await _settle()
+        return before, during, len(fired)
+
+    before, during, fired = asyncio.run(main())
+    assert during - before == 1
+    assert fired == 1000
+
+
+def test_a_cancelled_timer_never_fires_and_cancelling_a_fired_one_is_harmless() -> None:
+    async def main() -> list[str]:
+        timers = Timers.for_loop(asyncio.get_running_loop())
+        fired: list[str] = []
+        gone = timers.call_later(0.01, lambda: fired.append("gone"))
+        kept = timers.call_later(0.01, lambda: fired.append("kept"))
+        gone.cancel()
+        assert gone.cancelled() and not kept.cancelled()
+        await _settle()
+        kept.cancel()
+        gone.cancel()
+        return fired
+
+    assert asyncio.run(main()) == ["kept"]
+
+
+def test_a_timer_armed_by_a_callback_runs_on_a_later_turn_of_the_loop() -> None:
+    """A callback that re-arms itself at no delay must not spin inside one batch (`loop.call_later(0)` runs at
+    the next turn of the loop, after what is ready by then)."""
+
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        timers = Timers.for_loop(loop)
+        seen: list[str] = []
+        count = 0
+
+        def again() -> None:
+            nonlocal count
+            count += 1
+            seen.append(f"timer {count}")
+            loop.call_soon(seen.append, f"soon {count}")
+            if count < 3:
+                timers.call_later(0, again)
+
+        timers.call_later(0.01, again)
+        await _settle()
+        return seen
+
+    assert asyncio.run(main()) == ["timer 1", "soon 1", "timer 2", "soon 2", "timer 3", "soon 3"]
+
+
+def test_a_callback_that_raises_is_logged_and_the_rest_still_fire(caplog: pytest.LogCaptureFixture) -> None:
+    async def main() -> list[str]:
+        timers = Timers.for_loop(asyncio.get_running_loop())
+        fired: list[str] = []
+
+        def boom() -> None:
+            raise RuntimeError("boom")
+
+        timers.call_later(0.01, boom)
+        timers.call_later(0.01, lambda: fired.append("after"))
+        timers.call_later(0.02, lambda: fired.append("later"))
+        await _settle()
+        return fired
+
+    with caplog.at_level(logging.ERROR, logger="litbridge.timers"):
+        assert asyncio.run(main()) == ["after", "later"]
+    assert any("boom" in (r.exc_text or "") or r.exc_info for r in caplog.records)
+
+
+def test_an_earlier_deadline_rearms_the_loop_timer() -> None:
+    async def main() -> list[str]:
+        timers = Timers.for_loop(asyncio.get_running_loop())
+        fired: list[str] = []
+        timers.call_later(5.0, lambda: fired.append("late"))
+        timers.call_later(0.01, lambda: fired.append("early"))
+        await _settle()
+        return fired
+
+    assert asyncio.run(main()) == ["early"]
+
+
+def test_each_loop_has_its_own_timers() -> None:
+    a, b = asyncio.new_event_loop(), asyncio.new_event_loop()
+    try:
+        assert Timers.for_loop(a) is Timers.for_loop(a)
+        assert Timers.for_loop(a) is not Timers.for_loop(b)
+    finally:
+        a.close()
+        b.close()
+    with pytest.raises(RuntimeError):
+        Timers.for_loop(a)
