@@ -78,7 +78,9 @@ class Profiler:
         exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         argv = [exe, "record", "--pid", str(self.pid), "--gil", "--rate", str(self.rate)]
-        argv += ["--format", "raw", "--output", str(self.path), "--nonblocking"]
+        argv += ["--format", "raw", "--output", str(self.path)]
+        if not os.environ.get("LITBRIDGE_PROFILE_BLOCKING"):
+            argv.append("--nonblocking")
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def stop(self) -> Share | None:

@@ -182,3 +182,19 @@ async def test_memory_freed_by_ended_sessions_goes_back_to_the_system(
             await c.close()
     finally:
         assert d.stop() == 0, d.log()
+
+
+def test_the_daemon_runs_with_a_large_young_generation_and_its_start_up_frozen() -> None:
+    """`serve` tunes the collector once it is up (`memory.tune_gc`): a young generation of GC_YOUNG objects,
+    the objects made until then out of the full collections. Asked in a process of its own: the test process
+    keeps Python's defaults."""
+    import subprocess
+
+    code = (
+        "import gc, json; from litbridge.daemon import memory; before = gc.get_freeze_count(); "
+        "memory.tune_gc(); print(json.dumps([gc.get_threshold(), before, gc.get_freeze_count(), memory.GC_YOUNG]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    threshold, before, after, young = orjson.loads(out.stdout)
+    assert before == 0 and after > 1000
+    assert threshold[0] == young > 700

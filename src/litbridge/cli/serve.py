@@ -240,6 +240,7 @@ async def run(
 
         fleet_link = FleetLink(daemon, fleet)
         fleet_link.start()
+    memory.tune_gc()
     try:
         await daemon.serve_forever()
     finally:

@@ -10,6 +10,13 @@ rate-limited (TRIM_EVERY), which returns that memory. `malloc_trim` is skipped w
 largest block freed, after which every transient megabyte-sized buffer (a `replace` line, a turn's text)
 lands in the heap and fragments it; pinned, such buffers are mapped and unmapped and their memory returns
 at once.
+
+`tune_gc()` (once, once the daemon is up) sets the collector for a loop that makes short-lived objects by the
+thousand a second (timers, events, readings): a young generation of GC_YOUNG objects rather than 700, so most of
+them are gone by refcount before a collection walks them (300 streaming sessions, their creates and turns: the
+collector's CPU fell from 154 to 47 ms, 3.2 to 1.1 % of the daemon's; its longest young collection rose from 3.6
+to 8.9 ms, and the one full collection of 18 ms before did not run), and what the start-up
+imported is frozen out of the full collections.
 """
 
 from __future__ import annotations
@@ -54,6 +61,17 @@ def configure() -> bool:
         return False
     mallopt = _libc_function("mallopt", [ctypes.c_int, ctypes.c_int])
     return mallopt is not None and mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+
+
+GC_YOUNG = 10_000
+"""Objects allocated (net) between two young collections; Python's default is 700."""
+
+
+def tune_gc() -> None:
+    """See the module docstring: a larger young generation, and the start-up's objects frozen."""
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG, middle, old)
+    gc.freeze()
 
 
 _pending: asyncio.TimerHandle | None = None
