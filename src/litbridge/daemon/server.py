@@ -51,6 +51,7 @@ log = logging.getLogger("litbridge.daemon")
 REAP_AFTER = float(os.environ.get("LITBRIDGE_REAP_AFTER", "60"))
 MAX_RESUME_TOKENS = 1000
 STOP_WATCH_EVERY = 1.0  # seconds between checks for stopped (SIGSTOP) CLIs
+STOP_WATCH_SLICE = 50  # sessions checked in one go (the rest later in the same second)
 # Seconds between checks that our lock file is still in place (a tmp cleaner or `rm` may remove it).
 LOCK_CHECK_EVERY = float(os.environ.get("LITBRIDGE_LOCK_CHECK", "5"))
 # `create`s of one control connection in flight at once; the next create waits for one of them to finish.
@@ -570,19 +571,25 @@ class Daemon:
             self._stop_watch = asyncio.get_running_loop().create_task(self._watch_stopped())
 
     async def _watch_stopped(self) -> None:
-        """Once a second: a stopped CLI is the state `stopped`; when it continues, its earlier state returns.
-        Runs while live sessions exist (one /proc read per session per second)."""
+        """Each session once a second: a stopped CLI is the state `stopped`; when it continues, its earlier
+        state returns. Runs while live sessions exist. The /proc reads are spread over the second, at most
+        STOP_WATCH_SLICE at a time: a thousand sessions read in one go held the loop for tens of milliseconds."""
         while not self._stop.is_set() and self._live_count():
-            for s in list(self.sessions.values()):
-                child = s.child
-                if child is None or s.dead:
-                    self._state_before_stop.pop(s.key, None)
-                    continue
-                if child.stopped:
-                    self._mark_stopped(s)
-                elif s.state == "stopped":
-                    s.set_state(self._state_before_stop.pop(s.key, "idle"))
-            await asyncio.sleep(STOP_WATCH_EVERY)
+            sessions = list(self.sessions.values())
+            slices = max(1, -(-len(sessions) // STOP_WATCH_SLICE))
+            for i in range(slices):
+                for s in sessions[i * STOP_WATCH_SLICE : (i + 1) * STOP_WATCH_SLICE]:
+                    self._check_stopped(s)
+                await asyncio.sleep(STOP_WATCH_EVERY / slices)
+
+    def _check_stopped(self, s: Session) -> None:
+        child = s.child
+        if child is None or s.dead:
+            self._state_before_stop.pop(s.key, None)
+        elif child.stopped:
+            self._mark_stopped(s)
+        elif s.state == "stopped":
+            s.set_state(self._state_before_stop.pop(s.key, "idle"))
 
     async def cmd_send(self, client: Client, f: dict[str, Any], re: Any) -> None:
         self._running(f).send(f.get("content", ""), f.get("id"), re)
