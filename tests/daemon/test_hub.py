@@ -539,3 +539,52 @@ def test_common_prefix() -> None:
     ]:
         n = hubmod.common_prefix(a, b)
         assert a[:n] == b[:n] and (n == min(len(a), len(b)) or a[n] != b[n]), (a[:5], b[:5], n)
+
+
+@pytest.mark.asyncio
+async def test_a_turns_end_is_written_at_once_with_what_was_queued_before_it() -> None:
+    """A `complete` leaves in the call that published it, after the events queued before it and in their order,
+    without waiting for the writer task's turn of the loop; other events wait for that turn (one write for
+    all of them)."""
+    hub = Hub()
+    w = FakeWriter()
+    c = Client(hub, w, "t")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    await settle()
+    assert len(w.events()) == 1
+    hub.publish(ev("s", "replace", turn_id="t1", text="hel"))
+    hub.publish(ev("s", "thinking", text="…"))
+    assert len(w.events()) == 1, "ordinary events wait for the writer task"
+    hub.publish(ev("s", "complete", turn_id="t1", content="hello"))
+    got = w.events()
+    assert [e["event"] for e in got[1:]] == ["replace", "thinking", "complete"]
+    assert [e["seq"] for e in got[1:]] == [1, 2, 3]
+    await settle()
+    assert len(w.events()) == 4, "nothing is written twice"
+    c.close()
+
+
+@pytest.mark.asyncio
+async def test_a_turns_end_waits_its_turn_behind_a_peer_that_does_not_read_or_a_held_client() -> None:
+    hub = Hub()
+    c, w = await stuck_client(hub)  # its transport still holds the greeting
+    hub.publish(ev("s", "complete", turn_id="t1", content="x"))
+    assert [e["event"] for e in w.events()] == ["monitor_ready"], "the writer task waits for the drain first"
+    w.gate.set()
+    await settle()
+    assert [e["event"] for e in w.events()] == ["monitor_ready", "complete"]
+    c.close()
+
+    w2 = FakeWriter()
+    held = Client(hub, w2, "h")  # type: ignore[arg-type]
+    held.start()
+    held.hold()
+    hub.attach(held, greet)
+    hub.publish(ev("s", "complete", turn_id="t2", content="y"))
+    await settle()
+    assert [e["event"] for e in w2.events()] == ["monitor_ready"], "held until its first command"
+    held.release()
+    await settle()
+    assert [e["event"] for e in w2.events()][-1] == "complete"
+    held.close()

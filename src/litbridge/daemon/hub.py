@@ -194,7 +194,31 @@ class Client:
         if self._over_limit():
             self._overflow()
             return
+        if kind in TURN_ENDS and self._write_now():
+            return
         self._wake.set()
+
+    def _write_now(self) -> bool:
+        """Write the whole queue from here, without waiting for the writer task's next turn of the loop: a
+        turn's end goes out in the same callback that produced it (under load, a turn of the loop is what it
+        waits for). Only while the transport holds nothing (the kernel took everything so far) and nothing
+        holds the queue back; True when the queue was emptied, else the writer task carries on as usual."""
+        if self._held or self._closing or self._blocked_since is not None or _buffered(self.writer):
+            return False
+        try:
+            while self._queue:
+                batch = self._next_batch()
+                if not batch:
+                    break
+                self.writer.write(b"".join(batch))
+                if _buffered(self.writer):
+                    break  # the peer is slow to read: the writer task waits for the drain
+        except (ConnectionError, OSError, RuntimeError):
+            self.close()
+            return True
+        if self._live <= COALESCE_AT // 2:
+            self._room.set()
+        return not self._queue
 
     def _drop(self, entry: _Entry) -> None:
         assert entry.line is not None
