@@ -238,6 +238,34 @@ async def test_buffered_events_wait_for_a_late_hello_so_replay_stays_in_seq_orde
 
 
 @pytest.mark.asyncio
+async def test_turn_ends_among_buffered_and_held_events_keep_the_replay_in_seq_order() -> None:
+    """As the daemon does it (attach, then hold until the first command): a `complete` among the events
+    buffered while nobody listened, and one published while the client is held, wait like the rest, so a
+    late hello{since_seq} still gets the older events first."""
+    hub = Hub()
+    gone = Client(hub, FakeWriter(), "gone")  # type: ignore[arg-type]
+    gone.start()
+    hub.attach(gone, greet)
+    for i in range(4):
+        hub.publish(ev("s", n=i))  # seq 1..4, delivered to `gone`
+    gone.close()
+    hub.publish(ev("s", "replace", turn_id="t1", text="a"))  # seq 5..6: buffered, nobody listens
+    hub.publish(ev("s", "complete", turn_id="t1", content="a"))
+    w = FakeWriter()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    assert hub.attach(c, greet) == 2
+    c.hold()
+    hub.publish(ev("s", "complete", turn_id="t2", content="b"))  # seq 7, live, while held
+    await settle()
+    assert [e["event"] for e in w.events()] == ["monitor_ready"]
+    assert hub.replay(c, 1) == 3  # seq 2..4
+    c.release()
+    await settle()
+    assert [e["seq"] for e in w.events()[1:]] == [2, 3, 4, 5, 6, 7]
+
+
+@pytest.mark.asyncio
 async def test_replay_gap_names_what_left_the_ring() -> None:
     hub = Hub(buffer=5)
     keeper = Client(hub, FakeWriter(), "k")  # type: ignore[arg-type]

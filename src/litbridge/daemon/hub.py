@@ -194,16 +194,20 @@ class Client:
         if self._over_limit():
             self._overflow()
             return
-        if kind in TURN_ENDS and self._write_now():
-            return
         self._wake.set()
 
-    def _write_now(self) -> bool:
-        """Write the whole queue from here, without waiting for the writer task's next turn of the loop: a
-        turn's end goes out in the same callback that produced it (under load, a turn of the loop is what it
-        waits for). Only while the transport holds nothing (the kernel took everything so far) and nothing
-        holds the queue back; True when the queue was emptied, else the writer task carries on as usual."""
-        if self._held or self._closing or self._blocked_since is not None or _buffered(self.writer):
+    def write_now(self) -> bool:
+        """Write the whole queue from here, without waiting for the writer task's next turn of the loop (the
+        hub does so for a turn's end as it is published: under load, a turn of the loop is what it would wait
+        for). Only while the transport holds nothing (the kernel took everything so far) and nothing holds the
+        queue back; True when the queue was emptied, else the writer task carries on as usual."""
+        if (
+            self.closed
+            or self._held
+            or self._closing
+            or self._blocked_since is not None
+            or _buffered(self.writer)
+        ):
             return False
         try:
             while self._queue:
@@ -499,9 +503,12 @@ class Hub:
         if kind in TURN_ENDS and text is None:
             self._texts.pop(session, None)
         re = event.get("re")
+        ends = kind in TURN_ENDS
         for client in list(self.clients):
             if client.wants(session) or client.wants_reply(session, re):
                 client.send(line, kind, session, text)
+                if ends:  # a turn's end leaves now, with what was queued before it
+                    client.write_now()
         for tap in self.taps:
             tap(event)
 
