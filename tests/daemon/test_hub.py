@@ -70,6 +70,18 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
+def hub_a_client_left(n: int) -> Hub:
+    """A hub whose only client got seq 1..n and left: what is published next is buffered for the next one."""
+    hub = Hub()
+    gone = Client(hub, FakeWriter(), "gone")  # type: ignore[arg-type]
+    gone.start()
+    hub.attach(gone, greet)
+    for i in range(n):
+        hub.publish(ev("s", n=i))
+    gone.close()
+    return hub
+
+
 async def stuck_client(hub: Hub) -> tuple[Client, FakeWriter]:
     """A client whose drain never returns once its monitor_ready is written: what follows stays queued."""
     w = FakeWriter()
@@ -214,13 +226,7 @@ async def test_replay_goes_before_queued_live_events() -> None:
 async def test_buffered_events_wait_for_a_late_hello_so_replay_stays_in_seq_order() -> None:
     """A new client's events (buffered while nobody listened, and live ones) are held until its first
     command: a hello{since_seq} that comes after them still gets the older events first."""
-    hub = Hub()
-    gone = Client(hub, FakeWriter(), "gone")  # type: ignore[arg-type]
-    gone.start()
-    hub.attach(gone, greet)
-    for i in range(4):
-        hub.publish(ev("s", n=i))  # seq 1..4, delivered to `gone`
-    gone.close()
+    hub = hub_a_client_left(4)  # seq 1..4 went to a client that left
     for i in range(3):
         hub.publish(ev("s", n=i))  # seq 5..7: buffered, nobody listens
     w = FakeWriter()
@@ -242,13 +248,7 @@ async def test_turn_ends_among_buffered_and_held_events_keep_the_replay_in_seq_o
     """As the daemon does it (attach, then hold until the first command): a `complete` among the events
     buffered while nobody listened, and one published while the client is held, wait like the rest, so a
     late hello{since_seq} still gets the older events first."""
-    hub = Hub()
-    gone = Client(hub, FakeWriter(), "gone")  # type: ignore[arg-type]
-    gone.start()
-    hub.attach(gone, greet)
-    for i in range(4):
-        hub.publish(ev("s", n=i))  # seq 1..4, delivered to `gone`
-    gone.close()
+    hub = hub_a_client_left(4)  # seq 1..4 went to a client that left
     hub.publish(ev("s", "replace", turn_id="t1", text="a"))  # seq 5..6: buffered, nobody listens
     hub.publish(ev("s", "complete", turn_id="t1", content="a"))
     w = FakeWriter()
