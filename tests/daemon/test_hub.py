@@ -266,6 +266,49 @@ async def test_turn_ends_among_buffered_and_held_events_keep_the_replay_in_seq_o
 
 
 @pytest.mark.asyncio
+async def test_a_turn_end_is_written_as_it_is_published() -> None:
+    """A `complete` does not wait for the writer task's next turn of the loop; what was queued before it goes
+    first, in order."""
+    hub = Hub()
+    w = FakeWriter()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    await settle()
+    hub.publish(ev("s", "replace", turn_id="t1", text="a"))
+    hub.publish(ev("s", "complete", turn_id="t1", content="a"))
+    assert [e["event"] for e in w.events()] == ["monitor_ready", "replace", "complete"]  # no await between
+    w.closed = True  # the connection is going: nothing more is written from publish
+    hub.publish(ev("s", "complete", turn_id="t2", content="b"))
+    assert [e["event"] for e in w.events()][-1] == "complete" and len(w.events()) == 3
+
+
+@pytest.mark.asyncio
+async def test_a_peer_that_stops_reading_after_a_turn_end_written_at_once_is_cut_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bytes a turn end left in the transport are timed like the writer task's own: a peer that reads
+    nothing more is still cut off with `slow_consumer`, even with nothing else queued for it."""
+    monkeypatch.setattr(hubmod, "STALL_AFTER", 0.2)
+    hub = Hub()
+    w = FakeWriter()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    await settle()
+    w.pending = 0  # the kernel took the greeting
+    w.gate.clear()  # the peer stops reading
+    hub.publish(ev("s", "complete", turn_id="t1", content="a"))
+    assert w.events()[-1]["event"] == "complete" and not c._queue
+    for _ in range(100):
+        if c.closed:
+            break
+        await asyncio.sleep(0.02)
+    assert c.closed and c not in hub.clients
+    assert orjson.loads(bytes(w.data).splitlines()[-1])["code"] == "slow_consumer"
+
+
+@pytest.mark.asyncio
 async def test_replay_gap_names_what_left_the_ring() -> None:
     hub = Hub(buffer=5)
     keeper = Client(hub, FakeWriter(), "k")  # type: ignore[arg-type]

@@ -207,16 +207,21 @@ class Client:
             or self._closing
             or self._blocked_since is not None
             or _buffered(self.writer)
+            or self.writer.transport.is_closing()
         ):
-            return False
+            return False  # the writer task's path (it waits for a drain, or sees the connection go)
         try:
             while self._queue:
                 batch = self._next_batch()
                 if not batch:
                     break
                 self.writer.write(b"".join(batch))
-                if _buffered(self.writer):
-                    break  # the peer is slow to read: the writer task waits for the drain
+                pending = _buffered(self.writer)
+                if pending:  # the peer is slow to read: the writer task waits for the drain (and times it)
+                    self._blocked_since = asyncio.get_running_loop().time()
+                    self._blocked_size = pending
+                    self._wake.set()
+                    break
         except (ConnectionError, OSError, RuntimeError):
             self.close()
             return True
@@ -371,6 +376,12 @@ class Client:
             while not self.closed:
                 await self._wake.wait()
                 self._wake.clear()
+                if self._blocked_since is not None:  # write_now left bytes in the transport: drain them first
+                    if not await self._drained():
+                        return
+                    self._blocked_since = None
+                    if self._live <= COALESCE_AT // 2:
+                        self._room.set()
                 while self._queue and not self.closed:
                     batch = self._next_batch()
                     if not batch:

@@ -71,6 +71,7 @@ def tune_gc() -> None:
     """See the module docstring: a larger young generation, and the start-up's objects frozen."""
     _, middle, old = gc.get_threshold()
     gc.set_threshold(GC_YOUNG, middle, old)
+    gc.collect()  # start-up's garbage is freed, not frozen for good
     gc.freeze()
 
 

@@ -583,6 +583,8 @@ class Daemon:
                 await asyncio.sleep(STOP_WATCH_EVERY / slices)
 
     def _check_stopped(self, s: Session) -> None:
+        if self.sessions.get(s.key) is not s:
+            return  # closed since the round's snapshot (its key may already name a new session)
         child = s.child
         if child is None or s.dead:
             self._state_before_stop.pop(s.key, None)
