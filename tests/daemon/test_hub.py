@@ -82,6 +82,17 @@ def hub_a_client_left(n: int) -> Hub:
     return hub
 
 
+async def reading_client(hub: Hub) -> tuple[Client, FakeWriter]:
+    """A client whose peer has read everything so far (its greeting included): its socket holds nothing."""
+    w = FakeWriter()
+    c = Client(hub, w, "c")  # type: ignore[arg-type]
+    c.start()
+    hub.attach(c, greet)
+    await settle()
+    w.pending = 0
+    return c, w
+
+
 async def stuck_client(hub: Hub) -> tuple[Client, FakeWriter]:
     """A client whose drain never returns once its monitor_ready is written: what follows stays queued."""
     w = FakeWriter()
@@ -270,11 +281,7 @@ async def test_a_turn_end_is_written_as_it_is_published() -> None:
     """A `complete` does not wait for the writer task's next turn of the loop; what was queued before it goes
     first, in order."""
     hub = Hub()
-    w = FakeWriter()
-    c = Client(hub, w, "c")  # type: ignore[arg-type]
-    c.start()
-    hub.attach(c, greet)
-    await settle()
+    _, w = await reading_client(hub)
     hub.publish(ev("s", "replace", turn_id="t1", text="a"))
     hub.publish(ev("s", "complete", turn_id="t1", content="a"))
     assert [e["event"] for e in w.events()] == ["monitor_ready", "replace", "complete"]  # no await between
@@ -291,12 +298,7 @@ async def test_a_peer_that_stops_reading_after_a_turn_end_written_at_once_is_cut
     nothing more is still cut off with `slow_consumer`, even with nothing else queued for it."""
     monkeypatch.setattr(hubmod, "STALL_AFTER", 0.2)
     hub = Hub()
-    w = FakeWriter()
-    c = Client(hub, w, "c")  # type: ignore[arg-type]
-    c.start()
-    hub.attach(c, greet)
-    await settle()
-    w.pending = 0  # the kernel took the greeting
+    c, w = await reading_client(hub)
     w.gate.clear()  # the peer stops reading
     hub.publish(ev("s", "complete", turn_id="t1", content="a"))
     assert w.events()[-1]["event"] == "complete" and not c._queue
