@@ -211,23 +211,29 @@ class Client:
         ):
             return False  # the writer task's path (it waits for a drain, or sees the connection go)
         try:
-            while self._queue:
-                batch = self._next_batch()
-                if not batch:
-                    break
-                self.writer.write(b"".join(batch))
-                pending = _buffered(self.writer)
-                if pending:  # the peer is slow to read: the writer task waits for the drain (and times it)
-                    self._blocked_since = asyncio.get_running_loop().time()
-                    self._blocked_size = pending
-                    self._wake.set()
-                    break
+            self._flush()
         except (ConnectionError, OSError, RuntimeError):
             self.close()
             return True
+        if self._blocked_since is not None:
+            self._wake.set()  # the writer task waits for the drain, and times it
+        return not self._queue
+
+    def _flush(self) -> None:
+        """Write the queue, a batch at a time, while the transport takes every byte (the usual case: no drain
+        to wait for). A write that leaves bytes in the transport, or finds it closing, starts the stall clock
+        (`_blocked_since`) and stops there: the writer task waits for the drain."""
+        while self._blocked_since is None and self._queue and not self.closed:
+            batch = self._next_batch()
+            if not batch:
+                break
+            self.writer.write(b"".join(batch))
+            pending = _buffered(self.writer)
+            if pending or self.writer.transport.is_closing():
+                self._blocked_since = asyncio.get_running_loop().time()
+                self._blocked_size = pending
         if self._live <= COALESCE_AT // 2:
             self._room.set()
-        return not self._queue
 
     def _drop(self, entry: _Entry) -> None:
         assert entry.line is not None
@@ -371,32 +377,18 @@ class Client:
         return text.line(0 if base is None else common_prefix(base, text.text))
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
         try:
             while not self.closed:
                 await self._wake.wait()
                 self._wake.clear()
-                if self._blocked_since is not None:  # write_now left bytes in the transport: drain them first
-                    if not await self._drained():
-                        return
-                    self._blocked_since = None
-                    if self._live <= COALESCE_AT // 2:
-                        self._room.set()
-                while self._queue and not self.closed:
-                    batch = self._next_batch()
-                    if not batch:
-                        break
-                    self.writer.write(b"".join(batch))
-                    self._blocked_since = loop.time()
-                    self._blocked_size = _buffered(self.writer)
-                    # the kernel took it all (the usual case): no drain to wait for, and no task to make for it
-                    if (
-                        self._blocked_size or self.writer.transport.is_closing()
-                    ) and not await self._drained():
-                        return
-                    self._blocked_since = None
-                    if self._live <= COALESCE_AT // 2:
-                        self._room.set()
+                while not self.closed:
+                    if self._blocked_since is not None:  # bytes wait in the transport (ours or write_now's)
+                        if not await self._drained():
+                            return
+                        self._blocked_since = None
+                    self._flush()
+                    if self._blocked_since is None:
+                        break  # the queue is empty, or held back
                 if self._closing:
                     return
         except (ConnectionError, OSError, RuntimeError):
