@@ -143,10 +143,10 @@ class Session:
         self.created_wall = time.time()
         self._timers: list[Timer] = []  # armed through call_later: cancelled when the CLI dies
         self._timers_prune_at = 64
-        self._timer_wheel = Timers.for_loop(self.loop)
+        self._loop_timers = Timers.for_loop(self.loop)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._eval_pending = False
-        self._sync_timer: asyncio.TimerHandle | None = None
+        self._sync_timer: Timer | None = None
         self._stderr_tail = bytearray()
         self._output_listeners: list[Callable[[bytes | None], None]] = []
         self._startup_task: asyncio.Task[Any] | None = None
@@ -159,7 +159,7 @@ class Session:
         self.worktree: Any = None  # the daemon's `worktrees.Worktree` when the CLI runs in one
         self.focused = False  # an attach controller is attached: the CLI's terminal has the user's focus
         self._focus_reporting = False  # the CLI enabled focus reporting (DECSET 1004)
-        self._focus_out_timer: asyncio.TimerHandle | None = None
+        self._focus_out_timer: Timer | None = None
         self._real_terminal = Terminal(
             ptymod.COLUMNS,
             ptymod.LINES,
@@ -428,7 +428,7 @@ class Session:
         if self._real_terminal.in_sync_frame:
             # the frame's end (on_frame_end) schedules us; the timer only guards a frame that never ends
             if self._sync_timer is None:
-                self._sync_timer = self.loop.call_later(SYNC_FRAME_FALLBACK, self._sync_fallback)
+                self._sync_timer = self.call_later(SYNC_FRAME_FALLBACK, self._sync_fallback)
             return
         self._eval_pending = True
         self.loop.call_soon(self._evaluate)
@@ -465,11 +465,9 @@ class Session:
                 if rows:
                     self.driver.on_screen(rows)
         self.log.info("pid %s exited with %s%s", self.pid, code, " (killed)" if self.killing else "")
-        for handle in list(self._timers):
-            handle.cancel()
+        for timer in self._timers:  # every timer of the session (settle, ticks, frame fallback, focus)
+            timer.cancel()
         self._timers.clear()
-        if self._sync_timer is not None:
-            self._sync_timer.cancel()
         startup_pending = (
             self._startup_task is not None and not self._startup_task.done() and not self.started
         )
@@ -682,7 +680,7 @@ class Session:
         if self._focus_reporting and not self.focused and data not in (FOCUS_IN, FOCUS_OUT):
             if self._focus_out_timer is not None:
                 self._focus_out_timer.cancel()
-            self._focus_out_timer = self.loop.call_later(FOCUS_OUT_AGAIN, self._focus_out_again)
+            self._focus_out_timer = self.call_later(FOCUS_OUT_AGAIN, self._focus_out_again)
         if self.child is not None:
             self.child.write(data)
         elif self._spawning is not None:  # input/keystroke while the fork runs: delivered once attached
@@ -697,7 +695,7 @@ class Session:
         """`callback` in `delay` seconds unless the CLI died first (one heap entry: see `litbridge.timers`)."""
         if self.dead:
             return Timer.spent(callback)
-        timer = self._timer_wheel.call_later(delay, callback)
+        timer = self._loop_timers.call_later(delay, callback)
         timers = self._timers
         timers.append(timer)
         if len(timers) > self._timers_prune_at:  # fired and cancelled ones go now and then, not one by one

@@ -14,7 +14,7 @@ import heapq
 import logging
 import math
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +49,6 @@ class Timer:
     def cancelled(self) -> bool:
         """True once cancelled or fired."""
         return self.callback is None
-
-    def when(self) -> float:
-        return self.deadline
 
 
 class Timers:
@@ -93,10 +90,6 @@ class Timers:
             self._arm(deadline)
         return timer
 
-    def __len__(self) -> int:
-        """Entries in the heap (cancelled ones included until their deadline)."""
-        return len(self._heap)
-
     def _arm(self, deadline: float) -> None:
         if self._handle is not None:
             self._handle.cancel()
@@ -128,7 +121,3 @@ class Timers:
                 raise
         if heap and heap[0][0] < self._armed_at:
             self._arm(heap[0][0])
-
-    def pending(self) -> list[Any]:
-        """The callbacks still armed, soonest first (for tests and dumps)."""
-        return [t.callback for _, _, t in sorted(self._heap) if t.callback is not None]
