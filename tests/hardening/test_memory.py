@@ -184,10 +184,10 @@ async def test_memory_freed_by_ended_sessions_goes_back_to_the_system(
         assert d.stop() == 0, d.log()
 
 
-def test_the_daemon_runs_with_a_large_young_generation_and_its_start_up_frozen() -> None:
-    """`serve` tunes the collector once it is up (`memory.tune_gc`): a young generation of GC_YOUNG objects,
-    the objects made until then out of the full collections. Asked in a process of its own: the test process
-    keeps Python's defaults."""
+def test_tune_gc_sets_a_large_young_generation_and_freezes_the_start_up() -> None:
+    """`memory.tune_gc` (which `serve` calls once the daemon is up): a young generation of GC_YOUNG objects, the
+    objects made until then out of the full collections. Asked in a process of its own: the test process keeps
+    Python's defaults."""
     import subprocess
 
     code = (
