@@ -575,7 +575,7 @@ class Daemon:
         state returns. Runs while live sessions exist. The /proc reads are spread over the second, at most
         STOP_WATCH_SLICE at a time: a read costs ~14 µs in the daemon at N=300, so a thousand in one go held
         the loop ~14 ms. Polled, not signalled: the CLIs are the daemon's children, but SIGCHLD is the event
-        loop's own (its subprocesses), and /proc also tells a tracer's stop.
+        loop's own (its subprocesses), and /proc also tells a tracer's stop."""
         while not self._stop.is_set() and self._live_count():
             sessions = list(self.sessions.values())
             slices = max(1, -(-len(sessions) // STOP_WATCH_SLICE))
