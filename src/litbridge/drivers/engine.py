@@ -44,6 +44,7 @@ fallback, the CLI's death) is gone from here at once; nothing is kept in step.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -321,6 +322,9 @@ class _EngineState:
         withdrawn) do not make the session `thinking` again until the CLI reads not busy or a turn starts."""
         self._ended_dialog: tuple[Any, ...] | None = None
         """The dialog of a question closed with its turn while still drawn: not asked again until it goes."""
+        self.unrecorded: deque[str] = deque(maxlen=8)
+        """The prompts of the last turns that ended before the CLI's record showed them (an interrupt read off
+        the screen while the record lagged): their prompt lines, read late, belong to no open turn."""
 
     @property
     def hooks(self) -> EngineHooks:
@@ -343,6 +347,8 @@ class _EngineState:
         if turn.phase == "running":
             self.prev_final = turn.last_text
             self._input_was_ready = False
+        if not turn.witnessed and turn.phase in ("running", "ending") and turn.text.strip():
+            self.unrecorded.append(turn.text)
 
     # ------------------------------------------------------------------------------------------ clocks
     def now(self) -> float:
@@ -898,7 +904,8 @@ class _EngineTurns(_EngineState):
         """The busy that ended the submit's wait may not have been the CLI taking the message: a CLI still busy
         with the end of the previous turn (Copilot wrapping up a denied tool call) ignores an Enter, and then
         reads idle with the message still in its box. Until the turn shows text, its record or a question, such
-        a box gets the Enter again (up to the submit's four)."""
+        a box gets the Enter again (up to the submit's four). Not once the turn is being interrupted: an Esc before
+        the first token puts the prompt back in the box too, and Enter would send it again."""
         until = self.now() + self.timing.submit_timeout
         while self.turn is turn and turn.enters < 4:
             await self.wait_change(0.3)
@@ -908,6 +915,7 @@ class _EngineTurns(_EngineState):
                 or self.exited
                 or turn.witnessed
                 or turn.last_text
+                or turn.interrupt_at is not None
                 or self.question is not None
                 or now > until
             ):

@@ -23,7 +23,7 @@ from litbridge.drivers.claude.transcript import project_dir
 from litbridge.vclock import VirtualTimeLoop
 
 PASTE = b"\x1b[200~"
-UP, DOWN, ENTER, ESC = b"\x1b[A", b"\x1b[B", b"\r", b"\x1b"
+UP, DOWN, ENTER, ESC, CTRL_C = b"\x1b[A", b"\x1b[B", b"\r", b"\x1b", b"\x03"
 
 
 S02_SCREENS = {  # one plain prompt turn of capture s02: what the fake CLI shows at each step
@@ -409,6 +409,64 @@ def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) ->
     cli.on_write = on_write
     send(loop, host, text)
     run(loop, asyncio.sleep(2.0))
+    ends = [
+        (e["event"], e.get("content"))
+        for e in events
+        if e["event"] in ("complete", "interrupted", "turn_error")
+    ]
+    assert ends == [("interrupted", ""), ("complete", "Paris.")]
+
+
+@pytest.mark.parametrize("read", ["while_idle", "after_the_next_send"])
+def test_a_prompt_line_read_after_its_turn_ended_touches_no_turn(tmp_path: Path, loop, read: str) -> None:
+    """Esc before the first token ends a turn off the screen; on a loaded machine its prompt line may be read from
+    the transcript only after that. Read while idle it opens no organic turn; read after the next send it does not
+    verify that send, so the old prompt's `abandoned` close (it comes with the new prompt) cannot end it."""
+    screens = {
+        "idle": screen("s06", "19_f_after_esc_close.txt"),
+        "busy": screen("s06", "04_b_spinner_before_esc.txt"),
+        "back": screen("s06", "05_b_after_esc_0.3s.txt"),
+        "restored": screen("s06", "06_b_idle_after_esc.txt"),
+        "cleared": screen("s06", "07_b_after_clearing_restored_draft.txt"),
+        "done": s02_screens("done")["done"],
+    }
+    transitions = {("busy", ESC): "back", ("restored", CTRL_C): "cleared"}
+    cli, drv, host, events = _ready_driver(tmp_path, loop, screens, transitions)
+    old, text = "slow first token (Esc before any text)", "What is the capital of France?"
+    old_line = {"type": "user", "message": {"content": old}}
+    done = {"type": "assistant", "message": {"id": "m2", "stop_reason": "end_turn", "content": []}}
+    done["message"]["content"] = [{"type": "text", "text": "Paris."}]
+    pasted: list[bytes] = []
+
+    def on_write(data: bytes) -> None:
+        if data == ESC:
+            loop.call_later(0.3, cli.show, "restored")  # the prompt is put back into the input box
+        if data.startswith(PASTE):
+            pasted.append(data)
+        if data != ENTER or cli.current == "busy":
+            return
+        loop.call_later(0.05, cli.show, "busy")
+        if text.encode() in pasted[-1]:
+            if read == "after_the_next_send":
+                loop.call_later(0.1, _append, drv, old_line)
+            loop.call_later(0.3, _append, drv, {"type": "user", "message": {"content": text}})
+            loop.call_later(1.0, cli.show, "done")
+            loop.call_later(1.1, _append, drv, done, {"type": "system", "subtype": "turn_duration"})
+
+    cli.on_write = on_write
+    send(loop, host, old)
+    run(loop, asyncio.sleep(1.0))
+    host.interrupt()
+    run(loop, asyncio.sleep(4.0))
+    assert cli.current == "cleared", (
+        cli.keys_seen
+    )  # the turn ended (off the screen) and its put-back prompt was cleared
+    if read == "while_idle":
+        _append(drv, old_line)
+        run(loop, asyncio.sleep(2.0))
+    assert not [e for e in events if e["event"] == "accepted" and e.get("organic")]
+    send(loop, host, text)
+    run(loop, asyncio.sleep(3.0))
     ends = [
         (e["event"], e.get("content"))
         for e in events

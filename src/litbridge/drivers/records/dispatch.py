@@ -4,6 +4,8 @@ An event is anything with `kind`, `text` and `data` (each CLI's tracker makes it
 `reasoning`, `tool_use`, `tool_result`, `complete`, `interrupted` / `abandoned`, `error`; a kind not listed goes to `other()`.
 A prompt verifies the open send (`witness`) or opens a turn typed into the CLI itself (attach); everything else
 touches a turn only once its own prompt was seen in the record, so lines of an older turn never end a newer one.
+A prompt read late, after its turn already ended off the screen (`TurnEngine.unrecorded`), witnesses nothing, and
+the lines after it up to the next prompt are its own (its `abandoned` close must not end the turn sent since).
 A driver subclasses it to change one kind's handling.
 """
 
@@ -26,6 +28,8 @@ class Dispatch:
 
     def __init__(self, engine: TurnEngine, host: Any) -> None:
         self.engine, self.host = engine, host
+        self.stale = False
+        """The record's current prompt is one of a turn already ended (read late): its lines touch no turn."""
 
     def __call__(self, events: Iterable[Any]) -> None:
         for ev in events:
@@ -34,11 +38,13 @@ class Dispatch:
     def event(self, ev: Any) -> None:
         eng = self.engine
         if ev.kind == "prompt":
-            self.prompt(ev)
+            self.stale = self.late(ev.text)
+            if not self.stale:
+                self.prompt(ev)
             return
         self.seen(ev)
         turn = eng.turn
-        if turn is None or not turn.witnessed:
+        if turn is None or not turn.witnessed or self.stale:
             return  # e.g. the `abandoned` close of an older prompt that arrives with the next one
         kind = ev.kind
         if kind == "text":
@@ -70,6 +76,21 @@ class Dispatch:
         if self.stream_on_prompt and eng.turn is not None:
             eng.stream()
 
+    def late(self, text: str) -> bool:
+        """`text` is the prompt of a turn that ended before its record line was read (and not the open turn's)."""
+        ended = self.engine.unrecorded
+        if not ended:
+            return False
+        words = _words(text)
+        turn = self.engine.turn
+        if turn is not None and not turn.witnessed and _words(turn.text) == words:
+            return False
+        for i, old in enumerate(ended):
+            if _words(old) == words:
+                del ended[i]  # one prompt line per turn
+                return True
+        return False
+
     def seen(self, ev: Any) -> None:
         """Every non-prompt event, before the witnessed check."""
 
@@ -86,6 +107,11 @@ class Dispatch:
 
     def other(self, ev: Any, turn: Turn) -> None:
         """A kind of the CLI's own (e.g. Gemini's `answer`, a turn end that waits for an idle screen)."""
+
+
+def _words(text: str) -> str:
+    """A prompt compared across the send and the record (a CLI may trim it or change its line ends)."""
+    return " ".join(text.split())
 
 
 def tool_id(ev: Any) -> str:
