@@ -49,10 +49,9 @@ def _view(record: str | None = "/home/u/.claude/projects/p/s1.jsonl") -> tuple[S
     return view, editor, daemon
 
 
-QUESTION = {
+QUESTION = {  # as the daemon sends it: a question names no turn (the session's latest one is meant)
     "event": "question",
     "question_id": "q1",
-    "turn_id": "t1",
     "kind": "permission",
     "text": "Do you want to proceed?",
     "options": [{"digit": 1, "label": "Yes"}, {"digit": 2, "label": "No"}],
@@ -73,6 +72,25 @@ async def test_question_before_its_tool_call_names_the_tool_call() -> None:
     assert call.tool_call_id == "toolu_1"
     assert daemon.answers == [("s1", "q1", "1")]
     assert not view.synthetic
+
+
+@pytest.mark.asyncio
+async def test_question_on_the_editors_own_prompt_waits_for_its_tool_call() -> None:
+    """The editor's own prompt: its `accepted` is the only event of the turn before the dialog (no text yet, the
+    tool call's record still to come). The question still waits for that tool call instead of making one up."""
+    view, editor, _ = _view()
+    mine = asyncio.get_running_loop().create_future()
+    view.mine["acp-1"] = mine
+    await view.apply({"event": "accepted", "turn_id": "t1", "re": "acp-1"}, live=True)
+    assert mine.done()
+    await view.apply(QUESTION, live=True)
+    asking = view.asking["q1"]
+    await asyncio.sleep(0.2)
+    assert view.in_grace == {"q1"} and not editor.asked
+    await view.apply(TOOL_USE, live=True)
+    await asyncio.wait_for(asking, 5)
+    (call,) = editor.asked
+    assert call.tool_call_id == "toolu_1" and not view.synthetic
 
 
 @pytest.mark.asyncio

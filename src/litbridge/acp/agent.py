@@ -277,6 +277,7 @@ class SessionView:
         kind = ev.get("event")
         tid = ev.get("turn_id")
         if kind == "accepted" and isinstance(tid, str):
+            self.turn(tid)  # the session's latest turn from now on: a `question` names none (see `_ask`)
             fut = self.mine.pop(str(ev.get("re")), None) if live else None
             if fut is not None:  # a prompt of ours: the client shows it itself
                 self.announced.add(tid)
