@@ -691,6 +691,44 @@ def test_the_screen_is_read_once_per_change_and_the_tick_skips_an_unchanged_one(
     assert ("replace", "partial and more") in host.calls
 
 
+def test_frames_that_redraw_only_the_spinner_are_not_read_for_text(rig):
+    """A busy CLI redraws its spinner row every frame (glyph, seconds): no turn's text is read from it, so the
+    streaming tick does not extract the text again for such frames, yet still relays the spinner; a frame that
+    changes any other row, or draws the spinner on another row, is read again."""
+    loop, host, hooks, eng, show, run = rig
+    term = host.terminal = _Gen()
+    asked: list[str | None] = []
+    response_text = hooks.response_text
+    hooks.response_text = lambda turn, r: asked.append(hooks.text) or response_text(turn, r)  # type: ignore[method-assign]
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+
+    def frame(changed: list[tuple[int, str]], spinner: str) -> None:
+        term.generation += 1
+        hooks.current = R("busy", spinner=spinner)
+        host.last_output_at = loop.time()
+        eng.on_screen(changed)
+        run(0.2)
+
+    hooks.text = "partial"
+    frame([(10, "partial"), (12, "  ✻ Working… (0s)")], "✻ Working… (0s)")
+    assert ("replace", "partial") in host.calls
+    n = len(asked)
+    for i in range(1, 6):
+        frame([(12, f"  ✢ Working… ({i}s)  ")], f"✢ Working… ({i}s)")
+    assert len(asked) == n
+    assert ("thinking", "✢ Working… (5s)") in host.calls  # the tick ran, for the spinner
+    hooks.text = "partial and more"
+    frame([(11, "and more"), (12, "  ✢ Working… (6s)")], "✢ Working… (6s)")
+    assert len(asked) > n and ("replace", "partial and more") in host.calls
+    n = len(asked)
+    frame([(12, "  ✢ Working… (7s)")], "✢ Working… (7s)")
+    assert len(asked) == n
+    frame([(13, "  ✢ Working… (8s)")], "✢ Working… (8s)")  # the spinner moved down a row
+    assert len(asked) == n + 1
+
+
 def test_a_change_the_text_generation_misses_still_gives_a_new_reading() -> None:
     """A selection moved by colour only (opencode's permission prompt) leaves every row's text, and so the
     terminal's generation, as it was: the driver's `screen_key_extra` makes the engine read the screen again."""

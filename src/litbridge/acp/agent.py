@@ -477,8 +477,14 @@ class SessionView:
             # the dialog is read off the screen, its tool call off the transcript, which may come a moment later
             self.in_grace.add(qid)
             try:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(rec.tool_opened.wait(), TOOL_CALL_GRACE)
+                await asyncio.wait_for(rec.tool_opened.wait(), TOOL_CALL_GRACE)
+            except asyncio.TimeoutError:
+                print(
+                    f"litbridge acp: {self.key}: question {qid}: no tool call in the CLI's record after "
+                    f"{TOOL_CALL_GRACE:g} s; asking with a tool call of its own",
+                    file=sys.stderr,
+                    flush=True,
+                )
             finally:
                 self.in_grace.discard(qid)
         open_tools = list(rec.tools) if rec is not None else []

@@ -302,6 +302,15 @@ class _EngineState:
         self._text_key: tuple[Any, ...] | None = None
         """What the last `response_text` read was asked on (screen, turn, its text so far): asked again on
         the same, it would say the same, so the streaming tick skips it."""
+        self._content = 0
+        """Counts the frames that changed more than the spinner row (`on_screen`): the screen part of
+        `_text_key`. Most busy frames redraw only the spinner (its glyph, its seconds), which no turn's text is
+        read from, so the tick does not read the text again for them."""
+        self._content_key: Any = None
+        """The reading key (`_cache_key`) `_content` was last counted at: a screen `on_screen` has not seen yet
+        counts as changed."""
+        self._spinner_row: int | None = None
+        """The row the spinner was drawn on in the last frame that changed it."""
         self._cache: Reading | None = None
         self._pending_key: tuple[Any, ...] | None = None
         self._pending_since = 0.0
@@ -409,6 +418,7 @@ class _EngineState:
     def invalidate(self) -> None:
         """Forget the cached reading (e.g. the driver switched rules)."""
         self._cache = None
+        self._content += 1
 
     def _wake(self) -> None:
         for fut in self._waiters:
@@ -432,13 +442,14 @@ class _EngineState:
         self.host.write(encode_keys(names))
 
     # ------------------------------------------------------------------------------------------ events in
-    def on_screen(self) -> None:
-        """The screen changed (the driver's `on_screen`)."""
+    def on_screen(self, changed: list[tuple[int, str]] | None = None) -> None:
+        """The screen changed (the driver's `on_screen`; `changed`: the rows that did, None for unknown)."""
         self._frame += 1
         now = self.now()
         self.last_change = now
         self._wake()
         cls = self.reading()
+        self._count_content(changed, cls.spinner)
         if cls.state == "busy" and self.turn is not None:
             self.turn.went_busy = True  # even a busy blip shorter than the debounce proves the Enter landed
         sig = cls.dialog.signature() if cls.dialog is not None else None
@@ -458,6 +469,23 @@ class _EngineState:
                 else self.timing.stream_every - since
             )
             self._stream_handle = self.host.call_later(max(delay, self.timing.frame_quiet), self.stream)
+
+    def _count_content(self, changed: list[tuple[int, str]] | None, spinner: str | None) -> None:
+        """`_content` += 1 unless the frame changed only the spinner's row (the same row as before)."""
+        key, last = self._cache_key, self._content_key
+        if key == last:
+            return  # output that changed no row (a cursor move, the same text again)
+        self._content_key = key
+        if changed and spinner is not None and key and last and key[1:] == last[1:]:  # the same title, rules
+            only = True
+            for y, row in changed:
+                if row.strip() != spinner:
+                    only = False
+                elif y != self._spinner_row:
+                    only, self._spinner_row = False, y
+            if only:
+                return
+        self._content += 1
 
     def on_status(self, status: osc7501.ProgramStatus | None) -> None:
         """An OSC 7501 report (already parsed by `osc7501.parse`)."""
@@ -990,7 +1018,9 @@ class _EngineTurns(_EngineState):
         turn = self.turn
         text = None
         if turn is not None:
-            key = (self._cache_key, id(turn), turn.started, turn.witnessed, turn.last_text, self.prev_final)
+            ck = self._cache_key
+            screen = self._content if ck == self._content_key else ck  # else a frame on_screen has not seen
+            key = (screen, id(turn), turn.started, turn.witnessed, turn.last_text, self.prev_final)
             if key != self._text_key:
                 # the same screen for the same turn state was read last time and its text not taken: skip it
                 text = self.hooks.response_text(turn, cls)

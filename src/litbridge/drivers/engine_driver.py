@@ -175,7 +175,7 @@ class EngineDriver(Driver, EngineHooks):
 
     # ------------------------------------------------------------------------------------------ events in
     def on_screen(self, changed_rows: list[tuple[int, str]]) -> None:
-        self.engine.on_screen()
+        self.engine.on_screen(changed_rows)
 
     def on_status(self, fields: dict[str, Any]) -> None:
         self.engine.on_status(fields)
