@@ -65,11 +65,11 @@ def tool_updates(ed: Editor, sid: str, tool_id: str) -> list[Any]:
     return [u for u in ed.rec.of(sid, "tool_call_update") if u.tool_call_id == tool_id]
 
 
-def assert_names_the_tool_call(ed: Editor, sid: str, req: Any, real: str) -> None:
+def assert_names_the_tool_call(ed: Editor, sid: str, req: Any, real: str, shows: str) -> None:
     """The permission request names the real tool call, unless Claude had not recorded it yet: under load Claude
     Code can hold the tool call's transcript line back until the dialog is answered (seen: the line came 8.6 s
     after the dialog, with the tool's result). Then the request names a call made up for the question, started
-    before the real one, which still follows."""
+    before the real one, which still follows, and shows what the dialog showed (the command)."""
     rid = req.tool_call.tool_call_id
     if rid == real:
         return
@@ -81,6 +81,7 @@ def assert_names_the_tool_call(ed: Editor, sid: str, req: Any, real: str) -> Non
     made_up = [i for i, t in starts if t == rid]
     later = [i for i, t in starts if t == real]
     assert rid.startswith("question-q") and made_up and later and made_up[0] < later[0], (rid, starts)
+    assert shows in " ".join(c.content.text for c in req.tool_call.content or []), req.tool_call
 
 
 def pick(kind: str, offered: list[list[S.PermissionOption]]) -> Any:
@@ -113,7 +114,7 @@ async def test_permission_request_allowed_runs_the_command(
             assert ed.rec.text(sid, "agent_thought_chunk") == "The command ran; tell the user."
 
             (req,) = ed.rec.asked
-            assert_names_the_tool_call(ed, sid, req, "toolu_acp_1")
+            assert_names_the_tool_call(ed, sid, req, "toolu_acp_1", "touch made_by_acp.txt")
             kinds = [o.kind for o in req.options]
             assert kinds[0] == "allow_once" and kinds[-1] == "reject_once", req.options
             (start,) = [u for u in ed.rec.of(sid, "tool_call") if u.tool_call_id == "toolu_acp_1"]
@@ -165,7 +166,7 @@ async def test_permission_request_rejected_fails_the_tool_call(
             sid = await new_claude(ed, home, mock)
             done = await ed.prompt(sid, "Create the file please.")
             (req,) = ed.rec.asked
-            assert_names_the_tool_call(ed, sid, req, "toolu_acp_no")
+            assert_names_the_tool_call(ed, sid, req, "toolu_acp_no", "touch denied_by_acp.txt")
             assert [o.kind for o in offered[0]][-1] == "reject_once"
             updates = tool_updates(ed, sid, "toolu_acp_no")
             assert updates[-1].status == "failed", updates

@@ -98,10 +98,14 @@ async def test_question_with_no_tool_call_gets_one_made_up(monkeypatch: pytest.M
     monkeypatch.setattr("litbridge.acp.agent.TOOL_CALL_GRACE", 0.1)
     view, editor, daemon = _view()
     await view.apply({"event": "accepted", "turn_id": "t1"}, live=True)
-    await view.apply(QUESTION, live=True)
+    await view.apply({**QUESTION, "detail": "Bash command\n\n  touch x.txt"}, live=True)
     await asyncio.wait_for(view.asking["q1"], 5)
     (call,) = editor.asked
     assert call.tool_call_id == "question-q1"
+    # what the dialog shows with its question is the made-up call's content (the editor shows what it approves)
+    assert [c.content.text for c in call.content] == ["Bash command\n\n  touch x.txt"]
+    (start,) = [u for u in editor.updates if u.session_update == "tool_call"]
+    assert start.tool_call_id == "question-q1" and start.content == call.content
     assert view.synthetic == {"question-q1"}
     assert daemon.answers == [("s1", "q1", "1")]
 

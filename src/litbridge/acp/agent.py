@@ -72,6 +72,7 @@ from litbridge import __version__
 from litbridge.acp.mapping import (
     TextDeltas,
     choice_schema,
+    detail_text,
     option_kinds,
     plan_entries,
     streams_text,
@@ -491,12 +492,17 @@ class SessionView:
         if q.get("kind") == "choice" and self.agent.elicitation:
             await self._elicit(qid, text, labels, digits, open_tools[-1] if open_tools else None)
             return
+        content: list[Any] | None = None
         if open_tools:
             tool_id = open_tools[-1]
         else:
+            # no tool call to name (none recorded yet): what the dialog shows with its question (the command, the
+            # file) is the made-up call's content, so the editor still shows what it is asked to approve
             tool_id = f"question-{qid}"
             self.synthetic.add(tool_id)
-            await self.update(start_tool_call(tool_id, text, kind="other", status="pending"))
+            shown = detail_text(q.get("detail"))
+            content = [tool_content(text_block(shown))] if shown else None
+            await self.update(start_tool_call(tool_id, text, kind="other", status="pending", content=content))
         perm = [
             PermissionOption(option_id=str(o["digit"]), name=label, kind=kind)  # type: ignore[arg-type]
             for o, label, kind in zip(options, labels, option_kinds(labels), strict=True)
@@ -504,7 +510,7 @@ class SessionView:
         try:
             reply = await self.agent.conn.request_permission(
                 session_id=self.key,
-                tool_call=ToolCallUpdate(tool_call_id=tool_id, title=text, status="pending"),
+                tool_call=ToolCallUpdate(tool_call_id=tool_id, title=text, status="pending", content=content),
                 options=perm,
             )
             client = self.client
