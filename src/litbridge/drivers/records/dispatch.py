@@ -83,12 +83,13 @@ class Dispatch:
             return False
         words = _words(text)
         turn = self.engine.turn
-        if turn is not None and not turn.witnessed and _words(turn.text) == words:
-            return False
+        mine = turn is not None and not turn.witnessed and _words(turn.text) == words
         for i, old in enumerate(ended):
             if _words(old) == words:
                 del ended[i]  # one prompt line per turn
-                return True
+                # the open send's own words too: taken as its line (the two cannot be told apart), and the
+                # ended turn's forgotten, so that the send's line, if it comes later, is not taken for stale
+                return not mine
         return False
 
     def seen(self, ev: Any) -> None:
