@@ -75,11 +75,17 @@ the seconds between two clears: a CLI too starved to redraw within them may have
 a clear key pressed twice in quick succession on an empty box can mean "exit" to a CLI."""
 
 
+def prompt_words(text: str) -> str:
+    """A message as compared wherever the CLI shows it back (its input box, its record): whitespace aside (a CLI
+    may wrap it, trim it or change its line ends)."""
+    return " ".join(text.split())
+
+
 def holds_prompt(draft: str, text: str) -> bool:
     """The input box's `draft` is (the start of) the message `text`, whitespace aside: the message still in the
     box, or a prompt put back."""
-    head = " ".join(draft.split())[:40]
-    return bool(head) and " ".join(text.split()).startswith(head)
+    head = prompt_words(draft)[:40]
+    return bool(head) and prompt_words(text).startswith(head)
 
 
 # ---------------------------------------------------------------------------------------------- readings

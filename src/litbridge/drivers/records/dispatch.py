@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from litbridge.drivers.engine import prompt_words
+
 if TYPE_CHECKING:
     from litbridge.drivers.engine import Turn, TurnEngine
 
@@ -81,11 +83,11 @@ class Dispatch:
         ended = self.engine.unrecorded
         if not ended:
             return False
-        words = _words(text)
+        words = prompt_words(text)
         turn = self.engine.turn
-        mine = turn is not None and not turn.witnessed and _words(turn.text) == words
+        mine = turn is not None and not turn.witnessed and prompt_words(turn.text) == words
         for i, old in enumerate(ended):
-            if _words(old) == words:
+            if prompt_words(old) == words:
                 del ended[i]  # one prompt line per turn
                 # the open send's own words too: taken as its line (the two cannot be told apart), and the
                 # ended turn's forgotten, so that the send's line, if it comes later, is not taken for stale
@@ -108,11 +110,6 @@ class Dispatch:
 
     def other(self, ev: Any, turn: Turn) -> None:
         """A kind of the CLI's own (e.g. Gemini's `answer`, a turn end that waits for an idle screen)."""
-
-
-def _words(text: str) -> str:
-    """A prompt compared across the send and the record (a CLI may trim it or change its line ends)."""
-    return " ".join(text.split())
 
 
 def tool_id(ev: Any) -> str:
