@@ -15,7 +15,6 @@ from litbridge.acp.mapping import (
     REVISED,
     TextDeltas,
     choice_schema,
-    detail_text,
     option_kinds,
     plan_entries,
     streams_text,
@@ -272,16 +271,3 @@ async def test_reasoning_is_a_thought_and_the_echoed_prompt_a_user_message() -> 
         ("agent_thought_chunk", "Think first."),
         ("user_message_chunk", NOT_IN_EVENTS[True]),
     ]
-
-
-@pytest.mark.parametrize(
-    ("detail", "text"),
-    [
-        ("  Bash command\n\n  touch x.txt\n", "Bash command\n\n  touch x.txt"),
-        ({"command": "ls -la", "reason": "", "cwd": None}, "command: ls -la"),
-        (None, ""),
-        (["not", "a", "detail"], ""),
-    ],
-)
-def test_detail_text(detail: object, text: str) -> None:
-    assert detail_text(detail) == text

@@ -72,13 +72,13 @@ from litbridge import __version__
 from litbridge.acp.mapping import (
     TextDeltas,
     choice_schema,
-    detail_text,
     option_kinds,
     plan_entries,
     streams_text,
     tool_kind,
 )
 from litbridge.client import TERMINAL_EVENTS, Client, ConnectionLost, Event, EventStream, LitbridgeError
+from litbridge.client.client import question_detail_text
 from litbridge.mcp.tracker import Bridge, brief
 
 CATCH_UP_TIMEOUT = 10.0
@@ -500,7 +500,7 @@ class SessionView:
             # file) is the made-up call's content, so the editor still shows what it is asked to approve
             tool_id = f"question-{qid}"
             self.synthetic.add(tool_id)
-            shown = detail_text(q.get("detail"))
+            shown = question_detail_text(q.get("detail"))
             content = [tool_content(text_block(shown))] if shown else None
             await self.update(start_tool_call(tool_id, text, kind="other", status="pending", content=content))
         perm = [

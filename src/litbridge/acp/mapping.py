@@ -77,16 +77,6 @@ def option_kinds(labels: list[str]) -> list[str]:
     return out
 
 
-def detail_text(detail: Any) -> str:
-    """A question's wire `detail` as text: the string the CLI shows with it, or its named facts one per line
-    (`command: ls`); "" for none."""
-    if isinstance(detail, str):
-        return detail.strip()
-    if isinstance(detail, dict):
-        return "\n".join(f"{k}: {v}" for k, v in detail.items() if v not in (None, "")).strip()
-    return ""
-
-
 _PLAN_TOOLS = {"todowrite": ("todos", "content"), "updateplan": ("plan", "step")}
 """Tools whose input is the whole todo list: Claude Code's TodoWrite and Codex's update_plan (list key, text key)."""
 _PLAN_STATUSES = ("pending", "in_progress", "completed")

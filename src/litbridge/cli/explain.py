@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from litbridge.cli import common
+from litbridge.client.client import question_detail_text
 
 
 def add_parser(subparsers: Any) -> None:
@@ -105,11 +106,9 @@ def _print_frame(frame: dict[str, Any]) -> None:
         print(f"  question ({q['kind']}, the rules' {q['dialog']}): {q['text']}")
         for o in q["options"]:
             print(f"    {'>' if o['selected'] else ' '} {o['digit']}. {o['label']}")
-        detail = q["detail"]
-        if isinstance(detail, dict):
-            detail = "\n".join(f"{k}: {v}" for k, v in detail.items())
+        detail = question_detail_text(q["detail"])
         if detail:
-            print("  detail: " + str(detail).replace("\n", "\n          "))
+            print("  detail: " + detail.replace("\n", "\n          "))
     if frame.get("unknown_dialog"):
         print("  unknown dialog: " + frame["unknown_dialog"].replace("\n", "\n                  "))
 

@@ -264,6 +264,16 @@ def note_question(questions: dict[str, Event], ev: Event) -> None:
         questions.pop(qkey, None)
 
 
+def question_detail_text(detail: Any) -> str:
+    """A `question`'s `detail` as text to show: the string the CLI showed with the question, or its named facts
+    one per line (`command: ls`), empty ones left out; "" for none."""
+    if isinstance(detail, str):
+        return detail.strip()
+    if isinstance(detail, dict):
+        return "\n".join(f"{k}: {v}" for k, v in detail.items() if v not in (None, "")).strip()
+    return ""
+
+
 def _after(seq: Any, than: Any) -> bool:
     """`seq` is a later event's than `than` (both ints; False when either is missing)."""
     ints = isinstance(seq, int) and isinstance(than, int) and not isinstance(seq, bool)
