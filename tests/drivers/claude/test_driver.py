@@ -213,6 +213,24 @@ def _append(drv: ClaudeDriver, *entries: dict) -> None:
             fh.write(orjson.dumps(e) + b"\n")
 
 
+PARIS_END = (  # the transcript lines that end a turn answered "Paris."
+    {
+        "type": "assistant",
+        "message": {"id": "m2", "stop_reason": "end_turn", "content": [{"type": "text", "text": "Paris."}]},
+    },
+    {"type": "system", "subtype": "turn_duration"},
+)
+
+
+def _ends(events: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """The turns' terminal events, (event, content)."""
+    return [
+        (e["event"], e.get("content"))
+        for e in events
+        if e["event"] in ("complete", "interrupted", "turn_error")
+    ]
+
+
 def test_submit_pastes_then_enters_separately_and_completes_from_the_transcript(tmp_path: Path, loop) -> None:
     screens = s02_screens("idle", "typed", "busy", "done")
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, {})
@@ -355,8 +373,7 @@ def test_interrupt_sends_esc_and_ends_the_turn_even_without_a_transcript_marker(
     host.interrupt()
     assert cli.keys_seen[-1][1] == ESC
     run(loop, asyncio.sleep(4.0))
-    ends = [e for e in events if e["event"] in ("complete", "interrupted", "turn_error")]
-    assert [e["event"] for e in ends] == ["interrupted"]
+    assert [end for end, _ in _ends(events)] == ["interrupted"]
 
 
 def test_stop_returns_the_session_id_for_resume(tmp_path: Path, loop) -> None:
@@ -391,30 +408,12 @@ def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) ->
             loop.call_later(0.05, cli.show, "busy")
             loop.call_later(0.2, _append, drv, {"type": "user", "message": {"content": text}})
             loop.call_later(1.0, cli.show, "done")
-            loop.call_later(
-                1.1,
-                _append,
-                drv,
-                {
-                    "type": "assistant",
-                    "message": {
-                        "id": "m2",
-                        "stop_reason": "end_turn",
-                        "content": [{"type": "text", "text": "Paris."}],
-                    },
-                },
-                {"type": "system", "subtype": "turn_duration"},
-            )
+            loop.call_later(1.1, _append, drv, *PARIS_END)
 
     cli.on_write = on_write
     send(loop, host, text)
     run(loop, asyncio.sleep(2.0))
-    ends = [
-        (e["event"], e.get("content"))
-        for e in events
-        if e["event"] in ("complete", "interrupted", "turn_error")
-    ]
-    assert ends == [("interrupted", ""), ("complete", "Paris.")]
+    assert _ends(events) == [("interrupted", ""), ("complete", "Paris.")]
 
 
 @pytest.mark.parametrize("read", ["while_idle", "after_the_next_send"])
@@ -434,8 +433,6 @@ def test_a_prompt_line_read_after_its_turn_ended_touches_no_turn(tmp_path: Path,
     cli, drv, host, events = _ready_driver(tmp_path, loop, screens, transitions)
     old, text = "slow first token (Esc before any text)", "What is the capital of France?"
     old_line = {"type": "user", "message": {"content": old}}
-    done = {"type": "assistant", "message": {"id": "m2", "stop_reason": "end_turn", "content": []}}
-    done["message"]["content"] = [{"type": "text", "text": "Paris."}]
     pasted: list[bytes] = []
 
     def on_write(data: bytes) -> None:
@@ -451,28 +448,22 @@ def test_a_prompt_line_read_after_its_turn_ended_touches_no_turn(tmp_path: Path,
                 loop.call_later(0.1, _append, drv, old_line)
             loop.call_later(0.3, _append, drv, {"type": "user", "message": {"content": text}})
             loop.call_later(1.0, cli.show, "done")
-            loop.call_later(1.1, _append, drv, done, {"type": "system", "subtype": "turn_duration"})
+            loop.call_later(1.1, _append, drv, *PARIS_END)
 
     cli.on_write = on_write
     send(loop, host, old)
     run(loop, asyncio.sleep(1.0))
     host.interrupt()
     run(loop, asyncio.sleep(4.0))
-    assert cli.current == "cleared", (
-        cli.keys_seen
-    )  # the turn ended (off the screen) and its put-back prompt was cleared
+    # the turn ended (off the screen) and its put-back prompt was cleared
+    assert cli.current == "cleared", cli.keys_seen
     if read == "while_idle":
         _append(drv, old_line)
         run(loop, asyncio.sleep(2.0))
     assert not [e for e in events if e["event"] == "accepted" and e.get("organic")]
     send(loop, host, text)
     run(loop, asyncio.sleep(3.0))
-    ends = [
-        (e["event"], e.get("content"))
-        for e in events
-        if e["event"] in ("complete", "interrupted", "turn_error")
-    ]
-    assert ends == [("interrupted", ""), ("complete", "Paris.")]
+    assert _ends(events) == [("interrupted", ""), ("complete", "Paris.")]
 
 
 def test_a_typed_prompt_and_its_reasoning_from_the_transcript(tmp_path: Path, loop) -> None:
