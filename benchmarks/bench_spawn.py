@@ -7,6 +7,9 @@ spawner, in the same run.
 - creates per second: a real `litbridge serve` gets N `create`s back to back on one connection (a CLI that shows
   its prompt at once), then `list`: N / (first create written -> `list` answered) is sessions spawned per second,
   N / (-> last `ready`) sessions ready per second. Once with `LITBRIDGE_SPAWN=fork`, once with the default.
+- a kill wave: KILLS sessions (the same `sh`), then `kill` for half of them back to back on one connection (each
+  waits for its CLI to be reaped, as a client killing its sessions one by one does), then SIGTERM to the daemon
+  with the other half still running: kills answered per second and the time the daemon takes to stop.
 Prints a table (and writes .benchmarks/spawn-{latest,smoke}.md); never fails on a figure.
 
 `python benchmarks/bench_spawn.py probe MB N METHOD` is the latency probe (one JSON line), run by the test
@@ -33,20 +36,26 @@ else:
 RSS_TARGETS_MB = (50,) if SMOKE else (50, 300)
 SPAWNS = 3 if SMOKE else 40  # per path and size
 CREATES = 5 if SMOKE else 100
+KILLS = 6 if SMOKE else 600
 METHODS = ("fork", "vfork")
 pytestmark = pytest.mark.timeout(900)
 
 ROWS: list[tuple[str, str, str, str, str]] = []
+KILL_ROWS: list[tuple[str, str, str]] = []
 
 
 def _table() -> str | None:
-    if not ROWS:
-        return None
-    head = [
-        "| measure | case | fork (ptyprocess) | vfork (compiled) | vfork speed-up |",
-        "|---|---|---|---|---|",
-    ]
-    return "\n".join(head + [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in ROWS])
+    lines: list[str] = []
+    if ROWS:
+        lines += [
+            "| measure | case | fork (ptyprocess) | vfork (compiled) | vfork speed-up |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in ROWS]
+    if KILL_ROWS:
+        lines += ([""] if lines else []) + ["| measure | case | value |", "|---|---|---|"]
+        lines += [f"| {a} | {b} | {c} |" for a, b, c in KILL_ROWS]
+    return "\n".join(lines) or None
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -174,6 +183,47 @@ def test_creates_per_second_on_one_connection() -> None:
         ("daemon RSS after the creates", case, f"{fork['rss_mb']:.0f} MB", f"{vfork['rss_mb']:.0f} MB", "")
     )
     assert not fork["failed"] and not vfork["failed"], runs
+
+
+def test_kill_wave() -> None:
+    from daemon_support import daemon  # type: ignore[import-not-found]
+
+    half = KILLS // 2
+    with daemon() as d:
+        conn = d.connect()
+        create = {
+            "cli": "sh",
+            "args": ["-c", "printf 'ready\\n> '; exec cat"],
+            "working_dir": str(d.tmp),
+            "quiescence": 0.2,
+        }
+        ids = {conn.cmd("create", session=f"s{i}", **create) for i in range(KILLS)}
+        while ids:
+            r = conn.wait(lambda e: e.get("re") in ids, 600)
+            assert r.ev.get("event") == "ready", r.ev
+            ids.discard(r.ev["re"])
+        procs = sum(1 for n in os.listdir("/proc") if n.isdigit()) if os.path.isdir("/proc") else 0
+        t0 = time.monotonic()
+        ids = {conn.cmd("kill", session=f"s{i}") for i in range(half)}
+        last = 0.0
+        while ids:
+            r = conn.wait(lambda e: e.get("re") in ids, 600)
+            assert r.ev.get("event") == "killed", r.ev
+            ids.discard(r.ev["re"])
+            last = r.at
+        killed = last - t0
+        conn.close()
+        t0 = time.monotonic()
+        d.proc.terminate()
+        d.proc.wait(600)
+        stopped = time.monotonic() - t0
+    case = f"{KILLS} sessions, {procs} processes on the machine"
+    KILL_ROWS.append(
+        ("kills answered per second", f"{case}: {half} kills, one connection", f"{half / killed:.0f} /s")
+    )
+    KILL_ROWS.append(
+        ("daemon stop (SIGTERM → exit)", f"{case}: {KILLS - half} sessions left", f"{stopped:.2f} s")
+    )
 
 
 if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "probe":
