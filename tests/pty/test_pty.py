@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 
 import pytest
@@ -178,3 +179,44 @@ async def test_pipes_close_stdin_after_queued_writes() -> None:
 def test_unexecutable_args_refused_before_fork(argv: list[str], env: dict[str, str]) -> None:
     with pytest.raises(SpawnError):
         spawn(argv, env, "/tmp")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux /proc")
+@pytest.mark.asyncio
+async def test_stopped_follows_sigstop_through_one_kept_descriptor() -> None:
+    env = child_env(base={"PATH": os.environ["PATH"]})
+    p = spawn([resolve("sleep", env) or "sleep", "60"], env, "/tmp")
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[int | None] = loop.create_future()
+    p.start(loop, lambda b: None, done.set_result)
+
+    def fds() -> dict[str, str]:
+        out = {}
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                out[fd] = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:  # the listing's own descriptor, closed by now
+                pass
+        return out
+
+    assert not p.stopped
+    kept = fds()
+    os.kill(p.pid, signal.SIGSTOP)
+    for _ in range(250):  # the stop lands asynchronously
+        if p.stopped:
+            break
+        await asyncio.sleep(0.02)
+    assert p.stopped
+    assert fds() == kept  # asked again and again: no descriptor opened per question
+    os.kill(p.pid, signal.SIGCONT)
+    for _ in range(250):
+        if not p.stopped:
+            break
+        await asyncio.sleep(0.02)
+    assert not p.stopped
+    stat_fds = {fd for fd, target in kept.items() if target == f"/proc/{p.pid}/stat"}
+    assert len(stat_fds) == 1, kept
+    await p.kill(grace=0.3)
+    await asyncio.wait_for(done, 10)
+    assert not p.stopped  # exited: not stopped, and the descriptor is gone with it
+    assert f"/proc/{p.pid}/stat" not in fds().values()
