@@ -7,9 +7,10 @@ spawner, in the same run.
 - creates per second: a real `litbridge serve` gets N `create`s back to back on one connection (a CLI that shows
   its prompt at once), then `list`: N / (first create written -> `list` answered) is sessions spawned per second,
   N / (-> last `ready`) sessions ready per second. Once with `LITBRIDGE_SPAWN=fork`, once with the default.
-- a kill wave: KILLS sessions (the same `sh`), then `kill` for half of them back to back on one connection (each
-  waits for its CLI to be reaped, as a client killing its sessions one by one does), then SIGTERM to the daemon
-  with the other half still running: kills answered per second and the time the daemon takes to stop.
+- a kill wave: KILLS sessions (the same `sh`), left idle for IDLE_WINDOW seconds (the daemon's CPU meanwhile),
+  then `kill` for half of them back to back on one connection (each waits for its CLI to be reaped, as a client
+  killing its sessions one by one does), then SIGTERM to the daemon with the other half still running: kills
+  answered per second and the time the daemon takes to stop.
 Prints a table (and writes .benchmarks/spawn-{latest,smoke}.md); never fails on a figure.
 
 `python benchmarks/bench_spawn.py probe MB N METHOD` is the latency probe (one JSON line), run by the test
@@ -37,6 +38,7 @@ RSS_TARGETS_MB = (50,) if SMOKE else (50, 300)
 SPAWNS = 3 if SMOKE else 40  # per path and size
 CREATES = 5 if SMOKE else 100
 KILLS = 6 if SMOKE else 600
+IDLE_SETTLE, IDLE_WINDOW = (0.5, 1.0) if SMOKE else (5.0, 10.0)
 METHODS = ("fork", "vfork")
 pytestmark = pytest.mark.timeout(900)
 
@@ -186,7 +188,7 @@ def test_creates_per_second_on_one_connection() -> None:
 
 
 def test_kill_wave() -> None:
-    from daemon_support import daemon  # type: ignore[import-not-found]
+    from daemon_support import cpu_seconds, daemon  # type: ignore[import-not-found]
 
     half = KILLS // 2
     with daemon() as d:
@@ -203,6 +205,10 @@ def test_kill_wave() -> None:
             assert r.ev.get("event") == "ready", r.ev
             ids.discard(r.ev["re"])
         procs = sum(1 for n in os.listdir("/proc") if n.isdigit()) if os.path.isdir("/proc") else 0
+        time.sleep(IDLE_SETTLE)  # the sessions' start-up settled: nothing happens from here on
+        cpu0, t0 = cpu_seconds(d.pid), time.monotonic()
+        time.sleep(IDLE_WINDOW)
+        idle = 100 * (cpu_seconds(d.pid) - cpu0) / (time.monotonic() - t0)
         t0 = time.monotonic()
         ids = {conn.cmd("kill", session=f"s{i}") for i in range(half)}
         last = 0.0
@@ -218,6 +224,8 @@ def test_kill_wave() -> None:
         d.proc.wait(600)
         stopped = time.monotonic() - t0
     case = f"{KILLS} sessions, {procs} processes on the machine"
+    idle_case = f"{case}: every session idle, {IDLE_WINDOW:.0f} s"
+    KILL_ROWS.append(("idle daemon CPU", idle_case, f"{idle:.2f} % of a core"))
     KILL_ROWS.append(
         ("kills answered per second", f"{case}: {half} kills, one connection", f"{half / killed:.0f} /s")
     )
