@@ -309,6 +309,39 @@ def test_nice_puts_the_child_and_its_session_group_below_the_spawner(method: str
             os.waitpid(p.pid, 0)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the compiled spawner is Linux's")
+@pytest.mark.parametrize("transport", ["pty", "pipes"])
+def test_the_vfork_path_lowers_the_child_before_it_runs_its_own_code(
+    transport: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first thing the program reads of itself is already the lowered nice (and group): a burst of starting
+    CLIs never runs at the daemon's priority, not even until the parent gets the pid back."""
+    import litbridge.pty as pty_module
+
+    def late(pid: int, nice: int) -> tuple[int, None]:
+        raise AssertionError("the vfork path lowered the child after the fact")
+
+    monkeypatch.setattr(pty_module, "lower_priority", late)
+    out = tmp_path / "self.txt"
+    e = _env()
+    script = f"cat /proc/self/stat /proc/self/autogroup > {out} 2>/dev/null; exec sleep 30"
+    p = spawn([resolve("sh", e) or "sh", "-c", script], e, "/tmp", transport, method="vfork", nice=7)
+    try:
+        deadline = time.monotonic() + 10
+        while not (out.exists() and out.read_text().count("\n") >= 1) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        lines = out.read_text().splitlines()
+        nice = int(lines[0].rsplit(")", 1)[1].split()[16])  # field 19 of stat: the nice value
+        value, group = pty_module.priority_for(7)
+        assert nice == value == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 7)
+        if group is not None and len(lines) > 1 and lines[1].strip():  # autogroup here
+            name, _, group_nice = lines[1].split()
+            assert int(group_nice) == group and name != _group("self")[0]  # type: ignore[index]
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        os.waitpid(p.pid, 0)
+
+
 def test_a_process_sharing_the_daemons_session_group_keeps_that_group_as_it_is() -> None:
     """`lower_priority` on a process that is not a session leader lowers the process only: writing the group's
     nice would have lowered the daemon with it."""

@@ -26,6 +26,7 @@ __all__ = [
     "check_exec_args",
     "child_env",
     "lower_priority",
+    "priority_for",
     "resolve",
     "spawn",
 ]
@@ -97,10 +98,20 @@ def spawn(
     """Start the program (argv[0] should already be resolved). Raises SpawnError. `method` picks how a child
     is started on Unix (`vfork`, `fork`; default `spawner.spawn_method()`), for tests and benchmarks; `nice`
     > 0 runs it that many nice levels below the daemon (`lower_priority`)."""
-    child = _start(argv, env, cwd, transport, columns, lines, method)
-    if nice > 0 and sys.platform != "win32":
+    priority = priority_for(nice) if nice > 0 and sys.platform != "win32" else None
+    child = _start(argv, env, cwd, transport, columns, lines, method, priority)
+    if priority is not None and getattr(child, "method", None) != "vfork":  # the fork paths: after the fact
         lower_priority(child.pid, nice)
     return child
+
+
+def priority_for(nice: int) -> tuple[int, int | None]:
+    """(the nice of a CLI started `nice` levels below the daemon, capped at 19; its session group's nice, or
+    None without autogroup here). What the vfork path gives the child before its exec; `lower_priority` gives
+    it to a process already running."""
+    value = min(NICE_MAX, os.getpriority(os.PRIO_PROCESS, 0) + max(0, nice))
+    mine = _autogroup("self")
+    return value, None if mine is None else min(NICE_MAX, mine[1] + max(0, nice))
 
 
 def lower_priority(pid: int, nice: int) -> tuple[int, int | None]:
@@ -111,16 +122,14 @@ def lower_priority(pid: int, nice: int) -> tuple[int, int | None]:
     nice is what keeps the daemon's events prompt when the CLIs saturate the machine. A group the daemon
     shares is never touched. Best effort (a failure is logged, the CLI runs on); what the CLI starts later
     inherits both. -> (the process's nice, its session group's nice or None where that was not set)."""
-    own = os.getpriority(os.PRIO_PROCESS, 0)
-    value = min(NICE_MAX, own + max(0, nice))
+    value, group = priority_for(nice)
     try:
         os.setpriority(os.PRIO_PROCESS, pid, value)
     except OSError as exc:
         log.warning("cannot lower the priority of pid %d: %s", pid, exc)
     mine, theirs = _autogroup("self"), _autogroup(str(pid))
-    if mine is None or theirs is None or theirs[0] == mine[0]:  # no autogroup here, or the daemon's own
+    if group is None or mine is None or theirs is None or theirs[0] == mine[0]:  # none here, or the daemon's
         return value, None
-    group = min(NICE_MAX, mine[1] + max(0, nice))
     try:
         with open(f"/proc/{pid}/autogroup", "w") as f:
             f.write(str(group))
@@ -150,6 +159,7 @@ def _start(
     columns: int,
     lines: int,
     method: str | None,
+    priority: tuple[int, int | None] | None = None,
 ) -> ChildProcess:
     try:
         check_exec_args(argv, env, cwd)
@@ -160,11 +170,11 @@ def _start(
     if transport == "pipes":
         from litbridge.pty.pipes import PipeProcess
 
-        return PipeProcess(argv, env, cwd, method)
+        return PipeProcess(argv, env, cwd, method, priority)
     if sys.platform == "win32":  # pragma: no cover
         from litbridge.pty.windows import WinPty
 
         return WinPty(argv, env, cwd, columns, lines)
     from litbridge.pty.unix import UnixPty
 
-    return UnixPty(argv, env, cwd, columns, lines, method)
+    return UnixPty(argv, env, cwd, columns, lines, method, priority)

@@ -13,4 +13,6 @@ def spawn(
     stderr_fd: int,
     ctty_fd: int = -1,
     pdeathsig: int = 0,
+    nice: int | None = None,
+    group_nice: int | None = None,
 ) -> int: ...

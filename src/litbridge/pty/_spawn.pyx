@@ -3,8 +3,8 @@
 
 A `fork` copies the page tables of the whole daemon (milliseconds at a few hundred MB, growing with it), and the
 forked Python child then touches its copy-on-write heap before it reaches `exec`. Here the child borrows the
-parent's memory until `execve` and runs only system calls in C: every signal to its default, `setsid`, take the
-terminal as its controlling TTY, `dup2` stdio, close every other fd, `chdir`, `PR_SET_PDEATHSIG`, `execve`.
+parent's memory until `execve` and runs only system calls in C: every signal to its default, `setsid`, its nice
+and its session group's (`serve --cli-nice`), take the terminal as its controlling TTY, `dup2` stdio, close every other fd, `chdir`, `PR_SET_PDEATHSIG`, `execve`.
 An error in any step is written to memory the parent reads once the child has gone (vfork shares it), and the
 child is reaped. Elsewhere than Linux `available()` is False and the caller keeps its fork-based path.
 """
@@ -46,11 +46,30 @@ cdef extern from *:
         for (long fd = 3; fd < top; fd++) close((int)fd);
     }
 
+    #define LB_KEEP_NICE (-1000)
+
+    /* The child's own session group (a new autogroup since its setsid) at nice `value`: best effort, as a
+       kernel without autogroup, or a container whose CPU group is a cgroup's, has no such file to write. */
+    static void lb_group_nice(int value) {
+        char buf[8];
+        int n = 0;
+        unsigned v = value < 0 ? (unsigned)-value : (unsigned)value;
+        char digits[8];
+        int d = 0;
+        do { digits[d++] = (char)('0' + v % 10); v /= 10; } while (v && d < 7);
+        if (value < 0) buf[n++] = '-';
+        while (d) buf[n++] = digits[--d];
+        int fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+        if (fd < 0) return;
+        if (write(fd, buf, (size_t)n) < 0) {}
+        close(fd);
+    }
+
     /* Runs in the vfork child on the parent's stack: system calls only, never returns. */
     static __attribute__((noreturn, noinline)) void lb_child(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
         int fd0, int fd1, int fd2, int ctty, int pdeathsig, pid_t parent,
-        const sigset_t *mask, struct lb_spawn_err *out)
+        int nice, int group_nice, const sigset_t *mask, struct lb_spawn_err *out)
     {
         int step = 1;
         struct sigaction dfl, old;
@@ -68,6 +87,10 @@ cdef extern from *:
         if (pthread_sigmask(SIG_SETMASK, mask, NULL) != 0) goto fail;
         step = 2;
         if (setsid() < 0) goto fail;
+        /* lowered before it runs any of its own code, not a moment after the parent got its pid back: a burst of
+           starting CLIs never competes with the daemon at its priority (best effort: a failure keeps the nice) */
+        if (nice != LB_KEEP_NICE) setpriority(PRIO_PROCESS, 0, nice);
+        if (group_nice != LB_KEEP_NICE) lb_group_nice(group_nice);
         step = 3;
         if (ctty >= 0 && ioctl(ctty, TIOCSCTTY, 0) < 0) goto fail;
         step = 4;
@@ -92,7 +115,7 @@ cdef extern from *:
        >= 3 (the caller makes sure) so the dup2s cannot clobber one another. */
     static pid_t lb_spawn(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
-        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int *err, int *step)
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int *err, int *step)
     {
         struct lb_spawn_err out;
         sigset_t all, old;
@@ -103,7 +126,7 @@ cdef extern from *:
         if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0) { *err = errno; *step = 0; return -1; }
         pid_t pid = vfork();
         if (pid == 0)
-            lb_child(path, argv, envp, cwd, fd0, fd1, fd2, ctty, pdeathsig, parent, &old, &out);
+            lb_child(path, argv, envp, cwd, fd0, fd1, fd2, ctty, pdeathsig, parent, nice, group_nice, &old, &out);
         int fork_errno = errno;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (pid < 0) { *err = fork_errno; *step = 0; return -1; }
@@ -119,9 +142,10 @@ cdef extern from *:
     #else
     #include <errno.h>
     #define LB_SPAWN_AVAILABLE 0
+    #define LB_KEEP_NICE (-1000)
     static long lb_spawn(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
-        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int *err, int *step)
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int *err, int *step)
     {
         *err = ENOSYS;
         *step = 0;
@@ -130,9 +154,10 @@ cdef extern from *:
     #endif
     """
     int LB_SPAWN_AVAILABLE
+    int LB_KEEP_NICE
     long lb_spawn(
         const char *path, char **argv, char **envp, const char *cwd,
-        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int *err, int *step
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int *err, int *step
     ) nogil
 
 
@@ -175,10 +200,13 @@ def spawn(
     int stderr_fd,
     int ctty_fd=-1,
     int pdeathsig=0,
+    object nice=None,
+    object group_nice=None,
 ) -> int:
     """Start `path` with `argv` and `env` (lists of bytes, env as b"NAME=value") in a new session, the three fds
     as its stdin/stdout/stderr (each >= 3), `ctty_fd` (a terminal's slave, or -1) as its controlling terminal,
-    nothing else open, in `cwd` (bytes or None), `pdeathsig` (0: none) sent to it when the calling thread dies.
+    nothing else open, in `cwd` (bytes or None), `pdeathsig` (0: none) sent to it when the calling thread dies,
+    at nice `nice` and with its session's autogroup at nice `group_nice` (None: as inherited; both best effort).
     Returns the pid once the program has been exec'd; raises OSError naming the step that failed."""
     for fd in (stdin_fd, stdout_fd, stderr_fd):
         if fd < 3:
@@ -196,12 +224,15 @@ def spawn(
     cdef const char *c_path = PyBytes_AS_STRING(path)
     cdef const char *c_cwd = NULL if cwd is None else PyBytes_AS_STRING(cwd)
     cdef int err = 0, step = 0
+    cdef int c_nice = LB_KEEP_NICE if nice is None else int(nice)
+    cdef int c_group = LB_KEEP_NICE if group_nice is None else int(group_nice)
     cdef long pid
     try:
         c_env = _cstrings(env)
         with nogil:
             pid = lb_spawn(
-                c_path, c_argv, c_env, c_cwd, stdin_fd, stdout_fd, stderr_fd, ctty_fd, pdeathsig, &err, &step
+                c_path, c_argv, c_env, c_cwd, stdin_fd, stdout_fd, stderr_fd, ctty_fd, pdeathsig, c_nice, c_group,
+                &err, &step
             )
     finally:
         free(c_argv)

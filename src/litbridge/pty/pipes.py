@@ -12,22 +12,28 @@ import os
 import subprocess
 
 from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, child_preexec
-from litbridge.pty.spawner import check_method, vfork_spawn
+from litbridge.pty.spawner import Priority, check_method, vfork_spawn
 
 
 class PipeProcess(ChildProcess):
     transport = "pipes"
 
     def __init__(
-        self, argv: list[str], env: dict[str, str], cwd: str | None, method: str | None = None
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None,
+        method: str | None = None,
+        priority: Priority | None = None,
     ) -> None:
+        """`priority`: as for `UnixPty` (the vfork path only)."""
         super().__init__()
         self.method = check_method(method)
         self._proc: subprocess.Popen[bytes] | None = None
         env = {**env, TAG_VAR: self.tag}
         try:
             if self.method == "vfork":
-                self.pid, (self._in, self._out, self._err) = _spawn_vfork(argv, env, cwd)
+                self.pid, (self._in, self._out, self._err) = _spawn_vfork(argv, env, cwd, priority)
             else:
                 self._proc = subprocess.Popen(
                     argv,
@@ -131,7 +137,9 @@ class PipeProcess(ChildProcess):
                     f.close()
 
 
-def _spawn_vfork(argv: list[str], env: dict[str, str], cwd: str | None) -> tuple[int, tuple[int, int, int]]:
+def _spawn_vfork(
+    argv: list[str], env: dict[str, str], cwd: str | None, priority: Priority | None = None
+) -> tuple[int, tuple[int, int, int]]:
     """Three pipes and the child on their far ends; -> (pid, (stdin writer, stdout reader, stderr reader))."""
     ours: list[int] = []
     theirs: list[int] = []
@@ -140,7 +148,7 @@ def _spawn_vfork(argv: list[str], env: dict[str, str], cwd: str | None) -> tuple
             r, w = os.pipe()
             ours.append(w if child_reads else r)
             theirs.append(r if child_reads else w)
-        pid = vfork_spawn(argv, env, cwd, (theirs[0], theirs[1], theirs[2]))
+        pid = vfork_spawn(argv, env, cwd, (theirs[0], theirs[1], theirs[2]), priority=priority)
     except BaseException:
         for fd in ours:
             os.close(fd)

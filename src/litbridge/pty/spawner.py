@@ -21,6 +21,9 @@ except ImportError:  # the pure-Python package (LITBRIDGE_NO_EXTENSIONS=1)
 
 METHODS = ("vfork", "fork")
 
+Priority = tuple[int, "int | None"]
+"""(the child's nice, its session group's nice or None to leave the group as it is): see `pty.priority_for`."""
+
 
 def spawn_method() -> str:
     """`vfork` where the compiled spawner works, else `fork`; `LITBRIDGE_SPAWN=fork` forces the fork path (a
@@ -38,11 +41,16 @@ def check_method(method: str | None) -> str:
 
 
 def vfork_spawn(
-    argv: list[str], env: dict[str, str], cwd: str | None, fds: tuple[int, int, int], ctty: int = -1
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str | None,
+    fds: tuple[int, int, int],
+    ctty: int = -1,
+    priority: Priority | None = None,
 ) -> int:
     """Start `argv` with `fds` as its stdin/stdout/stderr (and `ctty`, a terminal's slave, as its controlling
-    terminal) through the compiled spawner; -> pid once it has been exec'd. Raises OSError / ValueError.
-    The caller keeps (and closes) its fds."""
+    terminal) through the compiled spawner, at `priority` from its first instruction; -> pid once it has been
+    exec'd. Raises OSError / ValueError. The caller keeps (and closes) its fds."""
     assert _cspawn is not None
     program = argv[0]
     if os.sep not in program:  # a bare name: looked up on the child's PATH, as execvpe would
@@ -68,6 +76,8 @@ def vfork_spawn(
             stderr,
             high.get(ctty, ctty),
             int(signal.SIGKILL) if sys.platform.startswith("linux") else 0,
+            None if priority is None else priority[0],
+            None if priority is None else priority[1],
         )
     finally:
         for fd in high.values():

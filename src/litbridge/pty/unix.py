@@ -19,7 +19,7 @@ from ptyprocess import PtyProcess
 
 from litbridge.protocol.spec import GRID
 from litbridge.pty.base import TAG_VAR, ChildProcess, SpawnError, child_preexec
-from litbridge.pty.spawner import METHODS, check_method, spawn_method, vfork_spawn
+from litbridge.pty.spawner import METHODS, Priority, check_method, spawn_method, vfork_spawn
 
 __all__ = ["METHODS", "UnixPty", "spawn_method"]
 
@@ -37,14 +37,17 @@ class UnixPty(ChildProcess):
         columns: int = GRID[0],
         lines: int = GRID[1],
         method: str | None = None,
+        priority: Priority | None = None,
     ) -> None:
+        """`priority`: what the vfork path lowers the child to before its exec (the fork path leaves it to the
+        caller, `pty.spawn`)."""
         super().__init__()
         self.method = check_method(method)
         self._proc: PtyProcess | None = None
         env = {**env, TAG_VAR: self.tag}
         try:
             if self.method == "vfork":
-                self.pid, self.fd = _spawn_vfork(argv, env, cwd, columns, lines)
+                self.pid, self.fd = _spawn_vfork(argv, env, cwd, columns, lines, priority)
             else:
                 self._proc = PtyProcess.spawn(
                     argv,
@@ -100,7 +103,12 @@ class UnixPty(ChildProcess):
 
 
 def _spawn_vfork(
-    argv: list[str], env: dict[str, str], cwd: str | None, columns: int, lines: int
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str | None,
+    columns: int,
+    lines: int,
+    priority: Priority | None = None,
 ) -> tuple[int, int]:
     """Open a PTY of `columns` x `lines` and start `argv` on its slave through the compiled spawner;
     -> (pid, master fd). The slave is closed here once the child has it, so the master reads EIO when the
@@ -108,7 +116,7 @@ def _spawn_vfork(
     master, slave = os.openpty()
     try:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
-        pid = vfork_spawn(argv, env, cwd, (slave, slave, slave), slave)
+        pid = vfork_spawn(argv, env, cwd, (slave, slave, slave), slave, priority)
     except BaseException:
         os.close(master)
         raise
