@@ -3,7 +3,8 @@ ptyprocess / subprocess; pywinpty on Windows).
 
 `spawn(argv, env, cwd, transport)` returns a `ChildProcess` (see `base.py`); `child_env` builds the
 environment (nesting vars stripped, TERM/COLORTERM, then the caller's env); `resolve` finds the program;
-`lower_priority` puts a started CLI below the daemon (`serve --cli-nice`). Knows nothing about screens or JSON.
+`priority_for` is where a CLI runs below the daemon (`serve --cli-nice`): the vfork path starts it there,
+`lower_priority` moves one already running. Knows nothing about screens or JSON.
 """
 
 from __future__ import annotations

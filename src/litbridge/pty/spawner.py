@@ -3,7 +3,8 @@
 `spawn_method()` is `vfork` on Linux with the compiled `_spawn` (nothing of the daemon is copied, so a spawn
 costs the same at 50 MB as at 500 MB, and no Python runs in the child), else `fork` (ptyprocess / subprocess,
 the fallback; `LITBRIDGE_SPAWN=fork` selects it). `vfork_spawn` starts a program on given fds in its own
-session, with every other fd closed and SIGKILL as its parent-death signal.
+session, with every other fd closed, SIGKILL as its parent-death signal, and the priority `serve --cli-nice`
+asks for already set when it starts.
 """
 
 from __future__ import annotations
