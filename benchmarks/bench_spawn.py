@@ -134,17 +134,22 @@ def test_spawn_latency_against_daemon_size() -> None:
         )
 
 
+def _prompt_cli(tmp: Any) -> dict[str, Any]:
+    """`create` fields of a generic session whose CLI shows its prompt at once and then only reads."""
+    return {
+        "cli": "sh",
+        "args": ["-c", "printf 'ready\\n> '; exec cat"],
+        "working_dir": str(tmp),
+        "quiescence": 0.2,
+    }
+
+
 def _creates(extra_env: dict[str, str]) -> dict[str, float]:
     from daemon_support import daemon, mem_kb  # type: ignore[import-not-found]
 
     with daemon(extra_env) as d:
         conn = d.connect()
-        create = {
-            "cli": "sh",
-            "args": ["-c", "printf 'ready\\n> '; exec cat"],
-            "working_dir": str(d.tmp),
-            "quiescence": 0.2,
-        }
+        create = _prompt_cli(d.tmp)
         conn.cmd("create", session="warm", **create)  # imports, executor threads
         conn.wait(lambda e: e.get("session") == "warm" and e.get("event") in ("ready", "error"), 60)
         t0 = time.monotonic()
@@ -193,12 +198,7 @@ def test_kill_wave() -> None:
     half = KILLS // 2
     with daemon() as d:
         conn = d.connect()
-        create = {
-            "cli": "sh",
-            "args": ["-c", "printf 'ready\\n> '; exec cat"],
-            "working_dir": str(d.tmp),
-            "quiescence": 0.2,
-        }
+        create = _prompt_cli(d.tmp)
         ids = {conn.cmd("create", session=f"s{i}", **create) for i in range(KILLS)}
         while ids:
             r = conn.wait(lambda e: e.get("re") in ids, 600)
