@@ -4,7 +4,8 @@
 A `fork` copies the page tables of the whole daemon (milliseconds at a few hundred MB, growing with it), and the
 forked Python child then touches its copy-on-write heap before it reaches `exec`. Here the child borrows the
 parent's memory until `execve` and runs only system calls in C: every signal to its default, `setsid`, its nice
-and its session group's (`serve --cli-nice`), take the terminal as its controlling TTY, `dup2` stdio, close every other fd, `chdir`, `PR_SET_PDEATHSIG`, `execve`.
+and its session group's (`serve --cli-nice`), take the terminal as its controlling TTY, `dup2` stdio, close
+every other fd, `chdir`, `PR_SET_PDEATHSIG`, `execve`.
 An error in any step is written to memory the parent reads once the child has gone (vfork shares it), and the
 child is reaped. Elsewhere than Linux `available()` is False and the caller keeps its fork-based path.
 """
