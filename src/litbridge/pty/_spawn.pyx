@@ -88,10 +88,6 @@ cdef extern from *:
         if (pthread_sigmask(SIG_SETMASK, mask, NULL) != 0) goto fail;
         step = 2;
         if (setsid() < 0) goto fail;
-        /* lowered before it runs any of its own code, not a moment after the parent got its pid back: a burst of
-           starting CLIs never competes with the daemon at its priority (best effort: a failure keeps the nice) */
-        if (nice != LB_KEEP_NICE) setpriority(PRIO_PROCESS, 0, nice);
-        if (group_nice != LB_KEEP_NICE) lb_group_nice(group_nice);
         step = 3;
         if (ctty >= 0 && ioctl(ctty, TIOCSCTTY, 0) < 0) goto fail;
         step = 4;
@@ -104,6 +100,12 @@ cdef extern from *:
             if (prctl(PR_SET_PDEATHSIG, pdeathsig, 0, 0, 0) < 0) goto fail;
             if (getppid() != parent) { errno = ESRCH; goto fail; }  /* the daemon died before the prctl */
         }
+        /* lowered before it runs any of its own code, not a moment after the parent got its pid back: a burst of
+           starting CLIs never competes with the daemon at its priority. Last, right before the exec: the parent
+           waits for the exec, and a child lowered earlier waits longer for a CPU on a saturated machine (best
+           effort: a failure keeps the nice) */
+        if (nice != LB_KEEP_NICE) setpriority(PRIO_PROCESS, 0, nice);
+        if (group_nice != LB_KEEP_NICE) lb_group_nice(group_nice);
         step = 7;
         execve(path, argv, envp);
     fail:
