@@ -222,6 +222,17 @@ PARIS_END = (  # the transcript lines that end a turn answered "Paris."
 )
 
 
+def _answer_paris(
+    loop: asyncio.AbstractEventLoop, cli: FakeCLI, drv: Any, text: str, prompt_at: float = 0.2
+) -> None:
+    """Claude Code taking the Enter of `text`: busy at once, its prompt line in the transcript at `prompt_at`,
+    then the answer "Paris." on the screen and in the transcript."""
+    loop.call_later(0.05, cli.show, "busy")
+    loop.call_later(prompt_at, _append, drv, {"type": "user", "message": {"content": text}})
+    loop.call_later(1.0, cli.show, "done")
+    loop.call_later(1.1, _append, drv, *PARIS_END)
+
+
 def _ends(events: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     """The turns' terminal events, (event, content)."""
     return [
@@ -405,10 +416,7 @@ def test_abandoned_older_prompt_never_ends_the_new_turn(tmp_path: Path, loop) ->
 
     def on_write(data: bytes) -> None:
         if data == ENTER:
-            loop.call_later(0.05, cli.show, "busy")
-            loop.call_later(0.2, _append, drv, {"type": "user", "message": {"content": text}})
-            loop.call_later(1.0, cli.show, "done")
-            loop.call_later(1.1, _append, drv, *PARIS_END)
+            _answer_paris(loop, cli, drv, text)
 
     cli.on_write = on_write
     send(loop, host, text)
@@ -442,13 +450,12 @@ def test_a_prompt_line_read_after_its_turn_ended_touches_no_turn(tmp_path: Path,
             pasted.append(data)
         if data != ENTER or cli.current == "busy":
             return
-        loop.call_later(0.05, cli.show, "busy")
-        if text.encode() in pasted[-1]:
-            if read == "after_the_next_send":
-                loop.call_later(0.1, _append, drv, old_line)
-            loop.call_later(0.3, _append, drv, {"type": "user", "message": {"content": text}})
-            loop.call_later(1.0, cli.show, "done")
-            loop.call_later(1.1, _append, drv, *PARIS_END)
+        if text.encode() not in pasted[-1]:
+            loop.call_later(0.05, cli.show, "busy")
+            return
+        if read == "after_the_next_send":
+            loop.call_later(0.1, _append, drv, old_line)
+        _answer_paris(loop, cli, drv, text, prompt_at=0.3)
 
     cli.on_write = on_write
     send(loop, host, old)
