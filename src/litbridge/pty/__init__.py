@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from litbridge.protocol.spec import GRID
 from litbridge.pty.base import ChildProcess, SpawnError, WriteQueueFull
+from litbridge.pty.spawner import Priority
 
 __all__ = [
     "COLUMNS",
@@ -106,7 +107,7 @@ def spawn(
     return child
 
 
-def priority_for(nice: int) -> tuple[int, int | None]:
+def priority_for(nice: int) -> Priority:
     """(the nice of a CLI started `nice` levels below the daemon, capped at 19; its session group's nice, or
     None without autogroup here). What the vfork path gives the child before its exec; `lower_priority` gives
     it to a process already running."""
@@ -160,7 +161,7 @@ def _start(
     columns: int,
     lines: int,
     method: str | None,
-    priority: tuple[int, int | None] | None = None,
+    priority: Priority | None = None,
 ) -> ChildProcess:
     try:
         check_exec_args(argv, env, cwd)
