@@ -189,6 +189,13 @@ class ReplaySession:
     completes: list[Received] = field(default_factory=list)
     events: list[Received] = field(default_factory=list)
     failed: str | None = None
+    sent_at: list[float] = field(default_factory=list)  # monotonic time of each `send` written
+
+    def send_next(self, conn: Conn) -> None:
+        """Send the next recorded prompt."""
+        self.sent_at.append(time.monotonic())
+        conn.cmd("send", session=self.name, content=self.prompts[self.sent])
+        self.sent += 1
 
     @property
     def finished(self) -> bool:
@@ -218,6 +225,32 @@ def complete_latencies(d: DaemonProc, sessions: list[ReplaySession]) -> tuple[li
             from_end.append(c.at - end)
             from_dur.append(c.at - dur)
     return from_end, from_dur
+
+
+def turn_pace(d: DaemonProc, sessions: list[ReplaySession]) -> tuple[list[float], list[float]]:
+    """(per session: its turns took this long past the recording's own, per turn: the same for Enter → end).
+
+    A session's floor is the sum of its recorded turns, each from its Enter to its `turn_duration` line (the
+    fake waits at each prompt for the daemon's Enter and skips the user's pause once the Enter came): what is
+    over it is each turn's end → the next Enter (the CLI's own frames after a turn until its prompt is back,
+    the `complete`, the next send, the daemon's typing and Enter gap) and the fake falling behind its recording
+    (kept from the CPU, or blocked on a PTY the daemon did not read). The daemon's CPU % is taken over the
+    turn window, so a daemon that saved CPU by slowing turns would show here."""
+    overrun, slip = [], []
+    for s in sessions:
+        submits: list[tuple[float, float]] = []  # (monotonic, recorded t) of each Enter the fake took
+        ends: list[tuple[float, float]] = []  # (monotonic, recorded t) of each turn's turn_duration line
+        for x in read_log(d.logs / s.name):
+            if x.get("k") == "submit":
+                submits.append((x["m"], x["t"]))
+            elif x.get("k") == "jsonl" and x.get("tag") == "turn_duration" and len(ends) < len(submits):
+                ends.append((x["m"], x["t"]))
+        for (m_in, t_in), (m_end, t_end) in zip(submits, ends, strict=False):
+            slip.append((m_end - m_in) - (t_end - t_in))
+        if ends and s.sent_at:
+            floor = sum(t_end - t_in for (_, t_in), (_, t_end) in zip(submits, ends, strict=False))
+            overrun.append((ends[-1][0] - s.sent_at[0]) - floor)
+    return overrun, slip
 
 
 def since_last_write(d: DaemonProc, sessions: list[ReplaySession], kind: str) -> list[float]:
@@ -303,8 +336,7 @@ def run_replays(
     with Sampler(d.pid) as sampler:
         for s in sessions:
             if not s.failed:
-                s.sent = 1
-                conn.cmd("send", session=s.name, content=s.prompts[0])
+                s.send_next(conn)
         while not all(s.finished for s in sessions):
             r = conn.wait(lambda e: True, max(1.0, deadline - time.monotonic()))
             e = r.ev
@@ -322,8 +354,7 @@ def run_replays(
                 else:
                     s.failed = f"turn {s.done}: {kind}: {e.get('message') or e.get('content', '')[:80]}"
                 if s.sent < len(s.prompts) and not s.failed:
-                    conn.cmd("send", session=s.name, content=s.prompts[s.sent])
-                    s.sent += 1
+                    s.send_next(conn)
             elif kind == "exited":
                 s.failed = "exited"
         cpu1, w1, rq1, me1 = (
@@ -502,6 +533,7 @@ def test_scale(n: int) -> None:
         profiler = Profiler(d.pid, folder / f"scale-{n}.txt") if folder and not Profiler.missing() else None
         out = run_replays(d, conn, sessions, probe, timeout=240.0 + 0.5 * n, profiler=profiler, meter=meter)
         comp, comp_dur = complete_latencies(d, sessions)
+        overrun, slip = turn_pace(d, sessions)
     if meter is not None:
         shutil.rmtree(meter.parent, ignore_errors=True)
     cpu_pct = 100 * out["cpu_s"] / out["window_s"]
@@ -511,7 +543,8 @@ def test_scale(n: int) -> None:
     note = (
         f"window {out['window_s']:.1f}s; daemon waited for a CPU {100 * out['runq_s'] / out['window_s']:.0f}% "
         f"of it; client {100 * out['client_cpu_s'] / out['window_s']:.0f}% CPU; fake CLIs "
-        f"{fakes_pct:.1f}% CPU; load avg {os.getloadavg()[0]:.1f}; --cli-nice {SCALE_CLI_NICE}"
+        f"{fakes_pct:.1f}% CPU; load avg {os.getloadavg()[0]:.1f}; --cli-nice {SCALE_CLI_NICE}; sessions' turns "
+        f"{_fmt(_ms(pct(overrun, 50)))} ms (p50) past their recordings"
     )
     note += f"; failed {len(out['failed'])}: {out['failed'][:2]}" if out["failed"] else ""
     goal = {} if SMOKE else SCALE_TARGETS.get(n, {})
@@ -594,6 +627,26 @@ def test_scale(n: int) -> None:
         None,
         f"p99 {_fmt(_ms(pct(comp_dur, 99)))} ms over {len(comp_dur)} turns: from the record line that ends the turn "
         "(the fake writes it right after `end_turn`, as Claude Code does, and can be kept from the CPU in between)",
+    )
+    RESULTS.add(
+        f"scale N={n}",
+        "session's turns past the recording p50 / p99",
+        "ms",
+        _ms(pct(overrun, 50)),
+        None,
+        f"p99 {_fmt(_ms(pct(overrun, 99)))} ms over {len(overrun)} sessions: first send → last turn's end, against "
+        "the sum of the recording's turns (Enter → `turn_duration`): each turn's end → the next Enter (the CLI's "
+        "frames until its prompt is back, complete, send, typing, Enter gap) and the fake falling behind",
+    )
+    RESULTS.add(
+        f"scale N={n}",
+        "turn length past the recording p50 / p99",
+        "ms",
+        _ms(pct(slip, 50)),
+        None,
+        f"p99 {_fmt(_ms(pct(slip, 99)))} ms over {len(slip)} turns: the fake's Enter → `turn_duration` against the "
+        "recording's (a fake starved, or blocked on a PTY the daemon did not read); a daemon that saved CPU by "
+        "slowing turns would show here, its CPU % taken over a longer window",
     )
     RESULTS.add(
         f"scale N={n}",
