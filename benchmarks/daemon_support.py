@@ -377,23 +377,17 @@ def _accepts(path: str) -> bool:
     return True
 
 
-_GATES: dict[str, list[dict[str, Any]]] = {}
-
-
-def gates_of(capture: str) -> list[dict[str, Any]]:
-    """The prompts a recording's user typed, in order: {start, submit, text} (recorded times of the first key
-    and of the Enter), as the replaying fake pauses at them."""
-    if capture not in _GATES:
-        import replay_cli  # type: ignore[import-not-found]  # tests/fakes (pyproject's pythonpath)
-
-        _, gates, _ = replay_cli.load_timeline(CAPTURES / capture)
-        _GATES[capture] = [g for g in gates if not g.get("hold")]
-    return _GATES[capture]
+_PROMPTS: dict[str, list[str]] = {}
 
 
 def prompts_of(capture: str) -> list[str]:
     """The prompts a recording's user typed, in order (a replay is driven by sending them, one per turn)."""
-    return [g["text"] for g in gates_of(capture)]
+    if capture not in _PROMPTS:
+        import replay_cli  # type: ignore[import-not-found]  # tests/fakes (pyproject's pythonpath)
+
+        _, gates, _ = replay_cli.load_timeline(CAPTURES / capture)
+        _PROMPTS[capture] = [g["text"] for g in gates if not g.get("hold")]
+    return _PROMPTS[capture]
 
 
 def need_captures() -> None:
