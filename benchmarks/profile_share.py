@@ -9,7 +9,7 @@ the event loop's wait made up most of the samples). A sample counts as "rules + 
 spans `bench_screen_rules.py` times on a replay.
 
 Run on any raw profile: `python benchmarks/profile_share.py DIR/scale-100.txt` prints the share and the top
-frames.
+frames; `--functions DIR/scale-300.txt [NAME...]` each function's inclusive share, or a function's callees'.
 """
 
 from __future__ import annotations
@@ -105,7 +105,42 @@ def profile_dir() -> Path | None:
     return Path(value) if value else None
 
 
+def inclusive(raw: str) -> tuple[int, Counter[str], dict[str, Counter[str]]]:
+    """(samples, samples with each function on the stack, each function's direct callees' samples), functions
+    named without their line numbers: where a profile's time goes, function by function."""
+    total, on_stack, callees = 0, Counter[str](), dict[str, Counter[str]]()
+    for line in raw.splitlines():
+        stack, _, count = line.rstrip().rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = [f.split(" (")[0] for f in stack.split(";")]
+        seen: set[str] = set()
+        for i, f in enumerate(frames):
+            if f in seen:
+                continue  # recursion: a function counts once per sample
+            seen.add(f)
+            on_stack[f] += n
+            if i + 1 < len(frames):
+                callees.setdefault(f, Counter())[frames[i + 1]] += n
+    return total, on_stack, callees
+
+
 def main(argv: list[str]) -> int:
+    """`profile_share.py FILE...`: the share and the top frames; `profile_share.py --functions FILE [NAME...]`:
+    each function's inclusive share (the top 40), or for each NAME its direct callees'."""
+    if argv[:1] == ["--functions"]:
+        total, on_stack, callees = inclusive(Path(argv[1]).read_text())
+        names = argv[2:]
+        if not names:
+            for f, n in on_stack.most_common(40):
+                print(f"{100 * n / max(total, 1):5.1f}%  {f}")
+        for name in names:
+            print(f"{100 * on_stack[name] / max(total, 1):5.1f}%  {name}")
+            for f, n in callees.get(name, Counter()).most_common(10):
+                print(f"  {100 * n / max(total, 1):5.1f}%  {f}")
+        return 0
     for name in argv or ["-"]:
         s = share(sys.stdin.read() if name == "-" else Path(name).read_text())
         print(f"{name}: {s.samples} samples; rules + tick {s.rules_tick} = {s.pct:.1f}% ")
