@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 
 import pytest
 
@@ -128,3 +129,51 @@ def test_each_loop_has_its_own_timers() -> None:
         b.close()
     with pytest.raises(RuntimeError):
         Timers.for_loop(a)
+
+
+def test_deadlines_in_one_grid_slot_fire_together_at_its_end_in_deadline_order() -> None:
+    """The loop wakes once per slot of the shared grid: timers due within one slot fire in one batch at the
+    slot's end (up to GRID late), still in deadline order; a later slot's timer waits for its own."""
+    from litbridge import timers as timers_mod
+
+    async def main() -> tuple[list[tuple[str, float]], int, float]:
+        loop = asyncio.get_running_loop()
+        timers = Timers.for_loop(loop)
+        grid = timers_mod.GRID
+        fired: list[tuple[str, float]] = []
+        batches = 0
+        fire = timers._fire
+
+        def counting_fire() -> None:
+            nonlocal batches
+            batches += 1
+            fire()
+
+        timers._fire = counting_fire  # type: ignore[method-assign]
+        start = (math.ceil(loop.time() / grid) + 1) * grid  # a slot boundary ahead of us
+        for name, at in (("b", 0.015), ("a", 0.002), ("c", 0.008), ("next slot", grid + 0.004)):
+            timers.call_at(start + at, lambda name=name: fired.append((name, loop.time())))
+        await asyncio.sleep(start + 3 * grid - loop.time())
+        return fired, batches, start
+
+    fired, batches, start = asyncio.run(main())
+    grid = timers_mod.GRID
+    assert [name for name, _ in fired] == ["a", "c", "b", "next slot"]
+    assert batches == 2
+    resolution = 0.002  # the loop's own clock: a timer may run up to its resolution early
+    assert all(at >= start + grid - resolution for name, at in fired if name != "next slot")
+    assert fired[-1][1] >= start + 2 * grid - resolution
+
+
+def test_without_a_grid_each_deadline_is_kept() -> None:
+    async def main() -> list[float]:
+        loop = asyncio.get_running_loop()
+        timers = Timers(loop, grid=0)
+        now = loop.time()
+        out: list[float] = []
+        timers.call_at(now + 0.003, lambda: out.append(loop.time() - now))
+        await asyncio.sleep(0.05)
+        return out
+
+    (late,) = asyncio.run(main())
+    assert late < 0.015

@@ -5,6 +5,14 @@ thousands a second. Each `loop.call_later` is a loop timer of its own (under uvl
 started and closed again); here a timer is a heap entry, and the loop holds one timer per loop for the
 earliest deadline. Timers fire in deadline order (first armed first among equal deadlines), each callback on
 its own: one that raises is logged and the others still run.
+
+The loop timer is armed at the end of the earliest deadline's slot of a `GRID` (20 ms) shared by every session
+of the loop, and fires every timer due by then: a timer runs up to 20 ms late, and the loop wakes for timers at
+most 50 times a second however many sessions arm them. Spread over a few hundred sessions, their deadlines
+each woke the loop on their own; a woken daemon starts with cold caches, and what it does per wake-up is most of
+its CPU at scale (the scale benchmark: 8-14 % less CPU per turn at N=100-1000, benchmarks/README.md). The deadlines
+armed here are a settle (150 ms), a streaming tick (100 ms), a turn's bookkeeping (250 ms), a sync frame's
+fallback: none is a deadline to the millisecond.
 """
 
 from __future__ import annotations
@@ -18,7 +26,10 @@ from typing import Protocol
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Cancellable", "Timer", "Timers"]
+__all__ = ["GRID", "Cancellable", "Timer", "Timers"]
+
+GRID = 0.02
+"""Seconds: timers fire at the end of their deadline's slot of this grid of loop time (see the module docstring)."""
 
 
 class Cancellable(Protocol):
@@ -56,8 +67,9 @@ class Timers:
 
     _by_loop: dict[asyncio.AbstractEventLoop, Timers] = {}
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, grid: float = GRID) -> None:
         self.loop = loop
+        self.grid = grid
         self._heap: list[tuple[float, int, Timer]] = []
         self._seq = 0
         self._handle: asyncio.TimerHandle | None = None
@@ -86,15 +98,19 @@ class Timers:
         timer = Timer(deadline, callback)
         self._seq += 1
         heapq.heappush(self._heap, (deadline, self._seq, timer))
-        if deadline < self._armed_at:
-            self._arm(deadline)
+        self._arm(deadline)
         return timer
 
     def _arm(self, deadline: float) -> None:
+        """The loop timer at the end of `deadline`'s slot, unless it is armed that early already."""
+        grid = self.grid
+        at = math.ceil(deadline / grid) * grid if grid > 0 else deadline
+        if at >= self._armed_at:
+            return
         if self._handle is not None:
             self._handle.cancel()
-        self._armed_at = deadline
-        self._handle = self.loop.call_at(deadline, self._fire)
+        self._armed_at = at
+        self._handle = self.loop.call_at(at, self._fire)
 
     def _fire(self) -> None:
         self._handle, self._armed_at = None, math.inf
@@ -116,8 +132,8 @@ class Timers:
             except BaseException:
                 for entry in batch[i + 1 :]:
                     heapq.heappush(heap, entry)
-                if heap and heap[0][0] < self._armed_at:
+                if heap:
                     self._arm(heap[0][0])
                 raise
-        if heap and heap[0][0] < self._armed_at:
+        if heap:
             self._arm(heap[0][0])

@@ -124,7 +124,8 @@ class DriverHost(Protocol):
         """EOF on the child's stdin once queued writes are flushed (pipes transport; no-op for a PTY)."""
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Cancellable:
-        """A timer that is cancelled automatically when the session dies."""
+        """A timer that is cancelled automatically when the session dies. It fires at the end of its deadline's
+        slot of a 20 ms grid (up to 20 ms late, `litbridge.timers`): for settles and ticks, not for exact times."""
 
     def set_state(self, state: str) -> None:
         """Emit `state{from,to}` if it changed."""
