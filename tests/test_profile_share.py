@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from profile_share import share
+from profile_share import inclusive, share
 
 RAW = "\n".join(
     [
@@ -87,3 +87,19 @@ def test_rules_meter_counts_the_engines_readings_in_the_daemons_process(tmp_path
         timeout=60,
     )
     assert plain.stdout.strip() == "reading"  # without the variable nothing is wrapped
+
+
+def test_inclusive_counts_each_function_once_per_sample_and_its_direct_callees() -> None:
+    raw = "\n".join(
+        [
+            "main (a.py:1);evaluate (s.py:3);reading (e.py:9) 4",
+            "main (a.py:1);evaluate (s.py:3);reading (e.py:9);reading (e.py:12) 2",  # recursion: once
+            "main (a.py:1);tick (e.py:20) 4",
+            "garbage",
+        ]
+    )
+    total, on_stack, callees = inclusive(raw)
+    assert total == 10
+    assert (on_stack["main"], on_stack["evaluate"], on_stack["reading"], on_stack["tick"]) == (10, 6, 6, 4)
+    assert callees["main"] == {"evaluate": 6, "tick": 4}
+    assert callees["evaluate"] == {"reading": 6}

@@ -133,36 +133,39 @@ def test_each_loop_has_its_own_timers() -> None:
 
 def test_deadlines_in_one_grid_slot_fire_together_at_its_end_in_deadline_order() -> None:
     """The loop wakes once per slot of the shared grid: timers due within one slot fire in one batch at the
-    slot's end (up to GRID late), still in deadline order; a later slot's timer waits for its own."""
+    slot's end (up to GRID late), still in deadline order; a later slot's timer waits for its own end."""
     from litbridge import timers as timers_mod
 
-    async def main() -> tuple[list[tuple[str, float]], int, float]:
+    grid = timers_mod.GRID
+
+    async def main() -> tuple[list[tuple[str, int, float]], float]:
         loop = asyncio.get_running_loop()
         timers = Timers.for_loop(loop)
-        grid = timers_mod.GRID
-        fired: list[tuple[str, float]] = []
-        batches = 0
+        fired: list[tuple[str, int, float]] = []
+        batch = 0
         fire = timers._fire
 
         def counting_fire() -> None:
-            nonlocal batches
-            batches += 1
+            nonlocal batch
+            batch += 1
             fire()
 
         timers._fire = counting_fire  # type: ignore[method-assign]
         start = (math.ceil(loop.time() / grid) + 1) * grid  # a slot boundary ahead of us
         for name, at in (("b", 0.015), ("a", 0.002), ("c", 0.008), ("next slot", grid + 0.004)):
-            timers.call_at(start + at, lambda name=name: fired.append((name, loop.time())))
+            timers.call_at(start + at, lambda name=name: fired.append((name, batch, loop.time())))
         await asyncio.sleep(start + 3 * grid - loop.time())
-        return fired, batches, start
+        return fired, start
 
-    fired, batches, start = asyncio.run(main())
-    grid = timers_mod.GRID
-    assert [name for name, _ in fired] == ["a", "c", "b", "next slot"]
-    assert batches == 2
+    fired, start = asyncio.run(main())
+    assert [name for name, _, _ in fired] == ["a", "c", "b", "next slot"]
+    first = {b for name, b, _ in fired if name != "next slot"}
+    assert (
+        len(first) == 1
+    )  # one wake-up for the slot's three deadlines (a busy machine may add the next slot's)
     resolution = 0.002  # the loop's own clock: a timer may run up to its resolution early
-    assert all(at >= start + grid - resolution for name, at in fired if name != "next slot")
-    assert fired[-1][1] >= start + 2 * grid - resolution
+    assert all(at >= start + grid - resolution for name, _, at in fired if name != "next slot")
+    assert fired[-1][2] >= start + 2 * grid - resolution
 
 
 def test_without_a_grid_each_deadline_is_kept() -> None:
