@@ -87,6 +87,11 @@ def _proc_stat(pid: int | str) -> list[str] | None:
             raw = f.read()
     except OSError:
         return None
+    return _stat_fields(raw)
+
+
+def _stat_fields(raw: bytes) -> list[str]:
+    """The fields of a /proc/<pid>/stat text after the `(comm)` (a name may hold spaces and parentheses)."""
     return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
 
 
@@ -118,9 +123,9 @@ class ProcTable:
     What a kill needs to find a session's processes that left its process group (`descendants`) or the CLI's
     tree (`tagged`). Reading /proc costs 10-20 µs a process, so a kill that read it alone made a wave of N kills
     (a daemon's shutdown, a client killing its sessions one after another) cost N times every process on the
-    machine, with the loop blocked (300 kills among 600 sessions ran at 89 a second). `ProcTable.current()` hands out the last table
-    while the machine has created no process since it was read (`machine_forks`), which is exact: a process
-    that is gone is skipped by `_kill_if_same`, and one that is new means a new read."""
+    machine, with the loop blocked (300 kills among 600 sessions ran at 89 a second). `ProcTable.current()`
+    hands out the last table while the machine has created no process since it was read (`machine_forks`),
+    which is exact: a process that is gone is skipped by `_kill_if_same`, and one that is new means a new read."""
 
     def __init__(self) -> None:
         self.children: dict[int, list[tuple[int, str]]] = {}
@@ -249,9 +254,9 @@ class ChildProcess:
         """The child is stopped (SIGSTOP, SIGTSTP, a tracer): it runs nothing and reads nothing (Linux only)."""
         if self.exited:
             return False
-        return self._proc_state() in (b"T", b"t")
+        return self._proc_state() in ("T", "t")
 
-    def _proc_state(self) -> bytes | None:
+    def _proc_state(self) -> str | None:
         """The child's state letter in /proc/<pid>/stat, or None (gone, or no /proc). Read through a descriptor
         kept open for the child's life: the daemon asks once a second for every session, and opening the path
         each time (a lookup in /proc) was nearly all of an idle daemon's CPU."""
@@ -261,14 +266,12 @@ class ChildProcess:
                 fd = self._stat_fd = os.open(f"/proc/{self.pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
             except OSError:  # no /proc, or out of descriptors: the path each time
                 fields = _proc_stat(self.pid)
-                return fields[0].encode() if fields else None
+                return fields[0] if fields else None
         try:
-            raw = os.pread(fd, 1024, 0)
+            fields = _stat_fields(os.pread(fd, 1024, 0))
         except OSError:  # ESRCH: the process is gone
             return None
-        i = raw.rfind(b")")
-        state = raw[i + 2 : i + 3] if i >= 0 else b""
-        return state or None
+        return fields[0] if fields else None
 
     def write(self, data: bytes) -> None:
         """Queue bytes for the child; written without blocking the loop (EAGAIN -> add_writer).
