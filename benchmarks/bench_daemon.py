@@ -202,26 +202,42 @@ class ReplaySession:
         return self.failed is not None or self.done >= len(self.prompts)
 
 
-def complete_latencies(d: DaemonProc, sessions: list[ReplaySession]) -> tuple[list[float], list[float]]:
-    """(end_turn line written -> complete read, turn_duration line written -> complete read) per turn.
+@dataclass
+class FakeTurns:
+    """What a replaying fake logged of its turns (`replay_cli.py --log`), monotonic times and recorded ones."""
 
-    The k-th transcript `complete` of a session pairs with the k-th turn_duration line its fake wrote, and with
-    the first end_turn line written after the previous turn_duration (a turn may hold several end_turn lines).
-    """
+    submits: list[tuple[float, float]] = field(
+        default_factory=list
+    )  # (written, recorded t) of each Enter taken
+    ends: list[tuple[float, float, float]] = field(default_factory=list)
+    """Per turn: (its first end_turn line written, its turn_duration line written, that line's recorded t)."""
+
+
+def fake_turns(d: DaemonProc, s: ReplaySession) -> FakeTurns:
+    """The k-th `ends` entry is the k-th turn_duration line; its end_turn is the first end_turn line written after
+    the previous turn_duration (a turn may hold several end_turn lines)."""
+    out = FakeTurns()
+    first_end: float | None = None
+    for x in read_log(d.logs / s.name):
+        if x.get("k") == "submit":
+            out.submits.append((x["m"], x["t"]))
+        elif x.get("k") != "jsonl":
+            continue
+        elif x.get("tag") == "end_turn" and first_end is None:
+            first_end = x["m"]
+        elif x.get("tag") == "turn_duration":
+            out.ends.append((first_end if first_end is not None else x["m"], x["m"], x["t"]))
+            first_end = None
+    return out
+
+
+def complete_latencies(d: DaemonProc, sessions: list[ReplaySession]) -> tuple[list[float], list[float]]:
+    """(end_turn line written -> complete read, turn_duration line written -> complete read) per turn: the k-th
+    transcript `complete` of a session pairs with the k-th turn of `fake_turns`."""
     from_end, from_dur = [], []
     for s in sessions:
-        turns: list[tuple[float, float]] = []  # (first end_turn, turn_duration) write times
-        first_end: float | None = None
-        for x in read_log(d.logs / s.name):
-            if x.get("k") != "jsonl":
-                continue
-            if x.get("tag") == "end_turn" and first_end is None:
-                first_end = x["m"]
-            elif x.get("tag") == "turn_duration":
-                turns.append((first_end if first_end is not None else x["m"], x["m"]))
-                first_end = None
         comps = [c for c in s.completes if c.ev.get("source") == "transcript"]
-        for c, (end, dur) in zip(comps, turns, strict=False):
+        for c, (end, dur, _) in zip(comps, fake_turns(d, s).ends, strict=False):
             from_end.append(c.at - end)
             from_dur.append(c.at - dur)
     return from_end, from_dur
@@ -238,18 +254,21 @@ def turn_pace(d: DaemonProc, sessions: list[ReplaySession]) -> tuple[list[float]
     turn window, so a daemon that saved CPU by slowing turns would show here."""
     overrun, slip = [], []
     for s in sessions:
-        submits: list[tuple[float, float]] = []  # (monotonic, recorded t) of each Enter the fake took
-        ends: list[tuple[float, float]] = []  # (monotonic, recorded t) of each turn's turn_duration line
-        for x in read_log(d.logs / s.name):
-            if x.get("k") == "submit":
-                submits.append((x["m"], x["t"]))
-            elif x.get("k") == "jsonl" and x.get("tag") == "turn_duration" and len(ends) < len(submits):
-                ends.append((x["m"], x["t"]))
-        for (m_in, t_in), (m_end, t_end) in zip(submits, ends, strict=False):
-            slip.append((m_end - m_in) - (t_end - t_in))
-        if ends and s.sent_at:
-            floor = sum(t_end - t_in for (_, t_in), (_, t_end) in zip(submits, ends, strict=False))
-            overrun.append((ends[-1][0] - s.sent_at[0]) - floor)
+        ft = fake_turns(d, s)
+        if not ft.submits:
+            continue
+        # (Enter taken, turn_duration written) per turn, recorded and as replayed; a turn ended before the first
+        # Enter (none in the replayed recordings) would not be one of the sends'
+        turns = [
+            ((m_in, t_in), (m_end, t_end))
+            for (m_in, t_in), (_, m_end, t_end) in zip(
+                ft.submits, [e for e in ft.ends if e[1] >= ft.submits[0][0]], strict=False
+            )
+        ]
+        slip.extend((m_end - m_in) - (t_end - t_in) for (m_in, t_in), (m_end, t_end) in turns)
+        if turns and s.sent_at:
+            floor = sum(t_end - t_in for (_, t_in), (_, t_end) in turns)
+            overrun.append((turns[-1][1][0] - s.sent_at[0]) - floor)
     return overrun, slip
 
 
