@@ -692,8 +692,8 @@ class Session:
             self.child.close_stdin()
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
-        """`callback` in `delay` seconds (up to 20 ms later: the loop's timer grid) unless the CLI died first (one
-        heap entry: see `litbridge.timers`)."""
+        """`callback` in `delay` seconds (up to `litbridge.timers.GRID` later) unless the CLI died first (one heap
+        entry: see `litbridge.timers`)."""
         if self.dead:
             return Timer.spent(callback)
         timer = self._loop_timers.call_later(delay, callback)

@@ -125,7 +125,7 @@ class DriverHost(Protocol):
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Cancellable:
         """A timer that is cancelled automatically when the session dies. It fires at the end of its deadline's
-        slot of a 20 ms grid (up to 20 ms late, `litbridge.timers`): for settles and ticks, not for exact times."""
+        slot of the loop's timer grid (up to `litbridge.timers.GRID` late): for settles and ticks, not exact times."""
 
     def set_state(self, state: str) -> None:
         """Emit `state{from,to}` if it changed."""
