@@ -296,12 +296,13 @@ def run_replays(
     timeout: float = 240.0,
     profiler: Profiler | None = None,
     meter: Path | None = None,
+    steps: Path | None = None,
 ) -> dict[str, Any]:
     """Create every session (pipelined), wait for all `ready`, then drive their recorded prompts (the next
     one on each `complete`) until every session has finished; a probe, if given, runs turns meanwhile, and a
     profiler, if given, samples the daemon over the turn window (its share is `out["profile"]`); `meter`, the file
-    the daemon's rules meter writes (`rules_meter/`), is read at both ends of the window (`out["meter"]`).
-    Returns timings and the daemon's CPU seconds over the turn window."""
+    the daemon's rules meter writes (`rules_meter/`), is read at both ends of the window (`out["meter"]`), and so
+    is `steps`, the file of its step counts (`out["steps"]`). Returns timings and the daemon's CPU seconds over the turn window."""
     by_name = {s.name: s for s in sessions}
     deadline = time.monotonic() + timeout
 
@@ -348,7 +349,7 @@ def run_replays(
     n_create_lat = len(probe.replace_lat) if probe is not None else 0
     cpu0, w0, rq0, me0 = cpu_seconds(d.pid), time.monotonic(), runq_wait_seconds(d.pid), time.process_time()
     kids0 = children_cpu_seconds(d.pid)  # every fake CLI, wherever it was forked from, reaped ones included
-    m0 = read_meter(meter)
+    m0, st0 = read_meter(meter), read_meter(steps)
     n_events = {s.name: len(s.events) for s in sessions}
     if profiler is not None:
         profiler.start()
@@ -383,7 +384,7 @@ def run_replays(
             time.process_time(),
         )
         kids1 = children_cpu_seconds(d.pid)
-        m1 = read_meter(meter)
+        m1, st1 = read_meter(meter), read_meter(steps)
     profile = profiler.stop() if profiler is not None else None
     if probe is not None:  # let the probe's last turn end so it is not left half-measured
         try:
@@ -415,6 +416,7 @@ def run_replays(
         "failed": [f"{s.name}: {s.failed}" for s in sessions if s.failed],
         "profile": profile,
         "meter": {k: m1[k] - m0[k] for k in m1} if m0 and m1 else None,
+        "steps": {k: v - st0["counts"].get(k, 0) for k, v in st1["counts"].items()} if st0 and st1 else None,
     }
 
 
@@ -506,7 +508,8 @@ SCALE_TARGETS: dict[int, dict[str, float]] = {
 }
 """The scale goals per N (not judged at smoke size): daemon CPU (% of a core), RSS (MB), p99s (ms), creates/s, and
 the screen rules + streaming tick's share of the daemon's CPU (%, by the thread-clock meter: `LITBRIDGE_SCALE_METER=1`;
-`LITBRIDGE_SCALE_PROFILE` adds a py-spy profile's share, not judged)."""
+`LITBRIDGE_SCALE_PROFILE` adds a py-spy profile's share, not judged). `LITBRIDGE_SCALE_STEPS=1` adds "steps per turn":
+how many PTY reads, screen evaluations, readings, ticks, settles, timers and events the daemon ran per turn."""
 
 
 SCALE_CLI_NICE = int(os.environ.get("LITBRIDGE_SCALE_CLI_NICE", "19"))
@@ -527,34 +530,43 @@ def read_meter(path: Path | None) -> dict[str, float] | None:
         return None
 
 
-def meter_env(path: Path) -> dict[str, str]:
-    """The daemon's env for the rules meter (`LITBRIDGE_SCALE_METER=1`)."""
+def meter_env(path: Path | None, steps: Path | None = None) -> dict[str, str] | None:
+    """The daemon's env for the rules meter (`LITBRIDGE_SCALE_METER=1`) and the step counts
+    (`LITBRIDGE_SCALE_STEPS=1`), or None for neither."""
+    if path is None and steps is None:
+        return None
     pp = os.environ.get("PYTHONPATH")
-    return {
-        "PYTHONPATH": str(METER_DIR) + (os.pathsep + pp if pp else ""),
-        "LITBRIDGE_RULES_METER": str(path),
-    }
+    env = {"PYTHONPATH": str(METER_DIR) + (os.pathsep + pp if pp else "")}
+    if path is not None:
+        env["LITBRIDGE_RULES_METER"] = str(path)
+    if steps is not None:
+        env["LITBRIDGE_STEP_COUNTS"] = str(steps)
+    return env
 
 
 @pytest.mark.parametrize("n", SCALE_N)
 def test_scale(n: int) -> None:
     """N Claude sessions replaying recordings at recorded speed + 1 tick probe: CPU, RSS, event lag, create rate."""
     need_captures()
-    meter = None
+    meter = steps = None
+    scratch = Path(tempfile.mkdtemp(prefix="lbmeter-"))
     if os.environ.get("LITBRIDGE_SCALE_METER"):
-        meter = Path(tempfile.mkdtemp(prefix="lbmeter-")) / "meter.json"
-    with daemon(meter_env(meter) if meter else None, ("--cli-nice", str(SCALE_CLI_NICE))) as d:
+        meter = scratch / "meter.json"
+    if os.environ.get("LITBRIDGE_SCALE_STEPS"):
+        steps = scratch / "steps.json"
+    with daemon(meter_env(meter, steps), ("--cli-nice", str(SCALE_CLI_NICE))) as d:
         conn = d.connect()
         rss0 = mem_kb(d.pid)["VmRSS"]
         sessions = _sessions(n, f"s{n}-")
         probe = TickProbe(d, conn, "probe", 10, 0.05, 0.15)
         folder = profile_dir()
         profiler = Profiler(d.pid, folder / f"scale-{n}.txt") if folder and not Profiler.missing() else None
-        out = run_replays(d, conn, sessions, probe, timeout=240.0 + 0.5 * n, profiler=profiler, meter=meter)
+        out = run_replays(
+            d, conn, sessions, probe, timeout=240.0 + 0.5 * n, profiler=profiler, meter=meter, steps=steps
+        )
         comp, comp_dur = complete_latencies(d, sessions)
         overrun, slip = turn_pace(d, sessions)
-    if meter is not None:
-        shutil.rmtree(meter.parent, ignore_errors=True)
+    shutil.rmtree(scratch, ignore_errors=True)
     cpu_pct = 100 * out["cpu_s"] / out["window_s"]
     fakes_pct = 100 * out["fakes_cpu_s"] / out["window_s"]
     turns = out["turns"]
@@ -714,6 +726,18 @@ def test_scale(n: int) -> None:
             f"{spent * 1000:.0f} ms in {met['calls']:.0f} outermost readings and ticks "
             f"({1e6 * spent / max(met['calls'], 1):.1f} µs each) of {process * 1000:.0f} ms of daemon CPU over the turn "
             f"window; meter cost taken off ({inside * 1e6:.2f} / {whole * 1e6:.2f} µs per call)",
+        )
+    counted = out["steps"]
+    if counted is not None and turns:
+        RESULTS.add(
+            f"scale N={n}",
+            "steps per turn (PTY reads)",
+            "",
+            counted.get("PTY reads", 0) / turns,
+            None,
+            "over the turn window, per turn: "
+            + ", ".join(f"{label} {count / turns:.1f}" for label, count in counted.items())
+            + " (LITBRIDGE_SCALE_STEPS=1: counted in the daemon, benchmarks/rules_meter/rules_span.STEPS)",
         )
     assert len(out["failed"]) < n, f"every session failed: {out['failed'][:3]}"  # speed is never asserted
 

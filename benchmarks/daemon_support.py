@@ -312,7 +312,9 @@ def daemon(extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ()) 
     """A `python -m litbridge serve --socket <tmp>` subprocess (HOME in a temp dir), stopped with SIGTERM.
 
     $LITBRIDGE_BENCH_WRAP (e.g. "py-spy record -r 200 -f raw -o /tmp/prof.txt --") runs it under a wrapper;
-    CPU and RSS are then read from the wrapper's child, the daemon itself. `args`: more `serve` flags.
+    CPU and RSS are then read from the wrapper's child, the daemon itself. $LITBRIDGE_BENCH_PYTHON runs the
+    daemon on another interpreter (another install of litbridge: A/B runs of two versions with one benchmark;
+    the fake CLIs stay on this one). `args`: more `serve` flags.
     """
     tmp = Path(tempfile.mkdtemp(prefix="lbbench-"))
     home, bindir, logs = tmp / "home", tmp / "bin", tmp / "logs"
@@ -329,8 +331,9 @@ def daemon(extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ()) 
     env.pop("CLAUDECODE", None)
     err = open(tmp / "daemon.log", "wb")
     wrap = os.environ.get("LITBRIDGE_BENCH_WRAP", "").split()
+    daemon_py = os.environ.get("LITBRIDGE_BENCH_PYTHON") or py
     proc = subprocess.Popen(
-        [*wrap, py, "-m", "litbridge", "serve", "--socket", sock, "--log-level", "warning", *args],
+        [*wrap, daemon_py, "-m", "litbridge", "serve", "--socket", sock, "--log-level", "warning", *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=err,

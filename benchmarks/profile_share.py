@@ -81,6 +81,8 @@ class Profiler:
         argv += ["--format", "raw", "--output", str(self.path)]
         if not os.environ.get("LITBRIDGE_PROFILE_BLOCKING"):
             argv.append("--nonblocking")
+        if os.environ.get("LITBRIDGE_PROFILE_NATIVE"):
+            argv.append("--native")  # the compiled core's own frames too (blocking only)
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def stop(self) -> Share | None:

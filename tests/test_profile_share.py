@@ -103,3 +103,42 @@ def test_inclusive_counts_each_function_once_per_sample_and_its_direct_callees()
     assert (on_stack["main"], on_stack["evaluate"], on_stack["reading"], on_stack["tick"]) == (10, 6, 6, 4)
     assert callees["main"] == {"evaluate": 6, "tick": 4}
     assert callees["evaluate"] == {"reading": 6}
+
+
+STEP_SCRIPT = """
+import asyncio, json, os, time
+import litbridge.drivers.claude.driver, litbridge.daemon.hub
+from litbridge.timers import Timers
+deadline = time.monotonic() + 10
+while not os.path.exists(os.environ["LITBRIDGE_STEP_COUNTS"]):
+    assert time.monotonic() < deadline  # the counter's thread wraps once the driver and the hub are imported
+    time.sleep(0.01)
+loop = asyncio.new_event_loop()
+timers = Timers(loop)
+for _ in range(4):
+    timers.call_later(1.0, lambda: None)
+time.sleep(0.3)
+print(open(os.environ["LITBRIDGE_STEP_COUNTS"]).read())
+"""
+
+
+def test_step_counter_counts_the_daemons_steps_in_its_process(tmp_path: Path) -> None:
+    """`LITBRIDGE_SCALE_STEPS=1`: the counter (`rules_meter/`, `LITBRIDGE_STEP_COUNTS`) wraps every step of
+    `rules_span.STEPS` in the process it is loaded into, on each class that defines it, and writes the counts."""
+    import json
+    import os
+    import subprocess
+
+    from rules_meter.rules_span import STEPS  # type: ignore[import-not-found]
+
+    out = tmp_path / "steps.json"
+    meter_dir = Path(__file__).resolve().parent.parent / "benchmarks" / "rules_meter"
+    env = {**os.environ, "PYTHONPATH": str(meter_dir), "LITBRIDGE_STEP_COUNTS": str(out)}
+    r = subprocess.run(
+        [sys.executable, "-c", STEP_SCRIPT], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    counts = json.loads(r.stdout)["counts"]
+    assert set(counts) == {label for *_, label in STEPS}
+    assert counts["timers armed"] == 4  # call_later arms through call_at: each counted once
+    assert counts["readings asked"] == 0 and counts["PTY reads"] == 0

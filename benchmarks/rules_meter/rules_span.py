@@ -56,3 +56,59 @@ def meter_rules() -> Meter:
     meter.wrap(engine._EngineState, "reading")
     meter.wrap(engine._EngineTurns, "stream")
     return meter
+
+
+STEPS: tuple[tuple[str, str, str, str], ...] = (
+    ("litbridge.pty.base", "ChildProcess", "_read_fd", "PTY reads"),
+    ("litbridge.session", "Session", "_evaluate", "screen evaluations"),
+    ("litbridge.drivers.engine", "_EngineState", "reading", "readings asked"),
+    ("litbridge.drivers.engine", "EngineHooks", "read_screen", "rules run on a new frame"),
+    ("litbridge.drivers.engine", "_EngineTurns", "stream", "streaming reads"),
+    ("litbridge.drivers.engine", "_EngineState", "_settle", "settles"),
+    ("litbridge.drivers.engine", "_EngineState", "commit", "commits"),
+    ("litbridge.drivers.engine", "EngineHooks", "response_text", "response texts extracted"),
+    ("litbridge.drivers.records.follow", "RecordFollower", "read", "record reads"),
+    ("litbridge.timers", "Timers", "call_at", "timers armed"),
+    ("litbridge.timers", "Timers", "_fire", "timer wake-ups"),
+    ("litbridge.daemon.hub", "Hub", "publish", "events published"),
+)
+"""The daemon's steps the scale test counts per turn (`LITBRIDGE_SCALE_STEPS=1`): (module, class, method, what it
+is). A method a subclass overrides (a driver's `read_screen`) is counted on every class that defines it."""
+
+
+class StepCounter:
+    """How many times each of `STEPS` ran (no clock: a counter costs a fraction of a timed call, and the counts
+    are exact)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def wrap_all(self) -> None:
+        import importlib
+
+        for module, cls_name, name, label in STEPS:
+            base = getattr(importlib.import_module(module), cls_name)
+            self.counts.setdefault(label, 0)
+            for cls in _with_subclasses(base):
+                if name in cls.__dict__:
+                    self._wrap(cls, name, label)
+
+    def _wrap(self, cls: type, name: str, label: str) -> None:
+        orig = cls.__dict__[name]
+        counts = self.counts
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            counts[label] += 1
+            return orig(*args, **kwargs)
+
+        counted.__name__ = name
+        setattr(cls, name, counted)
+
+
+def _with_subclasses(cls: type) -> list[type]:
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out

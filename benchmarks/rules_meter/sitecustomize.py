@@ -9,7 +9,10 @@ turn window. Unlike a sampling profile, nothing is missed (a non-blocking py-spy
 which drops the frames that mark the rules); the meter's own cost per call is measured in the test's process
 (`bench_screen_rules.overhead`) and taken off.
 
-Nothing here runs unless the variable is set; it is not part of the package.
+`LITBRIDGE_STEP_COUNTS=<file>` (`LITBRIDGE_SCALE_STEPS=1`) counts the daemon's steps instead (`rules_span.STEPS`:
+PTY reads, screen evaluations, readings, ticks, settles, timers, events...), for the scale test's "steps per turn".
+
+Nothing here runs unless a variable is set; it is not part of the package.
 """
 
 from __future__ import annotations
@@ -40,5 +43,36 @@ def _install(path: str) -> None:
     threading.Thread(target=run, name="rules-meter", daemon=True).start()
 
 
+def _install_steps(path: str) -> None:
+    """`LITBRIDGE_STEP_COUNTS=<file>`: count the daemon's `STEPS` (`rules_span.py`), written like the meter's
+    totals every 50 ms as `{"counts": {...}}`. Wrapped once the drivers have registered (their classes are the
+    ones counted)."""
+    import json
+    import sys
+    import threading
+    import time
+
+    from rules_span import StepCounter
+
+    def run() -> None:
+        while (
+            "litbridge.drivers.claude.driver" not in sys.modules or "litbridge.daemon.hub" not in sys.modules
+        ):
+            time.sleep(0.005)
+        time.sleep(0.02)
+        counter = StepCounter()
+        counter.wrap_all()
+        tmp = f"{path}.{os.getpid()}.tmp"
+        while True:
+            with open(tmp, "w") as f:
+                json.dump({"counts": counter.counts}, f)
+            os.replace(tmp, path)
+            time.sleep(0.05)
+
+    threading.Thread(target=run, name="step-counter", daemon=True).start()
+
+
 if os.environ.get("LITBRIDGE_RULES_METER"):
     _install(os.environ["LITBRIDGE_RULES_METER"])
+if os.environ.get("LITBRIDGE_STEP_COUNTS"):
+    _install_steps(os.environ["LITBRIDGE_STEP_COUNTS"])
