@@ -302,7 +302,8 @@ def run_replays(
     one on each `complete`) until every session has finished; a probe, if given, runs turns meanwhile, and a
     profiler, if given, samples the daemon over the turn window (its share is `out["profile"]`); `meter`, the file
     the daemon's rules meter writes (`rules_meter/`), is read at both ends of the window (`out["meter"]`), and so
-    is `steps`, the file of its step counts (`out["steps"]`). Returns timings and the daemon's CPU seconds over the turn window."""
+    is `steps`, the file of its step counts (`out["steps"]`). Returns timings and the daemon's CPU seconds over the
+    turn window."""
     by_name = {s.name: s for s in sessions}
     deadline = time.monotonic() + timeout
 
@@ -509,7 +510,8 @@ SCALE_TARGETS: dict[int, dict[str, float]] = {
 """The scale goals per N (not judged at smoke size): daemon CPU (% of a core), RSS (MB), p99s (ms), creates/s, and
 the screen rules + streaming tick's share of the daemon's CPU (%, by the thread-clock meter: `LITBRIDGE_SCALE_METER=1`;
 `LITBRIDGE_SCALE_PROFILE` adds a py-spy profile's share, not judged). `LITBRIDGE_SCALE_STEPS=1` adds "steps per turn":
-how many PTY reads, screen evaluations, readings, ticks, settles, timers and events the daemon ran per turn."""
+how many PTY reads, screen evaluations, readings, ticks, settles, timers and events the daemon ran per turn (its
+counters sit inside the readings the meter times: take the share from a run without it)."""
 
 
 SCALE_CLI_NICE = int(os.environ.get("LITBRIDGE_SCALE_CLI_NICE", "19"))
