@@ -79,10 +79,11 @@ class Profiler:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         argv = [exe, "record", "--pid", str(self.pid), "--gil", "--rate", str(self.rate)]
         argv += ["--format", "raw", "--output", str(self.path)]
-        if not os.environ.get("LITBRIDGE_PROFILE_BLOCKING"):
+        native = bool(os.environ.get("LITBRIDGE_PROFILE_NATIVE"))  # the compiled core's own frames too
+        if native:
+            argv.append("--native")  # py-spy reads native stacks only from a paused process: blocking
+        elif not os.environ.get("LITBRIDGE_PROFILE_BLOCKING"):
             argv.append("--nonblocking")
-        if os.environ.get("LITBRIDGE_PROFILE_NATIVE"):
-            argv.append("--native")  # the compiled core's own frames too (blocking only)
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def stop(self) -> Share | None:
@@ -133,6 +134,9 @@ def main(argv: list[str]) -> int:
     """`profile_share.py FILE...`: the share and the top frames; `profile_share.py --functions FILE [NAME...]`:
     each function's inclusive share (the top 40), or for each NAME its direct callees'."""
     if argv[:1] == ["--functions"]:
+        if len(argv) < 2:
+            print("usage: profile_share.py --functions FILE [NAME...]", file=sys.stderr)
+            return 2
         total, on_stack, callees = inclusive(Path(argv[1]).read_text())
         names = argv[2:]
         if not names:
