@@ -117,6 +117,11 @@ loop = asyncio.new_event_loop()
 timers = Timers(loop)
 for _ in range(4):
     timers.call_later(1.0, lambda: None)
+from litbridge.drivers.claude.driver import ClaudeDriver
+try:  # a driver's own override is counted (once), not only the hooks' base method
+    ClaudeDriver.read_screen(object())
+except Exception:
+    pass
 time.sleep(0.3)
 print(open(os.environ["LITBRIDGE_STEP_COUNTS"]).read())
 """
@@ -142,3 +147,4 @@ def test_step_counter_counts_the_daemons_steps_in_its_process(tmp_path: Path) ->
     assert set(counts) == {label for *_, label in STEPS}
     assert counts["timers armed"] == 4  # call_later arms through call_at: each counted once
     assert counts["readings asked"] == 0 and counts["PTY reads"] == 0
+    assert counts["rules run on a new frame"] == 1

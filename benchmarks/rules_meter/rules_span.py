@@ -2,7 +2,8 @@
 (the tick's response text), outermost calls only, by the calling thread's CPU clock.
 
 One definition for both places that time it: `bench_screen_rules.py` (replays, in its own process) and the
-daemon's meter (`sitecustomize.py` beside this file, loaded into the daemon by the scale test).
+daemon's meter (`sitecustomize.py` beside this file, loaded into the daemon by the scale test). Beside it, the
+daemon's steps the scale test counts (`STEPS`, `StepCounter`: `LITBRIDGE_SCALE_STEPS=1`).
 """
 
 from __future__ import annotations
@@ -106,9 +107,16 @@ class StepCounter:
 
 
 def _with_subclasses(cls: type) -> list[type]:
-    out, todo = [], [cls]
+    """`cls` and every class below it, each once (a class that derives from two of them is one class to wrap:
+    wrapped twice, its calls would count twice)."""
+    out: list[type] = []
+    seen: set[type] = set()
+    todo = [cls]
     while todo:
         c = todo.pop()
+        if c in seen:
+            continue
+        seen.add(c)
         out.append(c)
         todo.extend(c.__subclasses__())
     return out

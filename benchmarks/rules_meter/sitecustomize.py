@@ -45,8 +45,8 @@ def _install(path: str) -> None:
 
 def _install_steps(path: str) -> None:
     """`LITBRIDGE_STEP_COUNTS=<file>`: count the daemon's `STEPS` (`rules_span.py`), written like the meter's
-    totals every 50 ms as `{"counts": {...}}`. Wrapped once the drivers have registered (their classes are the
-    ones counted)."""
+    totals every 50 ms as `{"counts": {...}}`. Wrapped once the Claude driver (the scale test's) and the hub are
+    imported: a method is counted on the classes that exist then."""
     import json
     import sys
     import threading
