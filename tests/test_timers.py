@@ -161,9 +161,8 @@ def test_deadlines_in_one_grid_slot_fire_together_at_its_end_in_deadline_order()
     fired, start = asyncio.run(main())
     assert [name for name, _, _ in fired] == ["a", "c", "b", "next slot"]
     first = {b for name, b, _ in fired if name != "next slot"}
-    assert (
-        len(first) == 1
-    )  # one wake-up for the slot's three deadlines (a busy machine may add the next slot's)
+    # one wake-up for the slot's three deadlines (a busy machine may add the next slot's)
+    assert len(first) == 1
     resolution = 0.002  # the loop's own clock: a timer may run up to its resolution early
     assert all(at >= start + grid - resolution for name, _, at in fired if name != "next slot")
     _, nxt_batch, nxt_at = fired[-1]
