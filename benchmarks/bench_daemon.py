@@ -206,9 +206,8 @@ class ReplaySession:
 class FakeTurns:
     """What a replaying fake logged of its turns (`replay_cli.py --log`), monotonic times and recorded ones."""
 
-    submits: list[tuple[float, float]] = field(
-        default_factory=list
-    )  # (written, recorded t) of each Enter taken
+    submits: list[tuple[float, float]] = field(default_factory=list)
+    """(written, recorded t) of each Enter taken."""
     ends: list[tuple[float, float, float]] = field(default_factory=list)
     """Per turn: (its first end_turn line written, its turn_duration line written, that line's recorded t)."""
 
@@ -252,7 +251,8 @@ def turn_pace(d: DaemonProc, sessions: list[ReplaySession]) -> tuple[list[float]
     the `complete`, the next send, the daemon's typing and Enter gap) and the fake falling behind its recording
     (kept from the CPU, or blocked on a PTY the daemon did not read). The daemon's CPU % is taken over the
     turn window, so a daemon that saved CPU by slowing turns would show here."""
-    overrun, slip = [], []
+    overrun: list[float] = []
+    slip: list[float] = []
     for s in sessions:
         ft = fake_turns(d, s)
         if not ft.submits:
@@ -521,9 +521,10 @@ for a daemon with hundreds of CLIs on few cores); `LITBRIDGE_SCALE_CLI_NICE=0` m
 METER_DIR = HERE / "rules_meter"
 
 
-def read_meter(path: Path | None) -> dict[str, float] | None:
-    """The daemon's rules meter (`rules_meter/sitecustomize.py`): process CPU, seconds inside the engine's
-    `reading` / `stream`, calls; None without one (or before it wrote)."""
+def read_meter(path: Path | None) -> dict[str, Any] | None:
+    """What a meter in the daemon (`rules_meter/sitecustomize.py`) last wrote: the rules meter's process CPU,
+    seconds inside the engine's `reading` / `stream` and calls, or the step counter's `{"counts": {...}}`; None
+    without one (or before it wrote)."""
     if path is None:
         return None
     try:
