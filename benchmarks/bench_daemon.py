@@ -518,6 +518,17 @@ SCALE_CLI_NICE = int(os.environ.get("LITBRIDGE_SCALE_CLI_NICE", "19"))
 """The scale test's daemon runs its CLIs this many nice levels below itself (`serve --cli-nice`, the setting
 for a daemon with hundreds of CLIs on few cores); `LITBRIDGE_SCALE_CLI_NICE=0` measures without it."""
 
+SCALE_CLI_CGROUP = os.environ.get("LITBRIDGE_SCALE_CLI_CGROUP", "")
+"""A cgroup directory for `serve --cli-cgroup` (all the fake CLIs in one CPU group; made and weighted by whoever
+runs the benchmark), or "" for none, the default."""
+
+
+def scale_serve_args() -> tuple[str, ...]:
+    """The scale test's `serve` flags: `--cli-nice`, and `--cli-cgroup` when LITBRIDGE_SCALE_CLI_CGROUP is set."""
+    args = ("--cli-nice", str(SCALE_CLI_NICE))
+    return (*args, "--cli-cgroup", SCALE_CLI_CGROUP) if SCALE_CLI_CGROUP else args
+
+
 METER_DIR = HERE / "rules_meter"
 
 
@@ -557,7 +568,7 @@ def test_scale(n: int) -> None:
         meter = scratch / "meter.json"
     if os.environ.get("LITBRIDGE_SCALE_STEPS"):
         steps = scratch / "steps.json"
-    with daemon(meter_env(meter, steps), ("--cli-nice", str(SCALE_CLI_NICE))) as d:
+    with daemon(meter_env(meter, steps), scale_serve_args()) as d:
         conn = d.connect()
         rss0 = mem_kb(d.pid)["VmRSS"]
         sessions = _sessions(n, f"s{n}-")
@@ -577,7 +588,8 @@ def test_scale(n: int) -> None:
     note = (
         f"window {out['window_s']:.1f}s; daemon waited for a CPU {100 * out['runq_s'] / out['window_s']:.0f}% "
         f"of it; client {100 * out['client_cpu_s'] / out['window_s']:.0f}% CPU; fake CLIs "
-        f"{fakes_pct:.1f}% CPU; load avg {os.getloadavg()[0]:.1f}; --cli-nice {SCALE_CLI_NICE}; sessions' turns "
+        f"{fakes_pct:.1f}% CPU; load avg {os.getloadavg()[0]:.1f}; --cli-nice {SCALE_CLI_NICE}"
+        f"{'; --cli-cgroup ' + SCALE_CLI_CGROUP if SCALE_CLI_CGROUP else ''}; sessions' turns "
         f"{_fmt(_ms(pct(overrun, 50)))} ms (p50) past their recordings"
     )
     note += f"; failed {len(out['failed'])}: {out['failed'][:2]}" if out["failed"] else ""

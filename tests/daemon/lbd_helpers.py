@@ -508,3 +508,42 @@ def fake_create(key: str, *args: str, **extra: Any) -> dict[str, Any]:
         "quiescence": 0.3,
         **extra,
     }
+
+
+CGROUP_MOUNTS = (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
+"""Where a test cgroup is tried: cgroup v1's cpu hierarchy, a hybrid system's v2 mount, a v2-only system."""
+
+
+def make_cgroup() -> Path | None:
+    """A fresh, empty cgroup this process may move processes into (for `serve --cli-cgroup`), or None where
+    none can be made (not root, no cgroup mount)."""
+    for mount in CGROUP_MOUNTS:
+        if not (mount / "cgroup.procs").is_file():
+            continue
+        group = mount / f"litbridge-test-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            group.mkdir()
+        except OSError:
+            continue
+        if os.access(group / "cgroup.procs", os.W_OK):
+            return group
+        group.rmdir()
+    return None
+
+
+def remove_cgroup(group: Path) -> None:
+    """A test cgroup gone again, once the processes in it (all killed by then) have been reaped."""
+    for _ in range(250):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.02)
+
+
+def cgroup_member(pid: int | str, group: Path) -> bool:
+    """Whether process `pid` is in `group`, a cgroup made by `make_cgroup`."""
+    from litbridge.pty import cgroup
+
+    mount = next(m for m in CGROUP_MOUNTS if group.parent == m)
+    return "/" + str(group.relative_to(mount)) in cgroup.of(pid)

@@ -18,7 +18,17 @@ from typing import Any
 
 import orjson
 import pytest
-from lbd_helpers import WAIT, Conn, check_event, fake_create, pid_alive, start_daemon
+from lbd_helpers import (
+    WAIT,
+    Conn,
+    cgroup_member,
+    check_event,
+    fake_create,
+    make_cgroup,
+    pid_alive,
+    remove_cgroup,
+    start_daemon,
+)
 
 
 def short_dir() -> str:
@@ -320,3 +330,44 @@ async def test_cli_nice_runs_every_cli_below_the_daemon() -> None:
         await c.close()
     finally:
         assert await asyncio.to_thread(d.stop) == 0, d.log()
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux's")
+async def test_cli_cgroup_starts_every_cli_in_that_cgroup() -> None:
+    group = make_cgroup()
+    if group is None:
+        pytest.skip("no cgroup can be made here (needs root on a cgroup v1 cpu or a cgroup v2 mount)")
+    sock = os.path.join(short_dir(), "t.sock")
+    d = start_daemon(sock, "--cli-cgroup", str(group), "--cli-nice", "4")
+    try:
+        c = await Conn.open(sock)
+        await c.wait("monitor_ready")
+        for key in ("a", "b"):
+            await c.request(fake_create(key), "ready")
+        lst = await c.request({"cmd": "list"}, "sessions")
+        pids = [s["pid"] for s in lst["sessions"]]
+        assert len(pids) == 2 and all(cgroup_member(pid, group) for pid in pids)
+        assert not cgroup_member(d.proc.pid, group), "the daemon itself stays where it was"
+        daemon_nice = os.getpriority(os.PRIO_PROCESS, d.proc.pid)
+        assert all(os.getpriority(os.PRIO_PROCESS, pid) == min(19, daemon_nice + 4) for pid in pids)
+        for key in ("a", "b"):
+            await c.request({"cmd": "kill", "session": key}, "killed")
+        await c.close()
+    finally:
+        assert await asyncio.to_thread(d.stop) == 0, d.log()
+        remove_cgroup(group)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux's")
+def test_cli_cgroup_that_is_not_a_cgroup_stops_serve_with_a_clear_error(tmp_path: Path) -> None:
+    sock = os.path.join(short_dir(), "t.sock")
+    r = subprocess.run(
+        [sys.executable, "-m", "litbridge", "serve", "--socket", sock, "--cli-cgroup", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert f"--cli-cgroup: {tmp_path} is not a cgroup directory" in r.stderr
+    assert not os.path.exists(sock), "nothing was served"

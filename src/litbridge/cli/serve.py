@@ -87,6 +87,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "CLIs saturate the CPUs",
     )
     p.add_argument(
+        "--cli-cgroup",
+        metavar="DIR",
+        help="start every CLI in this cgroup (Linux; a cgroup directory you created and gave a CPU weight, "
+        "which the daemon may write to): the CLIs then weigh one group against the daemon, however many run, "
+        "where --cli-nice alone leaves each its own session group",
+    )
+    p.add_argument(
         "--already-running-ok",
         action="store_true",
         help="exit 0, not 3, when a live daemon already owns the socket: for a service manager that restarts "
@@ -129,6 +136,18 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if args.cli_nice and sys.platform == "win32":
         logging.getLogger("litbridge.serve").warning("--cli-nice is ignored on Windows (no nice values)")
+    if args.cli_cgroup is not None:
+        from litbridge.pty import cgroup
+
+        if not sys.platform.startswith("linux"):
+            print("litbridge serve: --cli-cgroup needs Linux", file=sys.stderr)
+            return 2
+        try:
+            cgroup.use(args.cli_cgroup)
+        except cgroup.CgroupError as exc:
+            print(f"litbridge serve: --cli-cgroup: {exc}", file=sys.stderr)
+            return 2
+        logging.getLogger("litbridge.serve").info("CLIs start in the cgroup %s", args.cli_cgroup)
     web = None
     if args.web is not None:
         from litbridge.web import parse_address

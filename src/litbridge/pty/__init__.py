@@ -4,7 +4,8 @@ ptyprocess / subprocess; pywinpty on Windows).
 `spawn(argv, env, cwd, transport)` returns a `ChildProcess` (see `base.py`); `child_env` builds the
 environment (nesting vars stripped, TERM/COLORTERM, then the caller's env); `resolve` finds the program;
 `priority_for` is where a CLI runs below the daemon (`serve --cli-nice`): the vfork path starts it there,
-`lower_priority` moves one already running. Knows nothing about screens or JSON.
+`lower_priority` moves one already running; `cgroup` is the one CPU group every CLI can be put in
+(`serve --cli-cgroup`). Knows nothing about screens or JSON.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from litbridge.protocol.spec import GRID
+from litbridge.pty import cgroup
 from litbridge.pty.base import ChildProcess, SpawnError, WriteQueueFull
 from litbridge.pty.spawner import Priority
 
@@ -99,11 +101,14 @@ def spawn(
 ) -> ChildProcess:
     """Start the program (argv[0] should already be resolved). Raises SpawnError. `method` picks how a child
     is started on Unix (`vfork`, `fork`; default `spawner.spawn_method()`), for tests and benchmarks; `nice`
-    > 0 runs it that many nice levels below the daemon (`lower_priority`)."""
+    > 0 runs it that many nice levels below the daemon (`lower_priority`); the cgroup in use (`cgroup.use`,
+    `serve --cli-cgroup`) takes it before it runs (vfork) or right after (the fork paths)."""
     priority = priority_for(nice) if nice > 0 and sys.platform != "win32" else None
     child = _start(argv, env, cwd, transport, columns, lines, method, priority)
-    if priority is not None and getattr(child, "method", None) != "vfork":  # the fork paths: after the fact
-        lower_priority(child.pid, nice)
+    if getattr(child, "method", None) != "vfork" and sys.platform != "win32":  # the fork paths: afterwards
+        cgroup.join(child.pid)
+        if priority is not None:
+            lower_priority(child.pid, nice)
     return child
 
 

@@ -15,4 +15,5 @@ def spawn(
     pdeathsig: int = 0,
     nice: int | None = None,
     group_nice: int | None = None,
+    cgroup_fd: int = -1,
 ) -> int: ...

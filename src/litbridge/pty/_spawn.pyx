@@ -3,8 +3,8 @@
 
 A `fork` copies the page tables of the whole daemon (milliseconds at a few hundred MB, growing with it), and the
 forked Python child then touches its copy-on-write heap before it reaches `exec`. Here the child borrows the
-parent's memory until `execve` and runs only system calls in C: every signal to its default, `setsid`, its nice
-and its session group's (`serve --cli-nice`), take the terminal as its controlling TTY, `dup2` stdio, close
+parent's memory until `execve` and runs only system calls in C: every signal to its default, joining the CLIs'
+cgroup (`serve --cli-cgroup`), `setsid`, its nice and its session group's (`serve --cli-nice`), take the terminal as its controlling TTY, `dup2` stdio, close
 every other fd, `chdir`, `PR_SET_PDEATHSIG`, `execve`.
 An error in any step is written to memory the parent reads once the child has gone (vfork shares it), and the
 child is reaped. Elsewhere than Linux `available()` is False and the caller keeps its fork-based path.
@@ -66,11 +66,22 @@ cdef extern from *:
         close(fd);
     }
 
+    /* The calling process into the cgroup whose `cgroup.procs` `fd` is open on: its pid in decimal, one write
+       (best effort, as the nice: a failure leaves it in the daemon's group). */
+    static void lb_join_cgroup(int fd) {
+        char digits[16], buf[16];
+        unsigned long v = (unsigned long)getpid();
+        int d = 0, n = 0;
+        do { digits[d++] = (char)('0' + v % 10); v /= 10; } while (v && d < 15);
+        while (d) buf[n++] = digits[--d];
+        if (write(fd, buf, (size_t)n) < 0) {}
+    }
+
     /* Runs in the vfork child on the parent's stack: system calls only, never returns. */
     static __attribute__((noreturn, noinline)) void lb_child(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
         int fd0, int fd1, int fd2, int ctty, int pdeathsig, pid_t parent,
-        int nice, int group_nice, const sigset_t *mask, struct lb_spawn_err *out)
+        int nice, int group_nice, int cgroup_fd, const sigset_t *mask, struct lb_spawn_err *out)
     {
         int step = 1;
         struct sigaction dfl, old;
@@ -86,6 +97,7 @@ cdef extern from *:
                 sigaction(sig, &dfl, NULL);
         }
         if (pthread_sigmask(SIG_SETMASK, mask, NULL) != 0) goto fail;
+        if (cgroup_fd >= 0) lb_join_cgroup(cgroup_fd);
         step = 2;
         if (setsid() < 0) goto fail;
         step = 3;
@@ -118,7 +130,7 @@ cdef extern from *:
        >= 3 (the caller makes sure) so the dup2s cannot clobber one another. */
     static pid_t lb_spawn(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
-        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int *err, int *step)
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err, int *step)
     {
         struct lb_spawn_err out;
         sigset_t all, old;
@@ -129,7 +141,9 @@ cdef extern from *:
         if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0) { *err = errno; *step = 0; return -1; }
         pid_t pid = vfork();
         if (pid == 0)
-            lb_child(path, argv, envp, cwd, fd0, fd1, fd2, ctty, pdeathsig, parent, nice, group_nice, &old, &out);
+            lb_child(
+                path, argv, envp, cwd, fd0, fd1, fd2, ctty, pdeathsig, parent, nice, group_nice, cgroup_fd, &old, &out
+            );
         int fork_errno = errno;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (pid < 0) { *err = fork_errno; *step = 0; return -1; }
@@ -148,7 +162,7 @@ cdef extern from *:
     #define LB_KEEP_NICE (-1000)
     static long lb_spawn(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
-        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int *err, int *step)
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err, int *step)
     {
         *err = ENOSYS;
         *step = 0;
@@ -160,7 +174,8 @@ cdef extern from *:
     int LB_KEEP_NICE
     long lb_spawn(
         const char *path, char **argv, char **envp, const char *cwd,
-        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int *err, int *step
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err,
+        int *step
     ) nogil
 
 
@@ -205,11 +220,13 @@ def spawn(
     int pdeathsig=0,
     object nice=None,
     object group_nice=None,
+    int cgroup_fd=-1,
 ) -> int:
     """Start `path` with `argv` and `env` (lists of bytes, env as b"NAME=value") in a new session, the three fds
     as its stdin/stdout/stderr (each >= 3), `ctty_fd` (a terminal's slave, or -1) as its controlling terminal,
     nothing else open, in `cwd` (bytes or None), `pdeathsig` (0: none) sent to it when the calling thread dies,
-    at nice `nice` and with its session's autogroup at nice `group_nice` (None: as inherited; both best effort).
+    at nice `nice` and with its session's autogroup at nice `group_nice` (None: as inherited), moved into the cgroup
+    whose `cgroup.procs` `cgroup_fd` is open on (-1: none; all three best effort).
     Returns the pid once the program has been exec'd; raises OSError naming the step that failed."""
     for fd in (stdin_fd, stdout_fd, stderr_fd):
         if fd < 3:
@@ -235,7 +252,7 @@ def spawn(
         with nogil:
             pid = lb_spawn(
                 c_path, c_argv, c_env, c_cwd, stdin_fd, stdout_fd, stderr_fd, ctty_fd, pdeathsig, c_nice, c_group,
-                &err, &step
+                cgroup_fd, &err, &step
             )
     finally:
         free(c_argv)

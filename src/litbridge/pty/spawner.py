@@ -4,7 +4,7 @@
 costs the same at 50 MB as at 500 MB, and no Python runs in the child), else `fork` (ptyprocess / subprocess,
 the fallback; `LITBRIDGE_SPAWN=fork` selects it). `vfork_spawn` starts a program on given fds in its own
 session, with every other fd closed, SIGKILL as its parent-death signal, and the priority `serve --cli-nice`
-asks for already set when it starts.
+asks for and the cgroup of `serve --cli-cgroup` (`cgroup.py`) already set when it starts.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import os
 import shutil
 import signal
 import sys
+
+from litbridge.pty import cgroup
 
 try:
     from litbridge.pty._spawn import available as _available
@@ -79,6 +81,7 @@ def vfork_spawn(
             int(signal.SIGKILL) if sys.platform.startswith("linux") else 0,
             None if priority is None else priority[0],
             None if priority is None else priority[1],
+            cgroup.fd(),
         )
     finally:
         for fd in high.values():

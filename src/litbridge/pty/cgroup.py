@@ -1,0 +1,89 @@
+"""One CPU group for every CLI the daemon starts (`serve --cli-cgroup DIR`, Linux).
+
+`--cli-nice` lowers each CLI and, under autogroup scheduling, each CLI's session group. But every CLI leads its
+own session, so each is its own group: a thousand CLIs starting or streaming at once weigh a thousand groups
+against the daemon's one, however low each is. Put into one cgroup, they weigh what that cgroup's weight says
+(`cpu.shares` in cgroup v1, `cpu.weight` in v2) whatever their number, and the daemon keeps its share of a CPU.
+
+The daemon does not create the cgroup or set its weight; the machine's owner does, once (as root on cgroup v1:
+`mkdir /sys/fs/cgroup/cpu/litbridge-clis && echo 64 > /sys/fs/cgroup/cpu/litbridge-clis/cpu.shares`; on v2, a
+delegated subtree, e.g. a systemd unit with `Delegate=yes`). `use(DIR)` opens `DIR/cgroup.procs` once; the vfork
+spawner writes each child's pid into it before the exec (`fd()`), the fork paths right after (`join(pid)`).
+A process started this way leaves autogroup scheduling (which applies to the root group only); its nice still
+ranks it among the other CLIs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_fd = -1
+_path: Path | None = None
+
+
+class CgroupError(ValueError):
+    """`--cli-cgroup` names something the daemon cannot put processes into."""
+
+
+def use(directory: str | os.PathLike[str] | None) -> Path | None:
+    """Start every CLI in the cgroup `directory` from now on (None: where the daemon is, the default).
+    Raises CgroupError when it is not a cgroup directory whose `cgroup.procs` this process may write."""
+    global _fd, _path
+    if directory is None:
+        _close()
+        return None
+    procs = Path(directory) / "cgroup.procs"
+    if not procs.exists() or procs.is_dir():
+        raise CgroupError(f"{directory} is not a cgroup directory (no cgroup.procs in it)")
+    try:
+        fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise CgroupError(f"cannot write {procs}: {exc.strerror}") from None
+    _close()
+    _fd, _path = fd, procs.parent
+    return _path
+
+
+def _close() -> None:
+    global _fd, _path
+    fd, _fd, _path = _fd, -1, None
+    if fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def fd() -> int:
+    """The open `cgroup.procs` of the CLIs' cgroup, or -1 for none (what the vfork spawner's child writes to)."""
+    return _fd
+
+
+def path() -> Path | None:
+    """The CLIs' cgroup directory, or None."""
+    return _path
+
+
+def join(pid: int) -> bool:
+    """Move process `pid` (a CLI just started by a fork path) into the CLIs' cgroup; False when there is none
+    or the move failed (logged; the CLI runs on where it is)."""
+    if _fd < 0:
+        return False
+    try:
+        os.write(_fd, str(pid).encode())
+    except OSError as exc:
+        log.warning("cannot move pid %d into the cgroup %s: %s", pid, _path, exc.strerror)
+        return False
+    return True
+
+
+def of(pid: int | str) -> list[str]:
+    """The cgroup paths `/proc/<pid>/cgroup` lists for a process (one per hierarchy), [] when unreadable."""
+    try:
+        text = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return []
+    return [line.split(":", 2)[2] for line in text.splitlines() if line.count(":") >= 2]

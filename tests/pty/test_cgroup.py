@@ -1,0 +1,125 @@
+"""`serve --cli-cgroup`: every CLI started in one cgroup, by each spawn path, before its own code runs.
+
+The cgroup tests need a cgroup this process may make (root on a cgroup v1 `cpu` hierarchy or on a cgroup v2
+mount, as on the CI machines); elsewhere they skip. The refusals run everywhere on Linux.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lbd_helpers import cgroup_member, make_cgroup, remove_cgroup
+
+from litbridge.pty import cgroup, child_env, resolve, spawn
+from litbridge.pty.unix import METHODS
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux's")
+
+
+@pytest.fixture
+def cli_group() -> Iterator[Path]:
+    group = make_cgroup()
+    if group is None:
+        pytest.skip("no cgroup can be made here (needs root on a cgroup v1 cpu or a cgroup v2 mount)")
+    cgroup.use(group)
+    try:
+        yield group
+    finally:
+        cgroup.use(None)
+        remove_cgroup(group)
+
+
+def _env() -> dict[str, str]:
+    return child_env(caller_env={"PATH": os.environ.get("PATH", os.defpath)})
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("transport", ["pty", "pipes"])
+def test_every_spawn_path_starts_the_cli_in_the_cgroup(cli_group: Path, method: str, transport: str) -> None:
+    e = _env()
+    p = spawn([resolve("sleep", e) or "sleep", "30"], e, "/tmp", transport, method=method, nice=3)
+    try:
+        assert cgroup_member(p.pid, cli_group), cgroup.of(p.pid)
+        assert not cgroup_member("self", cli_group), "the daemon itself stays where it was"
+        assert str(p.pid) in (cli_group / "cgroup.procs").read_text().split()
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        os.waitpid(p.pid, 0)
+
+
+def test_the_vfork_path_moves_the_cli_before_it_runs_its_own_code(
+    cli_group: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first thing the program reads of itself is already the CLIs' cgroup, and no one moved it after the
+    fact."""
+
+    def late(pid: int) -> bool:
+        raise AssertionError("the vfork path moved the child after the fact")
+
+    monkeypatch.setattr(cgroup, "join", late)
+    out = tmp_path / "cgroup.txt"
+    e = _env()
+    script = f"cat /proc/self/cgroup > {out}; exec sleep 30"
+    p = spawn([resolve("sh", e) or "sh", "-c", script], e, "/tmp", "pty", method="vfork")
+    try:
+        deadline = time.monotonic() + 10
+        while not (out.exists() and out.read_text().endswith("\n")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        paths = [line.split(":", 2)[2] for line in out.read_text().splitlines()]
+        assert any(cli_group.as_posix().endswith(p) for p in paths if p != "/"), paths
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        os.waitpid(p.pid, 0)
+
+
+def test_without_a_cgroup_the_cli_stays_in_the_daemons() -> None:
+    assert cgroup.fd() == -1 and cgroup.path() is None
+    e = _env()
+    p = spawn([resolve("sleep", e) or "sleep", "30"], e, "/tmp", "pty")
+    try:
+        assert cgroup.of(p.pid) == cgroup.of("self")
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        os.waitpid(p.pid, 0)
+
+
+def test_a_directory_that_is_not_a_cgroup_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(cgroup.CgroupError, match="not a cgroup directory"):
+        cgroup.use(tmp_path)
+    with pytest.raises(cgroup.CgroupError, match="not a cgroup directory"):
+        cgroup.use(tmp_path / "missing")
+    assert cgroup.fd() == -1, "a refused directory leaves no cgroup in use"
+
+
+def test_a_cgroup_the_daemon_may_not_write_is_refused(tmp_path: Path) -> None:
+    fake = tmp_path / "group"
+    fake.mkdir()
+    (fake / "cgroup.procs").write_text("")
+    (fake / "cgroup.procs").chmod(0o444)
+    if os.access(fake / "cgroup.procs", os.W_OK):  # root writes anything
+        pytest.skip("this user may write any file")
+    with pytest.raises(cgroup.CgroupError, match="cannot write"):
+        cgroup.use(fake)
+
+
+def test_a_failed_move_is_logged_and_the_cli_runs_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`join` when the procs file refuses the pid (here /dev/full, whose every write fails with ENOSPC): False
+    and a warning naming the pid, never an exception into the spawn."""
+    fake = tmp_path / "group"
+    fake.mkdir()
+    (fake / "cgroup.procs").symlink_to("/dev/full")
+    cgroup.use(fake)
+    try:
+        assert cgroup.join(os.getpid()) is False
+        assert f"cannot move pid {os.getpid()}" in caplog.text
+    finally:
+        cgroup.use(None)
+    assert cgroup.fd() == -1
