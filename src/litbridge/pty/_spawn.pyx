@@ -4,8 +4,8 @@
 A `fork` copies the page tables of the whole daemon (milliseconds at a few hundred MB, growing with it), and the
 forked Python child then touches its copy-on-write heap before it reaches `exec`. Here the child borrows the
 parent's memory until `execve` and runs only system calls in C: every signal to its default, joining the CLIs'
-cgroup (`serve --cli-cgroup`), `setsid`, its nice and its session group's (`serve --cli-nice`), take the terminal as its controlling TTY, `dup2` stdio, close
-every other fd, `chdir`, `PR_SET_PDEATHSIG`, `execve`.
+cgroup (`serve --cli-cgroup`), `setsid`, its nice and its session group's (`serve --cli-nice`), take the
+terminal as its controlling TTY, `dup2` stdio, close every other fd, `chdir`, `PR_SET_PDEATHSIG`, `execve`.
 An error in any step is written to memory the parent reads once the child has gone (vfork shares it), and the
 child is reaped. Elsewhere than Linux `available()` is False and the caller keeps its fork-based path.
 """
@@ -130,7 +130,8 @@ cdef extern from *:
        >= 3 (the caller makes sure) so the dup2s cannot clobber one another. */
     static pid_t lb_spawn(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
-        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err, int *step)
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err,
+        int *step)
     {
         struct lb_spawn_err out;
         sigset_t all, old;
@@ -162,7 +163,8 @@ cdef extern from *:
     #define LB_KEEP_NICE (-1000)
     static long lb_spawn(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
-        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err, int *step)
+        int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err,
+        int *step)
     {
         *err = ENOSYS;
         *step = 0;

@@ -6,7 +6,7 @@ against the daemon's one, however low each is. Put into one cgroup, they weigh w
 (`cpu.shares` in cgroup v1, `cpu.weight` in v2) whatever their number, and the daemon keeps its share of a CPU.
 
 The daemon does not create the cgroup or set its weight; the machine's owner does, once (as root on cgroup v1:
-`mkdir /sys/fs/cgroup/cpu/litbridge-clis && echo 64 > /sys/fs/cgroup/cpu/litbridge-clis/cpu.shares`; on v2, a
+`mkdir /sys/fs/cgroup/cpu/litbridge-clis && echo 256 > /sys/fs/cgroup/cpu/litbridge-clis/cpu.shares`; on v2, a
 delegated subtree, e.g. a systemd unit with `Delegate=yes`). `use(DIR)` opens `DIR/cgroup.procs` once; the vfork
 spawner writes each child's pid into it before the exec (`fd()`), the fork paths right after (`join(pid)`).
 A process started this way leaves autogroup scheduling (which applies to the root group only); its nice still
