@@ -187,14 +187,16 @@ class Session:
         self._attach_child(child, argv[0], cwd)
 
     async def spawn_async(self) -> None:
-        """`spawn` with the fork + exec handshake (~40 ms, longer as the daemon grows) in a worker thread, so
-        the loop keeps serving other sessions during a burst of creates. The child's fds are registered with
-        the loop back on the loop thread, by a done-callback that runs whoever awaits (or stops awaiting):
-        a create cancelled mid-spawn still leaves an attached child that `kill` can reap, never an orphan."""
+        """`spawn` with the fork + exec handshake (~40 ms, longer as the daemon grows) in a spawn thread
+        (`pty.spawn_executor`, not the loop's default executor), so the loop keeps serving other sessions
+        during a burst of creates. The child's fds are registered with the loop back on the loop thread, by a
+        done-callback that runs whoever awaits (or stops awaiting): a create cancelled mid-spawn still leaves an
+        attached child that `kill` can reap, never an orphan."""
         await self.driver.prepare()  # e.g. `<cli> --version`, in a worker thread
         argv, env, cwd, transport = self._prepare_spawn()
         fut = self.loop.run_in_executor(
-            None, functools.partial(ptymod.spawn, argv, env, cwd, transport, nice=self.cli_nice)
+            ptymod.spawn_executor(),
+            functools.partial(ptymod.spawn, argv, env, cwd, transport, nice=self.cli_nice),
         )
 
         def attach(f: asyncio.Future[ptymod.ChildProcess]) -> None:

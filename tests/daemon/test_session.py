@@ -399,6 +399,32 @@ async def test_spawn_async_runs_the_fork_off_the_loop_and_attaches_on_it() -> No
 
 
 @pytest.mark.asyncio
+async def test_spawns_are_not_queued_behind_the_loops_default_executor() -> None:
+    """A spawn waits for its child's exec, not for whatever fills the loop's default executor (a CLI's slow
+    `--version`, any `to_thread`): with every default worker busy for seconds, a create still spawns at once."""
+    import concurrent.futures
+    import threading
+    import time
+
+    loop = asyncio.get_running_loop()
+    pool = concurrent.futures.ThreadPoolExecutor(2)
+    loop.set_default_executor(pool)
+    release = threading.Event()
+    busy = [loop.run_in_executor(None, release.wait, 30.0) for _ in range(4)]
+    s = Session("sq", {"session": "sq", "cli": "scripted-test", "working_dir": "/tmp"}, lambda e: None)
+    try:
+        t0 = time.monotonic()
+        await asyncio.wait_for(s.spawn_async(), 10)
+        assert s.child is not None and time.monotonic() - t0 < 5.0
+        assert not any(f.done() for f in busy), "the default executor was still full during the spawn"
+    finally:
+        release.set()
+        await asyncio.gather(*busy)
+        await s.kill()
+        pool.shutdown()
+
+
+@pytest.mark.asyncio
 async def test_kill_during_spawn_async_reaps_the_child() -> None:
     """A kill (or shutdown) that lands while the fork runs in a worker waits for the child and reaps it."""
     import os

@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from litbridge.protocol.spec import GRID
 from litbridge.pty import cgroup
@@ -24,6 +25,7 @@ from litbridge.pty.spawner import Priority
 __all__ = [
     "COLUMNS",
     "LINES",
+    "SPAWN_THREADS",
     "ChildProcess",
     "SpawnError",
     "WriteQueueFull",
@@ -33,6 +35,7 @@ __all__ = [
     "priority_for",
     "resolve",
     "spawn",
+    "spawn_executor",
 ]
 
 COLUMNS, LINES = GRID
@@ -87,6 +90,22 @@ def check_exec_args(argv: list[str], env: Mapping[str, str], cwd: str | None) ->
             raise ValueError(f"invalid environment variable name {k!r}")
         if "\0" in v:
             raise ValueError(f"environment variable {k} contains a NUL byte")
+
+
+SPAWN_THREADS = 32
+"""Spawns run side by side in their own threads (`spawn_executor`): each waits for its child's exec, which on
+a machine saturated by starting CLIs takes tens to hundreds of milliseconds of waiting for a CPU and almost
+none of using one; the loop's default executor (a few threads) would queue them behind one another."""
+
+_spawn_pool: ThreadPoolExecutor | None = None
+
+
+def spawn_executor() -> ThreadPoolExecutor:
+    """The threads `Session.spawn_async` runs `spawn` in (SPAWN_THREADS, made on first use)."""
+    global _spawn_pool
+    if _spawn_pool is None:
+        _spawn_pool = ThreadPoolExecutor(SPAWN_THREADS, thread_name_prefix="litbridge-spawn")
+    return _spawn_pool
 
 
 def spawn(
