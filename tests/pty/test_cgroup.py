@@ -123,3 +123,22 @@ def test_a_failed_move_is_logged_and_the_cli_runs_on(
     finally:
         cgroup.use(None)
     assert cgroup.fd() == -1
+
+
+def test_a_cgroup_without_a_cpu_weight_is_taken_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cgroup whose CPU controller is off (no `cpu.shares` / `cpu.weight`, e.g. cgroup v2 without `+cpu` in
+    the parent's subtree_control) still takes the CLIs, but the log says it will not weigh them."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "cgroup.procs").write_text("")
+    try:
+        assert cgroup.use(bare) == bare
+        assert "has no CPU weight" in caplog.text
+        caplog.clear()
+        (bare / "cpu.weight").write_text("100")
+        cgroup.use(bare)
+        assert "has no CPU weight" not in caplog.text
+    finally:
+        cgroup.use(None)

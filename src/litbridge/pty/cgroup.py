@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 _fd = -1
 _path: Path | None = None
 
+WEIGHT_FILES = ("cpu.shares", "cpu.weight")
+"""A cgroup's CPU weight, v1 and v2: without either, its CPU controller is off and grouping changes nothing."""
+
 
 class CgroupError(ValueError):
     """`--cli-cgroup` names something the daemon cannot put processes into."""
@@ -46,6 +49,13 @@ def use(directory: str | os.PathLike[str] | None) -> Path | None:
         raise CgroupError(f"cannot write {procs}: {exc.strerror}") from None
     _close()
     _fd, _path = fd, procs.parent
+    if not any((_path / name).exists() for name in WEIGHT_FILES):
+        log.warning(
+            "the cgroup %s has no CPU weight (%s): the CLIs are grouped there but not weighed against the daemon "
+            "(on cgroup v2, enable the cpu controller in its parent's cgroup.subtree_control)",
+            _path,
+            " / ".join(WEIGHT_FILES),
+        )
     return _path
 
 
