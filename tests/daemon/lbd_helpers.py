@@ -533,12 +533,17 @@ def make_cgroup() -> Path | None:
 
 def remove_cgroup(group: Path) -> None:
     """A test cgroup gone again, once the processes in it (all killed by then) have been reaped."""
+    error: OSError | None = None
     for _ in range(250):
         try:
             group.rmdir()
             return
-        except OSError:
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            error = exc
             time.sleep(0.02)
+    raise AssertionError(f"test cgroup {group} left behind: {error}")
 
 
 def cgroup_member(pid: int | str, group: Path) -> bool:

@@ -27,8 +27,8 @@ def cli_group() -> Iterator[Path]:
     group = make_cgroup()
     if group is None:
         pytest.skip("no cgroup can be made here (needs root on a cgroup v1 cpu or a cgroup v2 mount)")
-    cgroup.use(group)
     try:
+        cgroup.use(group)
         yield group
     finally:
         cgroup.use(None)
@@ -108,21 +108,36 @@ def test_a_cgroup_the_daemon_may_not_write_is_refused(tmp_path: Path) -> None:
         cgroup.use(fake)
 
 
-def test_a_failed_move_is_logged_and_the_cli_runs_on(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """`join` when the procs file refuses the pid (here /dev/full, whose every write fails with ENOSPC): False
-    and a warning naming the pid, never an exception into the spawn."""
+def test_a_cgroup_that_refuses_processes_is_refused(tmp_path: Path) -> None:
+    """`use` tries the cgroup on a throwaway child: here /dev/full as the procs file, whose every write fails
+    (ENOSPC), as a cgroup v2 with controllers on below it fails with EBUSY."""
     fake = tmp_path / "group"
     fake.mkdir()
     (fake / "cgroup.procs").symlink_to("/dev/full")
-    cgroup.use(fake)
-    try:
-        assert cgroup.join(os.getpid()) is False
-        assert f"cannot move pid {os.getpid()}" in caplog.text
-    finally:
-        cgroup.use(None)
+    with pytest.raises(cgroup.CgroupError, match="refuses processes"):
+        cgroup.use(fake)
     assert cgroup.fd() == -1
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_move_refused_later_is_logged_and_the_cli_runs_on(
+    method: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A move the cgroup refuses after `use` took it (by either spawn path): a warning naming the pid, and the
+    CLI runs on where the daemon is."""
+    full = os.open("/dev/full", os.O_WRONLY | os.O_CLOEXEC)
+    monkeypatch.setattr(cgroup, "_fd", full)
+    e = _env()
+    try:
+        p = spawn([resolve("sleep", e) or "sleep", "30"], e, "/tmp", "pty", method=method)
+        try:
+            assert f"pid {p.pid}" in caplog.text and "cgroup" in caplog.text, caplog.text
+            assert cgroup.of(p.pid) == cgroup.of("self")
+        finally:
+            os.kill(p.pid, signal.SIGKILL)
+            os.waitpid(p.pid, 0)
+    finally:
+        os.close(full)
 
 
 def test_a_cgroup_without_a_cpu_weight_is_taken_with_a_warning(

@@ -101,7 +101,9 @@ _spawn_pool: ThreadPoolExecutor | None = None
 
 
 def spawn_executor() -> ThreadPoolExecutor:
-    """The threads `Session.spawn_async` runs `spawn` in (SPAWN_THREADS, made on first use)."""
+    """The threads `Session.spawn_async` runs `spawn` in (SPAWN_THREADS, made on first use). Kept for the
+    daemon's life, never shut down or swapped for a pool that retires idle threads: a CLI's parent-death
+    signal (PR_SET_PDEATHSIG) fires when the *thread* that spawned it exits."""
     global _spawn_pool
     if _spawn_pool is None:
         _spawn_pool = ThreadPoolExecutor(SPAWN_THREADS, thread_name_prefix="litbridge-spawn")

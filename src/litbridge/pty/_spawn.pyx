@@ -10,6 +10,8 @@ An error in any step is written to memory the parent reads once the child has go
 child is reaped. Elsewhere than Linux `available()` is False and the caller keeps its fork-based path.
 """
 
+import logging
+
 from libc.stdlib cimport free, malloc
 from libc.string cimport strerror
 from cpython.bytes cimport PyBytes_AS_STRING
@@ -36,7 +38,7 @@ cdef extern from *:
     #define LB_SPAWN_AVAILABLE 1
 
     /* What the child reports through the shared memory of vfork: errno and the step that failed. */
-    struct lb_spawn_err { volatile int err; volatile int step; };
+    struct lb_spawn_err { volatile int err; volatile int step; volatile int cgroup_err; };
 
     static void lb_close_from_3(void) {
         if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0) return;
@@ -66,15 +68,15 @@ cdef extern from *:
         close(fd);
     }
 
-    /* The calling process into the cgroup whose `cgroup.procs` `fd` is open on: its pid in decimal, one write
-       (best effort, as the nice: a failure leaves it in the daemon's group). */
-    static void lb_join_cgroup(int fd) {
+    /* The calling process into the cgroup whose `cgroup.procs` `fd` is open on: its pid in decimal, one write.
+       -> 0, or the errno of a refused move (the child then runs on in the daemon's group; the parent logs it). */
+    static int lb_join_cgroup(int fd) {
         char digits[16], buf[16];
         unsigned long v = (unsigned long)getpid();
         int d = 0, n = 0;
         do { digits[d++] = (char)('0' + v % 10); v /= 10; } while (v && d < 15);
         while (d) buf[n++] = digits[--d];
-        if (write(fd, buf, (size_t)n) < 0) {}
+        return write(fd, buf, (size_t)n) < 0 ? errno : 0;
     }
 
     /* Runs in the vfork child on the parent's stack: system calls only, never returns. */
@@ -97,11 +99,12 @@ cdef extern from *:
                 sigaction(sig, &dfl, NULL);
         }
         if (pthread_sigmask(SIG_SETMASK, mask, NULL) != 0) goto fail;
-        if (cgroup_fd >= 0) lb_join_cgroup(cgroup_fd);
         step = 2;
         if (setsid() < 0) goto fail;
         step = 3;
         if (ctty >= 0 && ioctl(ctty, TIOCSCTTY, 0) < 0) goto fail;
+        /* into the CLIs' cgroup (`serve --cli-cgroup`) as late as its fd allows: the dup2s below may land on it */
+        if (cgroup_fd >= 0) out->cgroup_err = lb_join_cgroup(cgroup_fd);
         step = 4;
         if (dup2(fd0, 0) < 0 || dup2(fd1, 1) < 0 || dup2(fd2, 2) < 0) goto fail;
         lb_close_from_3();
@@ -131,13 +134,14 @@ cdef extern from *:
     static pid_t lb_spawn(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
         int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err,
-        int *step)
+        int *step, int *cgroup_err)
     {
         struct lb_spawn_err out;
         sigset_t all, old;
         pid_t parent = getpid();
         out.err = 0;
         out.step = 0;
+        out.cgroup_err = 0;
         sigfillset(&all);
         if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0) { *err = errno; *step = 0; return -1; }
         pid_t pid = vfork();
@@ -148,6 +152,7 @@ cdef extern from *:
         int fork_errno = errno;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (pid < 0) { *err = fork_errno; *step = 0; return -1; }
+        *cgroup_err = out.cgroup_err;
         if (out.err != 0) {
             int status;
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
@@ -164,7 +169,7 @@ cdef extern from *:
     static long lb_spawn(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
         int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err,
-        int *step)
+        int *step, int *cgroup_err)
     {
         *err = ENOSYS;
         *step = 0;
@@ -177,7 +182,7 @@ cdef extern from *:
     long lb_spawn(
         const char *path, char **argv, char **envp, const char *cwd,
         int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err,
-        int *step
+        int *step, int *cgroup_err
     ) nogil
 
 
@@ -228,7 +233,7 @@ def spawn(
     as its stdin/stdout/stderr (each >= 3), `ctty_fd` (a terminal's slave, or -1) as its controlling terminal,
     nothing else open, in `cwd` (bytes or None), `pdeathsig` (0: none) sent to it when the calling thread dies,
     at nice `nice` and with its session's autogroup at nice `group_nice` (None: as inherited), moved into the cgroup
-    whose `cgroup.procs` `cgroup_fd` is open on (-1: none; all three best effort).
+    whose `cgroup.procs` `cgroup_fd` is open on (-1: none; all three best effort, a refused move logged).
     Returns the pid once the program has been exec'd; raises OSError naming the step that failed."""
     for fd in (stdin_fd, stdout_fd, stderr_fd):
         if fd < 3:
@@ -245,7 +250,7 @@ def spawn(
     cdef char **c_env = NULL
     cdef const char *c_path = PyBytes_AS_STRING(path)
     cdef const char *c_cwd = NULL if cwd is None else PyBytes_AS_STRING(cwd)
-    cdef int err = 0, step = 0
+    cdef int err = 0, step = 0, cgroup_err = 0
     cdef int c_nice = LB_KEEP_NICE if nice is None else int(nice)
     cdef int c_group = LB_KEEP_NICE if group_nice is None else int(group_nice)
     cdef long pid
@@ -254,7 +259,7 @@ def spawn(
         with nogil:
             pid = lb_spawn(
                 c_path, c_argv, c_env, c_cwd, stdin_fd, stdout_fd, stderr_fd, ctty_fd, pdeathsig, c_nice, c_group,
-                cgroup_fd, &err, &step
+                cgroup_fd, &err, &step, &cgroup_err
             )
     finally:
         free(c_argv)
@@ -262,4 +267,10 @@ def spawn(
     if pid < 0:
         what = STEPS[step] if 0 <= step < len(STEPS) else f"step {step}"
         raise OSError(err, f"{strerror(err).decode('utf-8', 'replace')} ({what})")
+    if cgroup_err:
+        logging.getLogger("litbridge.pty.cgroup").warning(
+            "pid %d stays in the daemon's cgroup: the move was refused (%s)",
+            pid,
+            strerror(cgroup_err).decode("utf-8", "replace"),
+        )
     return pid

@@ -7,8 +7,9 @@ against the daemon's one, however low each is. Put into one cgroup, they weigh w
 
 The daemon does not create the cgroup or set its weight; the machine's owner does, once (as root on cgroup v1:
 `mkdir /sys/fs/cgroup/cpu/litbridge-clis && echo 256 > /sys/fs/cgroup/cpu/litbridge-clis/cpu.shares`; on v2, a
-delegated subtree, e.g. a systemd unit with `Delegate=yes`). `use(DIR)` opens `DIR/cgroup.procs` once; the vfork
-spawner writes each child's pid into it before the exec (`fd()`), the fork paths right after (`join(pid)`).
+delegated subtree, e.g. a systemd unit with `Delegate=yes`). `use(DIR)` opens `DIR/cgroup.procs` once and tries
+it on a throwaway child; the vfork spawner writes each child's pid into it before the exec (`fd()`; a refused
+move is logged), the fork paths right after the CLI started (`join(pid)`: what it started before stays out).
 A process started this way leaves autogroup scheduling (which applies to the root group only); its nice still
 ranks it among the other CLIs.
 """
@@ -16,6 +17,7 @@ ranks it among the other CLIs.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 from pathlib import Path
@@ -34,19 +36,28 @@ class CgroupError(ValueError):
 
 
 def use(directory: str | os.PathLike[str] | None) -> Path | None:
-    """Start every CLI in the cgroup `directory` from now on (None: where the daemon is, the default).
-    Raises CgroupError when it is not a cgroup directory whose `cgroup.procs` this process may write."""
+    """Start every CLI in the cgroup `directory` from now on (None: where the daemon is, the default). Called
+    once, before any spawn runs (`serve` does, at start): a spawn already under way would write to the old fd.
+
+    Raises CgroupError when it is not a cgroup directory whose `cgroup.procs` this process may write, or when the
+    cgroup refuses a process (tried with a throwaway child: cgroup v2 refuses one that has children of its own
+    with controllers on, or outside the daemon's delegated subtree)."""
     global _fd, _path
     if directory is None:
         _close()
         return None
     procs = Path(directory) / "cgroup.procs"
-    if not procs.exists() or procs.is_dir():
-        raise CgroupError(f"{directory} is not a cgroup directory (no cgroup.procs in it)")
     try:
         fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
     except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR):
+            raise CgroupError(f"{directory} is not a cgroup directory (no cgroup.procs in it)") from None
         raise CgroupError(f"cannot write {procs}: {exc.strerror}") from None
+    try:
+        _probe(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise CgroupError(f"{directory} refuses processes: {exc.strerror}") from None
     _close()
     _fd, _path = fd, procs.parent
     if not any((_path / name).exists() for name in WEIGHT_FILES):
@@ -57,6 +68,22 @@ def use(directory: str | os.PathLike[str] | None) -> Path | None:
             " / ".join(WEIGHT_FILES),
         )
     return _path
+
+
+def _probe(fd: int) -> None:
+    """Move a throwaway child (forked, waiting on a pipe, then gone) through `fd`; raises the move's OSError."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child only waits for the parent to let go
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0)
+    os.close(r)
+    try:
+        os.write(fd, str(pid).encode())
+    finally:
+        os.close(w)
+        os.waitpid(pid, 0)
 
 
 def _close() -> None:
