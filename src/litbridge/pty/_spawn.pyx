@@ -10,8 +10,6 @@ An error in any step is written to memory the parent reads once the child has go
 child is reaped. Elsewhere than Linux `available()` is False and the caller keeps its fork-based path.
 """
 
-import logging
-
 from libc.stdlib cimport free, malloc
 from libc.string cimport strerror
 from cpython.bytes cimport PyBytes_AS_STRING
@@ -268,9 +266,7 @@ def spawn(
         what = STEPS[step] if 0 <= step < len(STEPS) else f"step {step}"
         raise OSError(err, f"{strerror(err).decode('utf-8', 'replace')} ({what})")
     if cgroup_err:
-        logging.getLogger("litbridge.pty.cgroup").warning(
-            "pid %d stays in the daemon's cgroup: the move was refused (%s)",
-            pid,
-            strerror(cgroup_err).decode("utf-8", "replace"),
-        )
+        from litbridge.pty import cgroup
+
+        cgroup.refused(pid, cgroup_err)
     return pid

@@ -106,15 +106,20 @@ def path() -> Path | None:
 
 def join(pid: int) -> bool:
     """Move process `pid` (a CLI just started by a fork path) into the CLIs' cgroup; False when there is none
-    or the move failed (logged; the CLI runs on where it is)."""
+    or the move failed (`refused`; the CLI runs on where it is)."""
     if _fd < 0:
         return False
     try:
         os.write(_fd, str(pid).encode())
     except OSError as exc:
-        log.warning("cannot move pid %d into the cgroup %s: %s", pid, _path, exc.strerror)
+        refused(pid, exc.errno or 0)
         return False
     return True
+
+
+def refused(pid: int, err: int) -> None:
+    """Say that the cgroup refused CLI `pid` (errno `err`), by either spawn path: it runs on in the daemon's."""
+    log.warning("pid %d stays in the daemon's cgroup: %s refused it (%s)", pid, _path, os.strerror(err))
 
 
 def of(pid: int | str) -> list[str]:
