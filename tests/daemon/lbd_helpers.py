@@ -546,9 +546,25 @@ def remove_cgroup(group: Path) -> None:
     raise AssertionError(f"test cgroup {group} left behind: {error}")
 
 
+def cgroup_paths(text: str) -> list[str]:
+    """The cgroup paths of a `/proc/<pid>/cgroup` text, one per hierarchy ("4:memory:/a/b" -> "/a/b")."""
+    return [line.split(":", 2)[2] for line in text.splitlines() if line.count(":") >= 2]
+
+
+def cgroups_of(pid: int | str) -> list[str]:
+    """`cgroup_paths` of process `pid` ("self" for this one), [] when it is gone."""
+    try:
+        return cgroup_paths(Path(f"/proc/{pid}/cgroup").read_text())
+    except OSError:
+        return []
+
+
+def in_cgroup(paths: list[str], group: Path) -> bool:
+    """Whether `paths` (`cgroup_paths`) put a process in `group`, a cgroup made by `make_cgroup`."""
+    mount = next(m for m in CGROUP_MOUNTS if group.parent == m)
+    return "/" + str(group.relative_to(mount)) in paths
+
+
 def cgroup_member(pid: int | str, group: Path) -> bool:
     """Whether process `pid` is in `group`, a cgroup made by `make_cgroup`."""
-    from litbridge.pty import cgroup
-
-    mount = next(m for m in CGROUP_MOUNTS if group.parent == m)
-    return "/" + str(group.relative_to(mount)) in cgroup.of(pid)
+    return in_cgroup(cgroups_of(pid), group)

@@ -120,12 +120,3 @@ def join(pid: int) -> bool:
 def refused(pid: int, err: int) -> None:
     """Say that the cgroup refused CLI `pid` (errno `err`), by either spawn path: it runs on in the daemon's."""
     log.warning("pid %d stays in the daemon's cgroup: %s refused it (%s)", pid, _path, os.strerror(err))
-
-
-def of(pid: int | str) -> list[str]:
-    """The cgroup paths `/proc/<pid>/cgroup` lists for a process (one per hierarchy), [] when unreadable."""
-    try:
-        text = Path(f"/proc/{pid}/cgroup").read_text()
-    except OSError:
-        return []
-    return [line.split(":", 2)[2] for line in text.splitlines() if line.count(":") >= 2]
