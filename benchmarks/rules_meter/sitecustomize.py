@@ -18,61 +18,62 @@ Nothing here runs unless a variable is set; it is not part of the package.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 
-def _install(path: str) -> None:
+def _publish(path: str, name: str, needs: tuple[str, ...], start: Callable[[], Callable[[], object]]) -> None:
+    """In a thread: wait until the daemon has imported `needs` (the classes to wrap exist then), call `start()`
+    (it wraps them and returns what to write), then write that to `path` as JSON every 50 ms (atomically)."""
     import json
     import sys
     import threading
+    import time
+
+    def imported(name: str) -> bool:  # in sys.modules from the start of its import: wait for its end too
+        spec = getattr(sys.modules.get(name), "__spec__", None)
+        return spec is not None and not getattr(spec, "_initializing", False)
+
+    def run() -> None:
+        while not all(imported(module) for module in needs):
+            time.sleep(0.005)
+        snapshot = start()
+        tmp = f"{path}.{os.getpid()}.tmp"
+        while True:
+            with open(tmp, "w") as f:
+                json.dump(snapshot(), f)
+            os.replace(tmp, path)
+            time.sleep(0.05)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+
+
+def _rules_meter() -> Callable[[], object]:
+    """`LITBRIDGE_RULES_METER=<file>`: the daemon's process CPU and the time inside the rules and the tick."""
     import time
 
     from rules_span import meter_rules  # beside this file, on the same PYTHONPATH entry
 
-    def run() -> None:
-        while getattr(sys.modules.get("litbridge.drivers.engine"), "_EngineTurns", None) is None:
-            time.sleep(0.005)
-        time.sleep(0.02)  # the module's own import finishes
-        meter = meter_rules()
-        tmp = f"{path}.{os.getpid()}.tmp"
-        while True:
-            with open(tmp, "w") as f:
-                json.dump({"process": time.process_time(), "spent": meter.spent, "calls": meter.calls}, f)
-            os.replace(tmp, path)
-            time.sleep(0.05)
-
-    threading.Thread(target=run, name="rules-meter", daemon=True).start()
+    meter = meter_rules()
+    return lambda: {"process": time.process_time(), "spent": meter.spent, "calls": meter.calls}
 
 
-def _install_steps(path: str) -> None:
-    """`LITBRIDGE_STEP_COUNTS=<file>`: count the daemon's `STEPS` (`rules_span.py`), written like the meter's
-    totals every 50 ms as `{"counts": {...}}`. Wrapped once the Claude driver (the scale test's) and the hub are
-    imported: a method is counted on the classes that exist then."""
-    import json
-    import sys
-    import threading
-    import time
-
+def _step_counts() -> Callable[[], object]:
+    """`LITBRIDGE_STEP_COUNTS=<file>`: the daemon's `STEPS` (`rules_span.py`) counted, as `{"counts": {...}}`. A
+    method is counted on the classes that exist when it is wrapped: once the Claude driver (the scale test's)
+    and the hub are imported."""
     from rules_span import StepCounter
 
-    def run() -> None:
-        while (
-            "litbridge.drivers.claude.driver" not in sys.modules or "litbridge.daemon.hub" not in sys.modules
-        ):
-            time.sleep(0.005)
-        time.sleep(0.02)
-        counter = StepCounter()
-        counter.wrap_all()
-        tmp = f"{path}.{os.getpid()}.tmp"
-        while True:
-            with open(tmp, "w") as f:
-                json.dump({"counts": counter.counts}, f)
-            os.replace(tmp, path)
-            time.sleep(0.05)
-
-    threading.Thread(target=run, name="step-counter", daemon=True).start()
+    counter = StepCounter()
+    counter.wrap_all()
+    return lambda: {"counts": counter.counts}
 
 
 if os.environ.get("LITBRIDGE_RULES_METER"):
-    _install(os.environ["LITBRIDGE_RULES_METER"])
+    _publish(os.environ["LITBRIDGE_RULES_METER"], "rules-meter", ("litbridge.drivers.engine",), _rules_meter)
 if os.environ.get("LITBRIDGE_STEP_COUNTS"):
-    _install_steps(os.environ["LITBRIDGE_STEP_COUNTS"])
+    _publish(
+        os.environ["LITBRIDGE_STEP_COUNTS"],
+        "step-counter",
+        ("litbridge.drivers.claude.driver", "litbridge.daemon.hub"),
+        _step_counts,
+    )
