@@ -487,7 +487,7 @@ def test_complete_latency() -> None:
         "ms",
         _ms(pct(from_dur, 99)),
         None,
-        "complete fires on turn_duration (same write burst as end_turn in the recordings)",
+        "complete fires on turn_duration (written with end_turn in one batch, as in the recordings)",
     )
     for kind, lat in (("state", claude_state), ("replace", claude_replace)):
         RESULTS.add(
@@ -672,7 +672,8 @@ def test_scale(n: int) -> None:
         _ms(pct(comp_dur, 50)),
         None,
         f"p99 {_fmt(_ms(pct(comp_dur, 99)))} ms over {len(comp_dur)} turns: from the record line that ends the turn "
-        "(the fake writes it right after `end_turn`, as Claude Code does, and can be kept from the CPU in between)",
+        "(the fake writes the recording's batches as Claude Code does, this line in the same write as the "
+        "`end_turn` before it: the two rows differ only for a turn whose first `end_turn` came in an earlier batch)",
     )
     RESULTS.add(
         f"scale N={n}",

@@ -3,7 +3,8 @@
 Replay mode (`--capture DIR`): writes `chunks.jsonl` to stdout at the recorded times (x `--speed`), pausing at
 each recorded prompt until a carriage return arrives on stdin (the daemon's submit), then plays the typed echo
 at once and the answer on the recorded clock; appends the capture's transcript lines to
-`$CLAUDE_CONFIG_DIR|$HOME/.claude/projects/<slug(cwd)>/<--session-id>.jsonl` at their recorded times; stops
+`$CLAUDE_CONFIG_DIR|$HOME/.claude/projects/<slug(cwd)>/<--session-id>.jsonl` at their recorded times, each batch
+the recording saw land together in one write, as Claude Code writes them; stops
 (and stays alive, idle) at the first recorded key that is not a plain prompt (dialog answers, Ctrl-C...).
 Tick mode (`--ticks N`): a REPL whose every answer is N lines `tick <i> <monotonic>` written `--interval` apart.
 Every write is logged with its CLOCK_MONOTONIC time to `--log` (JSON lines), which other processes on the same
@@ -36,7 +37,8 @@ def _slug(cwd: str) -> str:
 def load_timeline(
     capture: Path,
 ) -> tuple[list[tuple[float, str, bytes, str]], list[dict[str, Any]], str | None]:
-    """(events sorted by recorded time: (t, "out"|"jsonl:<file>", bytes, tag), prompt gates, first session id)."""
+    """(events sorted by recorded time: (t, "out"|"jsonl:<file>", bytes, tag), a batch of transcript lines one event
+    (`_batches`), prompt gates, first session id)."""
     events: list[tuple[float, str, bytes, str]] = []
     for raw in (capture / "chunks.jsonl").read_bytes().splitlines():
         if raw.strip():
@@ -65,7 +67,24 @@ def load_timeline(
                 events.append((float(w["t"]), "jsonl:" + name, lines[i], tag))
             offsets[name] = i + 1
     events.sort(key=lambda e: e[0])  # stable: recorded order kept for equal times
-    return events, _gates(capture), first_sid
+    return _batches(events), _gates(capture), first_sid
+
+
+def _batches(
+    events: list[tuple[float, str, bytes, str]],
+) -> list[tuple[float, str, bytes, str]]:
+    """Transcript lines the recording saw land together (one recorded time, one file, back to back) as one
+    write, their tags joined by ",": Claude Code writes its transcript in batches (a turn's `end_turn` line and
+    its `turn_duration` in the same flush), so a reader never sees one without the other, however long the
+    writer is kept from the CPU."""
+    out: list[tuple[float, str, bytes, str]] = []
+    for ev in events:
+        last = out[-1] if out else None
+        if last is not None and ev[1].startswith("jsonl:") and last[1] == ev[1] and last[0] == ev[0]:
+            out[-1] = (last[0], last[1], last[2] + ev[2], last[3] + "," + ev[3])
+        else:
+            out.append(ev)
+    return out
 
 
 def _gates(capture: Path) -> list[dict[str, Any]]:
@@ -123,19 +142,22 @@ class Player:
             view = view[n:]
         self.log(m=time.monotonic(), k="out", t=t, n=len(data), tag=tag)
 
-    def jsonl(self, name: str, line: bytes, t: float, tag: str) -> None:
+    def jsonl(self, name: str, lines: bytes, t: float, tags: str) -> None:
+        """One batch of transcript lines in one write; each line logged (`tags`: theirs, joined by ",")."""
         if self.transcript is None:
             return
         stem = name[: -len(".jsonl")]
         target = self.transcript / (self.sid_map.get(stem, stem) + ".jsonl")
         for old, new in self.sid_map.items():
-            line = line.replace(old.encode(), new.encode())
+            lines = lines.replace(old.encode(), new.encode())
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            os.write(fd, line)
+            os.write(fd, lines)
         finally:
             os.close(fd)
-        self.log(m=time.monotonic(), k="jsonl", t=t, tag=tag)
+        m = time.monotonic()
+        for tag in tags.split(","):
+            self.log(m=m, k="jsonl", t=t, tag=tag)
 
     def wait_input(self, timeout: float | None) -> bytes:
         """Read stdin for up to `timeout` s (None: until something arrives). b"" on timeout; EOF exits."""
