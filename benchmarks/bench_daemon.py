@@ -523,10 +523,38 @@ SCALE_CLI_CGROUP = os.environ.get("LITBRIDGE_SCALE_CLI_CGROUP", "")
 runs the benchmark), or "" for none, the default."""
 
 
+SCALE_CPUS = os.environ.get("LITBRIDGE_SCALE_CPUS", "")
+SCALE_CLI_CPUS = os.environ.get("LITBRIDGE_SCALE_CLI_CPUS", "")
+"""CPU lists for `serve --cpus` (the daemon) and `serve --cli-cpus` (the fake CLIs), or "" for none, the default;
+the benchmark's client stays on every CPU."""
+
+
 def scale_serve_args() -> tuple[str, ...]:
-    """The scale test's `serve` flags: `--cli-nice`, and `--cli-cgroup` when LITBRIDGE_SCALE_CLI_CGROUP is set."""
-    args = ("--cli-nice", str(SCALE_CLI_NICE))
-    return (*args, "--cli-cgroup", SCALE_CLI_CGROUP) if SCALE_CLI_CGROUP else args
+    """The scale test's `serve` flags: `--cli-nice`, and `--cli-cgroup`, `--cpus`, `--cli-cpus` when their
+    LITBRIDGE_SCALE_* variable is set."""
+    args: tuple[str, ...] = ("--cli-nice", str(SCALE_CLI_NICE))
+    for flag, value in (
+        ("--cli-cgroup", SCALE_CLI_CGROUP),
+        ("--cpus", SCALE_CPUS),
+        ("--cli-cpus", SCALE_CLI_CPUS),
+    ):
+        if value:
+            args = (*args, flag, value)
+    return args
+
+
+def scale_setting() -> str:
+    """The scale test's settings as its rows' notes name them."""
+    return "; ".join(
+        f"{flag} {value}"
+        for flag, value in (
+            ("--cli-nice", str(SCALE_CLI_NICE)),
+            ("--cli-cgroup", SCALE_CLI_CGROUP),
+            ("--cpus", SCALE_CPUS),
+            ("--cli-cpus", SCALE_CLI_CPUS),
+        )
+        if value
+    )
 
 
 METER_DIR = HERE / "rules_meter"
@@ -588,8 +616,7 @@ def test_scale(n: int) -> None:
     note = (
         f"window {out['window_s']:.1f}s; daemon waited for a CPU {100 * out['runq_s'] / out['window_s']:.0f}% "
         f"of it; client {100 * out['client_cpu_s'] / out['window_s']:.0f}% CPU; fake CLIs "
-        f"{fakes_pct:.1f}% CPU; load avg {os.getloadavg()[0]:.1f}; --cli-nice {SCALE_CLI_NICE}"
-        f"{'; --cli-cgroup ' + SCALE_CLI_CGROUP if SCALE_CLI_CGROUP else ''}; sessions' turns "
+        f"{fakes_pct:.1f}% CPU; load avg {os.getloadavg()[0]:.1f}; {scale_setting()}; sessions' turns "
         f"{_fmt(_ms(pct(overrun, 50)))} ms (p50) past their recordings"
     )
     note += f"; failed {len(out['failed'])}: {out['failed'][:2]}" if out["failed"] else ""

@@ -371,3 +371,52 @@ def test_cli_cgroup_that_is_not_a_cgroup_stops_serve_with_a_clear_error(tmp_path
     assert r.returncode == 2, r.stderr
     assert f"--cli-cgroup: {tmp_path} is not a cgroup directory" in r.stderr
     assert not os.path.exists(sock), "nothing was served"
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU binding is Linux's")
+async def test_cpus_and_cli_cpus_bind_the_daemon_and_every_cli_apart() -> None:
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("needs two CPUs to run on")
+    mine, theirs = allowed[0], allowed[-1]
+    sock = os.path.join(short_dir(), "t.sock")
+    d = start_daemon(sock, "--cpus", str(mine), "--cli-cpus", str(theirs))
+    try:
+        c = await Conn.open(sock)
+        await c.wait("monitor_ready")
+        for key in ("a", "b"):
+            await c.request(fake_create(key), "ready")
+        lst = await c.request({"cmd": "list"}, "sessions")
+        pids = [s["pid"] for s in lst["sessions"]]
+        assert len(pids) == 2 and all(os.sched_getaffinity(pid) == {theirs} for pid in pids)
+        daemon_threads = os.listdir(f"/proc/{d.proc.pid}/task")
+        assert len(daemon_threads) > 1  # the spawn threads, started after the pin, inherited it
+        assert all(os.sched_getaffinity(int(t)) == {mine} for t in daemon_threads)
+        for key in ("a", "b"):
+            await c.request({"cmd": "kill", "session": key}, "killed")
+        await c.close()
+    finally:
+        assert await asyncio.to_thread(d.stop) == 0, d.log()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU binding is Linux's")
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--cpus", "x", "--cpus: not a CPU list: 'x'"),
+        ("--cli-cpus", "3-1", "--cli-cpus: not a CPU range: '3-1'"),
+        ("--cli-cpus", "1023", "--cli-cpus: CPU 1023 is not available to the daemon (it may use "),
+    ],
+)
+def test_cpus_that_cannot_be_used_stop_serve_with_a_clear_error(flag: str, value: str, message: str) -> None:
+    sock = os.path.join(short_dir(), "t.sock")
+    r = subprocess.run(
+        [sys.executable, "-m", "litbridge", "serve", "--socket", sock, flag, value],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
+    assert not os.path.exists(sock), "nothing was served"

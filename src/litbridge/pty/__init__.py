@@ -5,7 +5,8 @@ ptyprocess / subprocess; pywinpty on Windows).
 environment (nesting vars stripped, TERM/COLORTERM, then the caller's env); `resolve` finds the program;
 `priority_for` is where a CLI runs below the daemon (`serve --cli-nice`): the vfork path starts it there,
 `lower_priority` moves one already running; `cgroup` is the one CPU group every CLI can be put in
-(`serve --cli-cgroup`). Knows nothing about screens or JSON.
+(`serve --cli-cgroup`); `cpus` the CPUs the daemon and its CLIs run on (`serve --cpus`, `--cli-cpus`). Knows
+nothing about screens or JSON.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from litbridge.protocol.spec import GRID
-from litbridge.pty import cgroup
+from litbridge.pty import cgroup, cpus
 from litbridge.pty.base import ChildProcess, SpawnError, WriteQueueFull
 from litbridge.pty.spawner import Priority
 
@@ -123,9 +124,12 @@ def spawn(
     """Start the program (argv[0] should already be resolved). Raises SpawnError. `method` picks how a child
     is started on Unix (`vfork`, `fork`; default `spawner.spawn_method()`), for tests and benchmarks; `nice`
     > 0 runs it that many nice levels below the daemon (`lower_priority`); the cgroup in use (`cgroup.use`,
-    `serve --cli-cgroup`) takes it before it runs (vfork) or right after (the fork paths)."""
+    `serve --cli-cgroup`) takes it before it runs (vfork) or right after (the fork paths); the CLIs' CPUs
+    (`cpus.use_for_clis`, `serve --cli-cpus`) right after, every path (`cpus.apply`)."""
     priority = priority_for(nice) if nice > 0 and sys.platform != "win32" else None
     child = _start(argv, env, cwd, transport, columns, lines, method, priority)
+    if sys.platform != "win32":
+        cpus.apply(child.pid)
     if getattr(child, "method", None) != "vfork" and sys.platform != "win32":  # the fork paths: afterwards
         cgroup.join(child.pid)
         if priority is not None:
