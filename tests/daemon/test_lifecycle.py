@@ -6,6 +6,7 @@ Each test starts its own daemon (they kill it or need special settings).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import stat
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -341,22 +343,28 @@ async def test_cli_cgroup_starts_every_cli_in_that_cgroup() -> None:
     sock = os.path.join(short_dir(), "t.sock")
     d = start_daemon(sock, "--cli-cgroup", str(group), "--cli-nice", "4")
     try:
-        c = await Conn.open(sock)
-        await c.wait("monitor_ready")
-        for key in ("a", "b"):
-            await c.request(fake_create(key), "ready")
-        lst = await c.request({"cmd": "list"}, "sessions")
-        pids = [s["pid"] for s in lst["sessions"]]
-        assert len(pids) == 2 and all(cgroup_member(pid, group) for pid in pids)
-        assert not cgroup_member(d.proc.pid, group), "the daemon itself stays where it was"
-        daemon_nice = os.getpriority(os.PRIO_PROCESS, d.proc.pid)
-        assert all(os.getpriority(os.PRIO_PROCESS, pid) == min(19, daemon_nice + 4) for pid in pids)
-        for key in ("a", "b"):
-            await c.request({"cmd": "kill", "session": key}, "killed")
-        await c.close()
+        async with _two_clis(sock) as pids:
+            assert len(pids) == 2 and all(cgroup_member(pid, group) for pid in pids)
+            assert not cgroup_member(d.proc.pid, group), "the daemon itself stays where it was"
+            daemon_nice = os.getpriority(os.PRIO_PROCESS, d.proc.pid)
+            assert all(os.getpriority(os.PRIO_PROCESS, pid) == min(19, daemon_nice + 4) for pid in pids)
     finally:
         assert await asyncio.to_thread(d.stop) == 0, d.log()
         remove_cgroup(group)
+
+
+@contextlib.asynccontextmanager
+async def _two_clis(sock: str) -> AsyncIterator[list[int]]:
+    """The pids of two sessions created on the daemon at `sock`, both killed when the block ends."""
+    c = await Conn.open(sock)
+    await c.wait("monitor_ready")
+    for key in ("a", "b"):
+        await c.request(fake_create(key), "ready")
+    lst = await c.request({"cmd": "list"}, "sessions")
+    yield [s["pid"] for s in lst["sessions"]]
+    for key in ("a", "b"):
+        await c.request({"cmd": "kill", "session": key}, "killed")
+    await c.close()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux's")
@@ -383,19 +391,11 @@ async def test_cpus_and_cli_cpus_bind_the_daemon_and_every_cli_apart() -> None:
     sock = os.path.join(short_dir(), "t.sock")
     d = start_daemon(sock, "--cpus", str(mine), "--cli-cpus", str(theirs))
     try:
-        c = await Conn.open(sock)
-        await c.wait("monitor_ready")
-        for key in ("a", "b"):
-            await c.request(fake_create(key), "ready")
-        lst = await c.request({"cmd": "list"}, "sessions")
-        pids = [s["pid"] for s in lst["sessions"]]
-        assert len(pids) == 2 and all(os.sched_getaffinity(pid) == {theirs} for pid in pids)
-        daemon_threads = os.listdir(f"/proc/{d.proc.pid}/task")
-        assert len(daemon_threads) > 1  # the spawn threads, started after the pin, inherited it
-        assert all(os.sched_getaffinity(int(t)) == {mine} for t in daemon_threads)
-        for key in ("a", "b"):
-            await c.request({"cmd": "kill", "session": key}, "killed")
-        await c.close()
+        async with _two_clis(sock) as pids:
+            assert len(pids) == 2 and all(os.sched_getaffinity(pid) == {theirs} for pid in pids)
+            daemon_threads = os.listdir(f"/proc/{d.proc.pid}/task")
+            assert len(daemon_threads) > 1  # the spawn threads, started after the pin, inherited it
+            assert all(os.sched_getaffinity(int(t)) == {mine} for t in daemon_threads)
     finally:
         assert await asyncio.to_thread(d.stop) == 0, d.log()
 
