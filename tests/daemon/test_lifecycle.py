@@ -400,6 +400,24 @@ async def test_cpus_and_cli_cpus_bind_the_daemon_and_every_cli_apart() -> None:
         assert await asyncio.to_thread(d.stop) == 0, d.log()
 
 
+@pytest.mark.asyncio
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU binding is Linux's")
+async def test_cpus_alone_leaves_the_clis_on_every_cpu() -> None:
+    """A CLI started by a daemon pinned with `--cpus` alone does not inherit the daemon's CPUs."""
+    allowed = set(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("needs two CPUs to run on")
+    mine = min(allowed)
+    sock = os.path.join(short_dir(), "t.sock")
+    d = start_daemon(sock, "--cpus", str(mine))
+    try:
+        async with _two_clis(sock) as pids:
+            assert os.sched_getaffinity(d.proc.pid) == {mine}
+            assert all(os.sched_getaffinity(pid) == allowed for pid in pids)
+    finally:
+        assert await asyncio.to_thread(d.stop) == 0, d.log()
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU binding is Linux's")
 @pytest.mark.parametrize(
     ("flag", "value", "message"),

@@ -131,8 +131,9 @@ def emulator_description() -> str:
 
 
 def _use_cpus(daemon: str | None, clis: str | None) -> int:
-    """`--cpus` / `--cli-cpus`: checked, then the daemon pinned and the CLIs' CPUs set; 2 with the reason
-    printed when a list is malformed, names a CPU the daemon may not use, or the platform has no CPU binding."""
+    """`--cpus` / `--cli-cpus`: checked, then the daemon pinned and the CLIs' CPUs set (`--cpus` alone leaves the
+    CLIs on every CPU the daemon had, not on its own); 2 with the reason printed when a list is malformed, names a
+    CPU the daemon may not use, or the platform has no CPU binding."""
     from litbridge.pty import cpus
 
     log = logging.getLogger("litbridge.serve")
@@ -147,6 +148,10 @@ def _use_cpus(daemon: str | None, clis: str | None) -> int:
             print(f"litbridge serve: {flag}: {exc}", file=sys.stderr)
             return 2
     mine, theirs = chosen["--cpus"], chosen["--cli-cpus"]
+    if (
+        mine is not None and theirs is None
+    ):  # the CLIs would inherit the daemon's CPUs: they keep the ones it had
+        theirs = frozenset(os.sched_getaffinity(0))
     if mine is not None:
         try:
             cpus.pin_daemon(mine)
