@@ -102,7 +102,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument(
         "--cli-cpus",
         metavar="LIST",
-        help="run every CLI on these CPUs only (Linux; as taskset -c), from its first instruction",
+        help="run every CLI on these CPUs only (Linux; as taskset -c), bound right after its exec "
+        "(without it, --cpus leaves the CLIs on every CPU the daemon had)",
     )
     p.add_argument(
         "--already-running-ok",
@@ -148,10 +149,8 @@ def _use_cpus(daemon: str | None, clis: str | None) -> int:
             print(f"litbridge serve: {flag}: {exc}", file=sys.stderr)
             return 2
     mine, theirs = chosen["--cpus"], chosen["--cli-cpus"]
-    if (
-        mine is not None and theirs is None
-    ):  # the CLIs would inherit the daemon's CPUs: they keep the ones it had
-        theirs = frozenset(os.sched_getaffinity(0))
+    if mine is not None and theirs is None:
+        theirs = frozenset(os.sched_getaffinity(0))  # else the CLIs would inherit the daemon's pin
     if mine is not None:
         try:
             cpus.pin_daemon(mine)

@@ -22,8 +22,9 @@ from collections.abc import Iterable
 
 log = logging.getLogger(__name__)
 
-MAX_CPU = 1023
-"""The highest CPU number a set can name (glibc's `CPU_SETSIZE` is 1024): what the compiled spawner can pass."""
+MAX_CPU = 8191
+"""The highest CPU number a list may name (the kernel's largest `NR_CPUS`): a longer range names no machine's
+CPUs, and is refused before a set of it is built."""
 
 _cli: frozenset[int] | None = None
 
@@ -75,13 +76,20 @@ def check(cpus: frozenset[int]) -> frozenset[int]:
     return cpus
 
 
+def _bind(pid: int, cpus: frozenset[int]) -> None:
+    """Every thread of process `pid` onto `cpus`: its main thread first (a thread's affinity is its own, and the
+    threads started from then on inherit their starter's), then those already running. Raises OSError
+    (ProcessLookupError: the process is gone)."""
+    os.sched_setaffinity(pid, cpus)
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        if int(tid) != pid:
+            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+                os.sched_setaffinity(int(tid), cpus)
+
+
 def pin_daemon(cpus: frozenset[int]) -> None:
-    """Every thread of this process onto `cpus` (a thread's affinity is its own; threads started later inherit
-    the starting thread's). Raises OSError if the kernel refuses."""
-    os.sched_setaffinity(0, cpus)
-    for tid in os.listdir("/proc/self/task"):
-        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
-            os.sched_setaffinity(int(tid), cpus)
+    """Every thread of this process onto `cpus`. Raises OSError if the kernel refuses."""
+    _bind(os.getpid(), cpus)
 
 
 def use_for_clis(cpus: frozenset[int] | None) -> None:
@@ -90,24 +98,14 @@ def use_for_clis(cpus: frozenset[int] | None) -> None:
     _cli = cpus
 
 
-def for_clis() -> frozenset[int] | None:
-    """The CLIs' CPUs (`use_for_clis`), or None."""
-    return _cli
-
-
 def apply(pid: int) -> None:
-    """Move a CLI that has just started onto the CLIs' CPUs: its main thread first (what it starts from then on
-    inherits them), then every thread it started before. Best effort: a refusal is logged and the CLI runs
-    where it is; a CLI already gone is left alone."""
+    """Move a CLI that has just started, every thread of it, onto the CLIs' CPUs. Best effort: a refusal is
+    logged and the CLI runs where it is; a CLI already gone is left alone."""
     if _cli is None:
         return
     try:
-        os.sched_setaffinity(pid, _cli)
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            if int(tid) != pid:
-                with contextlib.suppress(ProcessLookupError):
-                    os.sched_setaffinity(int(tid), _cli)
-    except ProcessLookupError:
+        _bind(pid, _cli)
+    except (ProcessLookupError, FileNotFoundError):  # gone before its threads were listed
         return
     except OSError as exc:
         log.warning("cannot bind pid %d to CPU %s: %s", pid, fmt(_cli), exc)
