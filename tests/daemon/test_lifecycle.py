@@ -383,37 +383,24 @@ def test_cli_cgroup_that_is_not_a_cgroup_stops_serve_with_a_clear_error(tmp_path
 
 @pytest.mark.asyncio
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU binding is Linux's")
-async def test_cpus_and_cli_cpus_bind_the_daemon_and_every_cli_apart() -> None:
+@pytest.mark.parametrize("cli_cpus", [True, False], ids=["cli-cpus", "cpus-alone"])
+async def test_cpus_bind_the_daemon_and_cli_cpus_every_cli(cli_cpus: bool) -> None:
+    """Every thread of the daemon on `--cpus` (the spawn threads, started after the pin, inherit it); every CLI
+    on `--cli-cpus`, or with `--cpus` alone on every CPU the daemon had, not on the daemon's pin."""
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < 2:
         pytest.skip("needs two CPUs to run on")
     mine, theirs = allowed[0], allowed[-1]
     sock = os.path.join(short_dir(), "t.sock")
-    d = start_daemon(sock, "--cpus", str(mine), "--cli-cpus", str(theirs))
+    flags = ["--cpus", str(mine), *(["--cli-cpus", str(theirs)] if cli_cpus else [])]
+    d = start_daemon(sock, *flags)
     try:
         async with _two_clis(sock) as pids:
-            assert len(pids) == 2 and all(os.sched_getaffinity(pid) == {theirs} for pid in pids)
+            expected = {theirs} if cli_cpus else set(allowed)
+            assert len(pids) == 2 and all(os.sched_getaffinity(pid) == expected for pid in pids)
             daemon_threads = os.listdir(f"/proc/{d.proc.pid}/task")
-            assert len(daemon_threads) > 1  # the spawn threads, started after the pin, inherited it
+            assert len(daemon_threads) > 1
             assert all(os.sched_getaffinity(int(t)) == {mine} for t in daemon_threads)
-    finally:
-        assert await asyncio.to_thread(d.stop) == 0, d.log()
-
-
-@pytest.mark.asyncio
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU binding is Linux's")
-async def test_cpus_alone_leaves_the_clis_on_every_cpu() -> None:
-    """A CLI started by a daemon pinned with `--cpus` alone does not inherit the daemon's CPUs."""
-    allowed = set(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        pytest.skip("needs two CPUs to run on")
-    mine = min(allowed)
-    sock = os.path.join(short_dir(), "t.sock")
-    d = start_daemon(sock, "--cpus", str(mine))
-    try:
-        async with _two_clis(sock) as pids:
-            assert os.sched_getaffinity(d.proc.pid) == {mine}
-            assert all(os.sched_getaffinity(pid) == allowed for pid in pids)
     finally:
         assert await asyncio.to_thread(d.stop) == 0, d.log()
 
