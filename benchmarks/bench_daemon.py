@@ -529,32 +529,26 @@ SCALE_CLI_CPUS = os.environ.get("LITBRIDGE_SCALE_CLI_CPUS", "")
 the benchmark's client stays on every CPU."""
 
 
-def scale_serve_args() -> tuple[str, ...]:
-    """The scale test's `serve` flags: `--cli-nice`, and `--cli-cgroup`, `--cpus`, `--cli-cpus` when their
-    LITBRIDGE_SCALE_* variable is set."""
-    args: tuple[str, ...] = ("--cli-nice", str(SCALE_CLI_NICE))
-    for flag, value in (
+def scale_flags() -> list[tuple[str, str]]:
+    """The scale test's `serve` flags with their values: `--cli-nice`, and `--cli-cgroup`, `--cpus`, `--cli-cpus`
+    when their LITBRIDGE_SCALE_* variable is set."""
+    flags = [
+        ("--cli-nice", str(SCALE_CLI_NICE)),
         ("--cli-cgroup", SCALE_CLI_CGROUP),
         ("--cpus", SCALE_CPUS),
         ("--cli-cpus", SCALE_CLI_CPUS),
-    ):
-        if value:
-            args = (*args, flag, value)
-    return args
+    ]
+    return [(flag, value) for flag, value in flags if value]
+
+
+def scale_serve_args() -> tuple[str, ...]:
+    """`scale_flags` as `serve` arguments."""
+    return tuple(part for flag in scale_flags() for part in flag)
 
 
 def scale_setting() -> str:
-    """The scale test's settings as its rows' notes name them."""
-    return "; ".join(
-        f"{flag} {value}"
-        for flag, value in (
-            ("--cli-nice", str(SCALE_CLI_NICE)),
-            ("--cli-cgroup", SCALE_CLI_CGROUP),
-            ("--cpus", SCALE_CPUS),
-            ("--cli-cpus", SCALE_CLI_CPUS),
-        )
-        if value
-    )
+    """`scale_flags` as the rows' notes name them."""
+    return "; ".join(f"{flag} {value}" for flag, value in scale_flags())
 
 
 METER_DIR = HERE / "rules_meter"
