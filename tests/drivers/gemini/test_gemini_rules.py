@@ -185,3 +185,28 @@ def test_loop_detection_dialog_seen_live() -> None:
         "Disable loop detection for this session",
     ]
     assert R.dialog_keys(d, 0) == ["Esc"] and R.dialog_keys(d, 1) == ["Down", "Enter"]
+
+
+@pytest.mark.parametrize(
+    ("live", "expected"), [("", "Thinking... (esc to cancel, 0s)"), ("⠋ Retrying", "Retrying")]
+)
+def test_a_timeout_names_what_the_cli_showed(
+    monkeypatch: pytest.MonkeyPatch, live: str, expected: str
+) -> None:
+    """The turn deadline's `detail`: the live area as it is, or, read between the reads of a repaint (blank for
+    a moment), the spinner of the last settled screen."""
+    from types import SimpleNamespace
+
+    from litbridge.drivers.engine import TurnEngine
+    from litbridge.drivers.gemini.driver import _Engine
+
+    details: list[str | None] = []
+    monkeypatch.setattr(
+        TurnEngine, "failed", lambda self, message, kind="api_error", detail=None: details.append(detail)
+    )
+    engine = object.__new__(_Engine)
+    engine.turns = SimpleNamespace(current=SimpleNamespace(phase="running"))
+    engine._hooks = SimpleNamespace(shown=lambda: live)
+    engine.screen = R.classify(rows("gemini_plain_qa__02_q1_busy"))
+    _Engine.failed(engine, "the turn did not end within 12s", "timeout")
+    assert details and expected in (details[0] or "")

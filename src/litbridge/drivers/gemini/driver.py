@@ -49,7 +49,10 @@ class _Engine(TurnEngine):
 
     def failed(self, message: str, kind: str = "api_error", detail: str | None = None) -> bool:
         if kind == "timeout" and self.turn is not None and detail is None:
-            detail = self.hooks.shown() or None  # type: ignore[attr-defined]
+            # the live area now, or, when the deadline falls between the reads of a repaint (the area blank for a
+            # moment), the spinner of the last settled screen
+            shown = self.hooks.shown()  # type: ignore[attr-defined]
+            detail = shown or getattr(self.screen, "spinner", None) or None
         return super().failed(message, kind, detail)
 
 
