@@ -332,11 +332,42 @@ def test_normal_screen_survives_a_long_alternate_screen_session() -> None:
     stream.feed(b"\x1b[?1049h")
     for i in range(40):
         stream.feed(b"\x1b[H\x1b[2Jframe %d" % i)
-    assert screen.display[0].startswith("frame 39") and screen.alt_feeds >= 32  # the packing point was passed
+    assert screen.display[0].startswith("frame 39") and screen.switch_feeds >= 32  # packed by now
     stream.feed(b"\x1b[?1049l")
     assert (screen.display, [[screen.buffer[y][x] for x in range(12)] for y in range(4)]) == before
     stream.feed(b"\x1b[?1049h")
     assert screen.display == [" " * 12] * 4
+
+
+def test_alternate_screen_left_long_ago_keeps_its_cells() -> None:
+    """Back on the normal screen for 32 feeds, the hidden alternate grid is packed: entering it again without a
+    clear (47h) shows it exactly as left, a resize meanwhile keeps it, and 1049h still clears it."""
+    m = lp()
+    screen = m.Screen(12, 4)
+    stream = m.ByteStream(screen)
+    stream.feed(b"main")
+    stream.feed(b"\x1b[?47h\x1b[H\x1b[2J\x1b[1;32mgreen\x1b[0m\r\n\r\n\x1b[7mrev\x1b[0m")
+    alt = (screen.display, [[screen.buffer[y][x] for x in range(12)] for y in range(4)])
+    stream.feed(b"\x1b[?47l")
+    for i in range(40):
+        stream.feed(b"\x1b[1;1Hline %d" % i)
+    assert screen.switch_feeds >= 32  # the packing point was passed
+    stream.feed(b"\x1b[?47h")
+    assert (screen.display, [[screen.buffer[y][x] for x in range(12)] for y in range(4)]) == alt
+    stream.feed(b"\x1b[?47l")
+    for i in range(40):
+        stream.feed(b"\x1b[1;1Hline %d" % i)
+    screen.resize(5, 12)
+    stream.feed(b"\x1b[?47h")
+    assert screen.display[:4] == alt[0] and screen.buffer[0][0].fg == "green"
+    stream.feed(b"\x1b[?47l")
+    for i in range(40):
+        stream.feed(b"\x1b[1;1Hline %d" % i)
+    assert screen.display[0] == "line 39     "
+    stream.feed(b"\x1b[?1049h")
+    assert screen.display == [" " * 12] * 5
+    stream.feed(b"\x1b[?1049l")
+    assert screen.display[0] == "line 39     "
 
 
 def test_title_icon_and_bell_hooks_set_on_the_instance_are_called() -> None:

@@ -116,10 +116,15 @@ cdef class Parser:
             s.feeding -= 1
             if s.feeding == 0 and s.pending_da:
                 s._flush_da()
-            if s.in_alt and s.main_g.cells != NULL:
-                s.alt_feeds += 1
-                if s.alt_feeds >= FREEZE_AFTER:
-                    s._freeze_main()
+            if s.in_alt:
+                if s.main_g.cells != NULL:
+                    s.switch_feeds += 1
+                    if s.switch_feeds >= FREEZE_AFTER:
+                        s._freeze_main()
+            elif s.alt_g.cells != NULL:
+                s.switch_feeds += 1
+                if s.switch_feeds >= FREEZE_AFTER:
+                    s._freeze_alt()
             if s.hist_on:
                 s.after_event("feed")
 

@@ -66,7 +66,7 @@ class Screen:
     kitty_reply: bool
     alt_screen_enabled: bool
     hist_on: bool
-    alt_feeds: int  # fused-parser feeds since the alternate screen was entered (packing point: 32)
+    switch_feeds: int  # fused-parser feeds since the last switch of screens (the hidden grid is packed at 32)
     xtversion: str
     program_status: str | None
     on_reply: Callable[[bytes], None] | None

@@ -75,7 +75,7 @@ DEF U_USED = 1           # may hold written cells
 DEF U_PENDING = 2        # a whole-screen clear is pending: wiped on first access, reads blank until then
 
 DEF SPMAX = 4096         # DECSC stack depth kept (pyte's is unbounded)
-DEF FREEZE_AFTER = 32    # feeds on the alternate screen after which the hidden normal grid is packed
+DEF FREEZE_AFTER = 32    # feeds on one screen after which the other, hidden, grid is packed
 
 # join_kind: what may join the previous cell's grapheme cluster
 DEF J_ZWJ = 1            # after a ZERO WIDTH JOINER: the next printable character
@@ -448,8 +448,31 @@ cdef class Cursor:
         return "Cursor(x=%d, y=%d, hidden=%r)" % (self.x, self.y, self.hidden)
 
 
+cdef extern from *:
+    """
+    /* A grid's cells: whole pages of their own where there is mmap, so they read as zeros without a memset
+       (a row costs memory once written) and freeing them gives the pages back at once, not a hole in the
+       heap that only another large allocation could reuse. */
+    #if defined(_WIN32)
+    #include <stdlib.h>
+    static void* lb_cells_alloc(size_t n) { return calloc(n, 1); }
+    static void lb_cells_free(void* p, size_t n) { (void)n; free(p); }
+    #else
+    #include <sys/mman.h>
+    static void* lb_cells_alloc(size_t n) {
+        void* p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    static void lb_cells_free(void* p, size_t n) { if (p != NULL) munmap(p, n); }
+    #endif
+    """
+    void* lb_cells_alloc(size_t n) nogil
+    void lb_cells_free(void* p, size_t n) nogil
+
+
 cdef struct Grid:
     Cell* cells
+    size_t nbytes    # of `cells` (what `lb_cells_free` is given)
     int* rowmap
     uint8_t* wrapped
     uint8_t* stale
@@ -457,8 +480,22 @@ cdef struct Grid:
     uint8_t* used    # per physical row: may hold written cells (0 = certainly blank; lets ED/freeze skip it)
 
 
+cdef int _cells_alloc(Grid* g, int cols, int lines) except -1:
+    """Blank cells for a cols x lines grid (plus one), in `g.cells`."""
+    g.nbytes = (<size_t>cols * lines + 1) * sizeof(Cell)
+    g.cells = <Cell*>lb_cells_alloc(g.nbytes)
+    if g.cells == NULL:
+        raise MemoryError()
+    return 0
+
+
+cdef void _cells_free(Grid* g) noexcept:
+    lb_cells_free(g.cells, g.nbytes)
+    g.cells = NULL
+
+
 cdef int _grid_alloc(Grid* g, int cols, int lines) except -1:
-    g.cells = <Cell*>calloc(<size_t>cols * lines + 1, sizeof(Cell))
+    _cells_alloc(g, cols, lines)
     g.rowmap = <int*>malloc((lines + 1) * sizeof(int))
     g.wrapped = <uint8_t*>calloc(lines + 1, 1)
     g.stale = <uint8_t*>malloc(lines + 1)
@@ -473,7 +510,7 @@ cdef int _grid_alloc(Grid* g, int cols, int lines) except -1:
     return 0
 
 cdef void _grid_free(Grid* g) noexcept:
-    free(g.cells)
+    _cells_free(g)
     free(g.rowmap)
     free(g.wrapped)
     free(g.hidden)
@@ -485,6 +522,54 @@ cdef void _grid_free(Grid* g) noexcept:
     g.rowmap = NULL
     g.wrapped = NULL
     g.stale = NULL
+
+
+cdef char* _grid_pack(Grid* g, int cols, int lines) noexcept:
+    """Copy `g`'s non-blank rows into a new buffer and free its cells (a hidden grid then costs its text, not
+    a whole grid); `g.stale` marks the packed rows until `_grid_unpack`. NULL when the buffer cannot be had:
+    `g` is left as it was."""
+    cdef Py_ssize_t rowbytes = <Py_ssize_t>cols * sizeof(Cell)
+    cdef Py_ssize_t nwords = rowbytes // 8, k
+    cdef int p, n = 0
+    cdef uint64_t* w
+    cdef uint8_t* keep = g.stale   # reused as scratch: 1 = row has content
+    for p in range(lines):
+        keep[p] = 0
+        if g.used[p] != U_USED:  # never written, or a clear is pending: blank
+            continue
+        w = <uint64_t*>(<char*>g.cells + p * rowbytes)
+        for k in range(nwords):
+            if w[k]:
+                keep[p] = 1
+                n += 1
+                break
+    cdef char* pack = <char*>malloc(n * rowbytes + 1)
+    if pack == NULL:
+        memset(keep, 1, lines)
+        return NULL
+    n = 0
+    for p in range(lines):
+        if keep[p]:
+            memcpy(pack + n * rowbytes, <char*>g.cells + p * rowbytes, rowbytes)
+            n += 1
+    _cells_free(g)
+    return pack
+
+
+cdef int _grid_unpack(Grid* g, const char* pack, int cols, int lines) except -1:
+    """Re-inflate a grid `_grid_pack` packed into `pack` (which the caller then frees)."""
+    cdef Py_ssize_t rowbytes = <Py_ssize_t>cols * sizeof(Cell)
+    cdef int p, n = 0
+    _cells_alloc(g, cols, lines)
+    for p in range(lines):
+        if g.stale[p]:
+            memcpy(<char*>g.cells + p * rowbytes, pack + n * rowbytes, rowbytes)
+            n += 1
+            g.used[p] = U_USED
+        else:
+            g.used[p] = 0
+    memset(g.stale, 1, lines)
+    return 0
 
 
 _DEFAULT_EVENTS_NOTE = "see litbridge.pyte.streams for the dispatch-mode rules"
@@ -538,7 +623,8 @@ cdef class Screen:
     cdef public object saved_columns
     cdef bint fresh
     cdef char* main_pack   # the normal grid's non-blank rows while a long-lived alternate screen is shown
-    cdef public int alt_feeds  # fused-parser feeds since the alternate screen was entered
+    cdef char* alt_pack    # the alternate grid's non-blank rows once the normal screen is back for long
+    cdef public int switch_feeds  # fused-parser feeds since the last switch between the two screens
     cdef public object program_status
     cdef public bint kitty_reply
     cdef public bint alt_screen_enabled
@@ -560,6 +646,7 @@ cdef class Screen:
         self.modev = NULL
         self.sps = NULL
         self.main_pack = NULL
+        self.alt_pack = NULL
         self.fresh = True
 
     def __init__(self, int columns, int lines):
@@ -605,7 +692,7 @@ cdef class Screen:
         else:
             self.main_g = self.g
         _grid_free(&self.main_g)
-        if self.alt_g.cells != NULL:
+        if self.alt_g.cells != NULL or self.alt_pack != NULL:
             _grid_free(&self.alt_g)
         free(self.pdirty)
         free(self.ldirty)
@@ -614,6 +701,7 @@ cdef class Screen:
         free(self.modev)
         free(self.sps)
         free(self.main_pack)
+        free(self.alt_pack)
 
     def __repr__(self):
         return "{0}({1}, {2})".format(self.__class__.__name__, self.columns, self.lines)
@@ -925,6 +1013,7 @@ cdef class Screen:
         cdef bint was_alt = self.in_alt
         if was_alt:
             self._switch_main()
+        self._thaw_alt()
         cdef Grid old = self.g
         self._resized_grid(&old, &ng, lines, cols)
         na.cells = NULL
@@ -965,7 +1054,9 @@ cdef class Screen:
                 self._clear_grid()
             return 0
         cdef bint fresh = False
-        if self.alt_g.cells == NULL:
+        if self.alt_pack != NULL:
+            self._thaw_alt()
+        elif self.alt_g.cells == NULL:
             _grid_alloc(&self.alt_g, self.columns, self.lines)
             self.alt_text = [""] * self.lines
             fresh = True
@@ -974,7 +1065,7 @@ cdef class Screen:
         self.main_text = self.rowtext
         self.rowtext = self.alt_text
         self.in_alt = True
-        self.alt_feeds = 0
+        self.switch_feeds = 0
         self._proxies = {}
         if clear and not fresh:  # calloc'd cells are already blank
             self.clear_lazy()
@@ -990,6 +1081,7 @@ cdef class Screen:
         self.alt_text = self.rowtext
         self.rowtext = self.main_text
         self.in_alt = False
+        self.switch_feeds = 0
         self._proxies = {}
         memset(self.g.stale, 1, self.lines)
         self.mark_all()
@@ -1002,56 +1094,40 @@ cdef class Screen:
         """Pack the hidden normal grid to its non-blank rows, so a fullscreen app costs about one grid.
 
         Done once an alternate screen has lasted FREEZE_AFTER feeds (never on the switch itself, which stays a
-        pointer swap); `_thaw_main` undoes it on the way back. `stale` marks the packed rows meanwhile."""
+        pointer swap); `_thaw_main` undoes it on the way back."""
         if self.main_g.cells == NULL or self.main_pack != NULL:
             return 0
-        cdef Py_ssize_t rowbytes = <Py_ssize_t>self.columns * sizeof(Cell)
-        cdef Py_ssize_t nwords = rowbytes // 8, k
-        cdef int p, n = 0
-        cdef uint64_t* w
-        cdef uint8_t* keep = self.main_g.stale   # reused as scratch: 1 = row has content
-        for p in range(self.lines):
-            keep[p] = 0
-            if self.main_g.used[p] != U_USED:  # never written, or a clear is pending: blank
-                continue
-            w = <uint64_t*>(<char*>self.main_g.cells + p * rowbytes)
-            for k in range(nwords):
-                if w[k]:
-                    keep[p] = 1
-                    n += 1
-                    break
-        self.main_pack = <char*>malloc(n * rowbytes + 1)
-        if self.main_pack == NULL:
-            memset(keep, 1, self.lines)
-            return 0  # keep the grid as it is
-        n = 0
-        for p in range(self.lines):
-            if keep[p]:
-                memcpy(self.main_pack + n * rowbytes, <char*>self.main_g.cells + p * rowbytes, rowbytes)
-                n += 1
-        free(self.main_g.cells)
-        self.main_g.cells = NULL
+        self.main_pack = _grid_pack(&self.main_g, self.columns, self.lines)
         return 0
 
     cdef int _thaw_main(self) except -1:
         """Re-inflate the normal grid packed by `_freeze_main`."""
         if self.main_g.cells != NULL:
             return 0
-        cdef Py_ssize_t rowbytes = <Py_ssize_t>self.columns * sizeof(Cell)
-        cdef int p, n = 0
-        self.main_g.cells = <Cell*>calloc(<size_t>self.columns * self.lines + 1, sizeof(Cell))
-        if self.main_g.cells == NULL:
-            raise MemoryError()
-        for p in range(self.lines):
-            if self.main_g.stale[p]:
-                memcpy(<char*>self.main_g.cells + p * rowbytes, self.main_pack + n * rowbytes, rowbytes)
-                n += 1
-                self.main_g.used[p] = U_USED
-            else:
-                self.main_g.used[p] = 0
+        _grid_unpack(&self.main_g, self.main_pack, self.columns, self.lines)
         free(self.main_pack)
         self.main_pack = NULL
-        memset(self.main_g.stale, 1, self.lines)
+        return 0
+
+    cdef int _freeze_alt(self) except -1:
+        """Pack the hidden alternate grid the same way once the normal screen has been back for FREEZE_AFTER
+        feeds: most CLIs use the alternate screen for a moment at start (Claude Code's terminal probe) and never
+        again, and a session should not keep a second grid for that."""
+        if self.in_alt or self.alt_g.cells == NULL or self.alt_pack != NULL:
+            return 0
+        self.alt_pack = _grid_pack(&self.alt_g, self.columns, self.lines)
+        if self.alt_pack != NULL:
+            self.alt_text = None  # its rows are rendered again after the thaw (all stale)
+        return 0
+
+    cdef int _thaw_alt(self) except -1:
+        """Re-inflate the alternate grid packed by `_freeze_alt` (entering it again, or a resize)."""
+        if self.alt_pack == NULL:
+            return 0
+        _grid_unpack(&self.alt_g, self.alt_pack, self.columns, self.lines)
+        free(self.alt_pack)
+        self.alt_pack = NULL
+        self.alt_text = [""] * self.lines
         return 0
 
     # ---------------------------------------------------------------- modes
