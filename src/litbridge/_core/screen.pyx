@@ -459,6 +459,9 @@ cdef extern from *:
     static void lb_cells_free(void* p, size_t n) { (void)n; free(p); }
     #else
     #include <sys/mman.h>
+    #if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
+    #define MAP_ANONYMOUS MAP_ANON
+    #endif
     static void* lb_cells_alloc(size_t n) {
         void* p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         return p == MAP_FAILED ? NULL : p;
