@@ -952,7 +952,7 @@ cdef class Screen:
         memset(self.ldirty, 1, self.lines)
         for y in range(self.lines):
             self.g.rowmap[y] = y
-        if not self.fresh:  # calloc'd cells are already blank
+        if not self.fresh:  # new cells are already blank
             self.clear_lazy()
         self.fresh = False
         self.has_margins = False
@@ -1070,7 +1070,7 @@ cdef class Screen:
         self.in_alt = True
         self.switch_feeds = 0
         self._proxies = {}
-        if clear and not fresh:  # calloc'd cells are already blank
+        if clear and not fresh:  # new cells are already blank
             self.clear_lazy()
         memset(self.g.stale, 1, self.lines)
         self.mark_all()
