@@ -450,27 +450,53 @@ cdef class Cursor:
 
 cdef extern from *:
     """
-    /* A grid's cells: whole pages of their own where there is mmap, so they read as zeros without a memset
-       (a row costs memory once written) and freeing them gives the pages back at once, not a hole in the
-       heap that only another large allocation could reuse. */
+    /* A grid's cells: whole pages of their own where there is mmap, so they read as zeros untouched (a row
+       costs memory once written) and a freed grid gives its pages back, not a hole in the heap that only
+       another large allocation could reuse. The last few freed blocks are kept for reuse (zeroed again), so a
+       screen switching back and forth between its grids, or a session made as another ends, costs neither a
+       mapping nor its page faults; at most LB_POOL blocks (200x50: 120 KB each) are held that way. */
     #if defined(_WIN32)
     #include <stdlib.h>
     static void* lb_cells_alloc(size_t n) { return calloc(n, 1); }
     static void lb_cells_free(void* p, size_t n) { (void)n; free(p); }
     #else
+    #include <string.h>
     #include <sys/mman.h>
     #if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
     #define MAP_ANONYMOUS MAP_ANON
     #endif
+    #define LB_POOL 8
+    static void* lb_pool_p[LB_POOL];
+    static size_t lb_pool_n[LB_POOL];
+    static int lb_pool_len = 0;
     static void* lb_cells_alloc(size_t n) {
+        for (int i = lb_pool_len - 1; i >= 0; i--) {
+            if (lb_pool_n[i] == n) {
+                void* p = lb_pool_p[i];
+                lb_pool_len--;
+                lb_pool_p[i] = lb_pool_p[lb_pool_len];
+                lb_pool_n[i] = lb_pool_n[lb_pool_len];
+                memset(p, 0, n);
+                return p;
+            }
+        }
         void* p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         return p == MAP_FAILED ? NULL : p;
     }
-    static void lb_cells_free(void* p, size_t n) { if (p != NULL) munmap(p, n); }
+    static void lb_cells_free(void* p, size_t n) {
+        if (p == NULL) return;
+        if (lb_pool_len < LB_POOL) {
+            lb_pool_p[lb_pool_len] = p;
+            lb_pool_n[lb_pool_len] = n;
+            lb_pool_len++;
+            return;
+        }
+        munmap(p, n);
+    }
     #endif
     """
-    void* lb_cells_alloc(size_t n) nogil
-    void lb_cells_free(void* p, size_t n) nogil
+    void* lb_cells_alloc(size_t n)
+    void lb_cells_free(void* p, size_t n)
 
 
 cdef struct Grid:
