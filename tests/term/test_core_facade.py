@@ -370,6 +370,31 @@ def test_alternate_screen_left_long_ago_keeps_its_cells() -> None:
     assert screen.display[0] == "line 39     "
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_freed_grids_give_their_memory_back() -> None:
+    """A grid's cells are pages of their own: freed, they leave the process (beyond the few kept for reuse), even
+    where the C heap around them stays in use and could not shrink."""
+    m = lp()
+
+    def resident() -> int:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    frame = b"\x1b[H" + b"\x1b[1;33m" + (b"x" * 200) * 50
+    screens, pins = [], []
+    for _ in range(40):
+        screen = m.Screen(200, 50)
+        m.ByteStream(screen).feed(frame)  # every row written: the whole grid is resident
+        screens.append(screen)
+        # a heap allocation after each grid, kept: a heap could not shrink below it
+        pins.append(bytearray(4096))
+    before = resident()
+    del screens
+    after = resident()
+    grid = 200 * 50 * 12
+    assert before - after >= (40 - 8) * grid * 0.9, (before, after)
+
+
 def test_title_icon_and_bell_hooks_set_on_the_instance_are_called() -> None:
     """The parser applies OSC 0/1/2 and BEL in C only while the hooks are the native ones."""
     m = lp()
