@@ -116,15 +116,10 @@ cdef class Parser:
             s.feeding -= 1
             if s.feeding == 0 and s.pending_da:
                 s._flush_da()
-            if s.in_alt:
-                if s.main_g.cells != NULL:
-                    s.switch_feeds += 1
-                    if s.switch_feeds >= FREEZE_AFTER:
-                        s._freeze_main()
-            elif s.alt_g.cells != NULL:
+            if (s.main_g.cells if s.in_alt else s.alt_g.cells) != NULL:  # a hidden grid, not packed yet
                 s.switch_feeds += 1
                 if s.switch_feeds >= FREEZE_AFTER:
-                    s._freeze_alt()
+                    s._freeze_hidden()
             if s.hist_on:
                 s.after_event("feed")
 

@@ -585,19 +585,23 @@ cdef char* _grid_pack(Grid* g, int cols, int lines) noexcept:
     return pack
 
 
-cdef int _grid_unpack(Grid* g, const char* pack, int cols, int lines) except -1:
-    """Re-inflate a grid `_grid_pack` packed into `pack` (which the caller then frees)."""
+cdef int _grid_unpack(Grid* g, char** pack, int cols, int lines) except -1:
+    """Re-inflate a grid `_grid_pack` packed into `*pack`, then free `*pack` (NULL: not packed, nothing to do)."""
+    if pack[0] == NULL:
+        return 0
     cdef Py_ssize_t rowbytes = <Py_ssize_t>cols * sizeof(Cell)
     cdef int p, n = 0
     _cells_alloc(g, cols, lines)
     for p in range(lines):
         if g.stale[p]:
-            memcpy(<char*>g.cells + p * rowbytes, pack + n * rowbytes, rowbytes)
+            memcpy(<char*>g.cells + p * rowbytes, pack[0] + n * rowbytes, rowbytes)
             n += 1
             g.used[p] = U_USED
         else:
             g.used[p] = 0
     memset(g.stale, 1, lines)
+    free(pack[0])
+    pack[0] = NULL
     return 0
 
 
@@ -1042,7 +1046,7 @@ cdef class Screen:
         cdef bint was_alt = self.in_alt
         if was_alt:
             self._switch_main()
-        self._thaw_alt()
+        _grid_unpack(&self.alt_g, &self.alt_pack, self.columns, self.lines)  # its text is made anew below
         cdef Grid old = self.g
         self._resized_grid(&old, &ng, lines, cols)
         na.cells = NULL
@@ -1084,7 +1088,8 @@ cdef class Screen:
             return 0
         cdef bint fresh = False
         if self.alt_pack != NULL:
-            self._thaw_alt()
+            _grid_unpack(&self.alt_g, &self.alt_pack, self.columns, self.lines)
+            self.alt_text = [""] * self.lines  # every row stale: rendered again
         elif self.alt_g.cells == NULL:
             _grid_alloc(&self.alt_g, self.columns, self.lines)
             self.alt_text = [""] * self.lines
@@ -1105,7 +1110,7 @@ cdef class Screen:
         if not self.in_alt:
             return 0
         self.alt_g = self.g
-        self._thaw_main()
+        _grid_unpack(&self.main_g, &self.main_pack, self.columns, self.lines)
         self.g = self.main_g
         self.alt_text = self.rowtext
         self.rowtext = self.main_text
@@ -1119,44 +1124,22 @@ cdef class Screen:
         self.clear_lazy()
         self.mark_all()
 
-    cdef int _freeze_main(self) except -1:
-        """Pack the hidden normal grid to its non-blank rows, so a fullscreen app costs about one grid.
-
-        Done once an alternate screen has lasted FREEZE_AFTER feeds (never on the switch itself, which stays a
-        pointer swap); `_thaw_main` undoes it on the way back."""
-        if self.main_g.cells == NULL or self.main_pack != NULL:
+    cdef int _freeze_hidden(self) except -1:
+        """Pack the hidden grid to its non-blank rows, once the shown one has lasted FREEZE_AFTER feeds (never on
+        the switch itself, which stays a pointer swap): the normal grid under a fullscreen app (Claude Code runs in
+        the alternate screen all session long), or an alternate screen left for good, then costs its text, not a
+        whole grid. Showing it again unpacks it (`_grid_unpack`), and so does a resize."""
+        cdef Grid* g = &self.main_g if self.in_alt else &self.alt_g
+        if g.cells == NULL:  # no such grid, or packed already
             return 0
-        self.main_pack = _grid_pack(&self.main_g, self.columns, self.lines)
-        return 0
-
-    cdef int _thaw_main(self) except -1:
-        """Re-inflate the normal grid packed by `_freeze_main`."""
-        if self.main_g.cells != NULL:
+        cdef char* pack = _grid_pack(g, self.columns, self.lines)
+        if pack == NULL:  # no memory for it: the grid stays as it was
             return 0
-        _grid_unpack(&self.main_g, self.main_pack, self.columns, self.lines)
-        free(self.main_pack)
-        self.main_pack = NULL
-        return 0
-
-    cdef int _freeze_alt(self) except -1:
-        """Pack the hidden alternate grid the same way once the normal screen has been back for FREEZE_AFTER
-        feeds: most CLIs use the alternate screen for a moment at start (Claude Code's terminal probe) and never
-        again, and a session should not keep a second grid for that."""
-        if self.in_alt or self.alt_g.cells == NULL or self.alt_pack != NULL:
-            return 0
-        self.alt_pack = _grid_pack(&self.alt_g, self.columns, self.lines)
-        if self.alt_pack != NULL:
-            self.alt_text = None  # its rows are rendered again after the thaw (all stale)
-        return 0
-
-    cdef int _thaw_alt(self) except -1:
-        """Re-inflate the alternate grid packed by `_freeze_alt` (entering it again, or a resize)."""
-        if self.alt_pack == NULL:
-            return 0
-        _grid_unpack(&self.alt_g, self.alt_pack, self.columns, self.lines)
-        free(self.alt_pack)
-        self.alt_pack = NULL
-        self.alt_text = [""] * self.lines
+        if self.in_alt:
+            self.main_pack = pack
+        else:
+            self.alt_pack = pack
+            self.alt_text = None
         return 0
 
     # ---------------------------------------------------------------- modes
