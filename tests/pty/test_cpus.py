@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -63,6 +64,19 @@ def _threads_cpus(pid: int) -> dict[int, set[int]]:
     return {int(t): os.sched_getaffinity(int(t)) for t in os.listdir(f"/proc/{pid}/task")}
 
 
+TWO_THREADS = (
+    "import threading, time; threading.Thread(target=time.sleep, args=(30,)).start(); time.sleep(30)"
+)
+"""A CLI that starts a second thread at once."""
+
+
+def _second_thread(pid: int) -> None:
+    """Until process `pid` runs two threads (10 s at most)."""
+    deadline = time.monotonic() + 10
+    while len(os.listdir(f"/proc/{pid}/task")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("transport", ["pty", "pipes"])
 def test_every_spawn_path_binds_the_cli(one_cpu: int, method: str, transport: str) -> None:
@@ -79,12 +93,9 @@ def test_every_spawn_path_binds_the_cli(one_cpu: int, method: str, transport: st
 @pytest.mark.parametrize("method", METHODS)
 def test_every_thread_the_cli_starts_is_bound(one_cpu: int, method: str) -> None:
     """A thread the CLI starts at once is on the CLIs' CPUs too."""
-    code = "import threading, time; threading.Thread(target=time.sleep, args=(30,)).start(); time.sleep(30)"
-    p = spawn([sys.executable, "-c", code], dict(os.environ), None, method=method)
+    p = spawn([sys.executable, "-c", TWO_THREADS], dict(os.environ), None, method=method)
     try:
-        deadline = time.monotonic() + 10
-        while len(os.listdir(f"/proc/{p.pid}/task")) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _second_thread(p.pid)
         threads = _threads_cpus(p.pid)
         assert len(threads) >= 2 and all(c == {one_cpu} for c in threads.values()), threads
     finally:
@@ -93,7 +104,7 @@ def test_every_thread_the_cli_starts_is_bound(one_cpu: int, method: str) -> None
 
 
 @linux
-def test_pin_daemon_moves_every_thread(tmp_path: object) -> None:
+def test_pin_daemon_moves_every_thread() -> None:
     """In a child process (pinning this one would bind the test run): its threads, the one started before the
     pin included, end on the CPU asked for."""
     allowed = sorted(os.sched_getaffinity(0))
@@ -107,8 +118,6 @@ def test_pin_daemon_moves_every_thread(tmp_path: object) -> None:
         "print(sorted({min(os.sched_getaffinity(int(x))) for x in os.listdir('/proc/self/task')}),"
         " len(os.listdir('/proc/self/task')))\n"
     )
-    import subprocess
-
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [f"[{allowed[0]}]", "2"]
@@ -117,12 +126,9 @@ def test_pin_daemon_moves_every_thread(tmp_path: object) -> None:
 def test_apply_moves_the_threads_a_cli_started_before_it(one_cpu: int) -> None:
     """`apply` on a CLI that already runs two threads (started while the CLIs' CPUs were unset) moves both."""
     cpus.use_for_clis(None)
-    code = "import threading, time; threading.Thread(target=time.sleep, args=(30,)).start(); time.sleep(30)"
-    p = spawn([sys.executable, "-c", code], dict(os.environ), None)
+    p = spawn([sys.executable, "-c", TWO_THREADS], dict(os.environ), None)
     try:
-        deadline = time.monotonic() + 10
-        while len(os.listdir(f"/proc/{p.pid}/task")) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _second_thread(p.pid)
         assert all(c != {one_cpu} for c in _threads_cpus(p.pid).values())
         cpus.use_for_clis(frozenset({one_cpu}))
         cpus.apply(p.pid)
