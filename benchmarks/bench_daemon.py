@@ -33,6 +33,7 @@ from daemon_support import (  # type: ignore[import-not-found]
     children_cpu_seconds,
     cpu_seconds,
     daemon,
+    kernel_side,
     mem_kb,
     need_captures,
     pct,
@@ -349,6 +350,7 @@ def run_replays(
     t_ready = time.monotonic()
     n_create_lat = len(probe.replace_lat) if probe is not None else 0
     cpu0, w0, rq0, me0 = cpu_seconds(d.pid), time.monotonic(), runq_wait_seconds(d.pid), time.process_time()
+    sys0 = kernel_side(d.pid)
     kids0 = children_cpu_seconds(d.pid)  # every fake CLI, wherever it was forked from, reaped ones included
     m0, st0 = read_meter(meter), read_meter(steps)
     n_events = {s.name: len(s.events) for s in sessions}
@@ -385,6 +387,7 @@ def run_replays(
             time.process_time(),
         )
         kids1 = children_cpu_seconds(d.pid)
+        sys1 = kernel_side(d.pid)
         m1, st1 = read_meter(meter), read_meter(steps)
     profile = profiler.stop() if profiler is not None else None
     if probe is not None:  # let the probe's last turn end so it is not left half-measured
@@ -410,6 +413,8 @@ def run_replays(
         "window_s": w1 - w0,
         "cpu_s": cpu1 - cpu0,
         "runq_s": rq1 - rq0,
+        "sys_s": sys1[0] - sys0[0],
+        "minflt": sys1[1] - sys0[1],
         "client_cpu_s": me1 - me0,
         "fakes_cpu_s": kids1 - kids0,
         "rss_peak_kb": max(sampler.rss, default=0),
@@ -622,7 +627,9 @@ def test_scale(n: int) -> None:
         "% of a core",
         cpu_pct / max(n, 1),
         None,
-        f"{1000 * out['cpu_s'] / max(turns, 1):.1f} ms of daemon CPU per turn over {turns} turns",
+        f"{1000 * out['cpu_s'] / max(turns, 1):.1f} ms of daemon CPU per turn over {turns} turns; in the kernel "
+        f"{100 * out['sys_s'] / max(out['cpu_s'], 1e-9):.0f}% of it; {out['minflt'] / max(turns, 1):.1f} minor page "
+        "faults per turn (pages the daemon touched for the first time, each zeroed by the kernel)",
     )
     RESULTS.add(
         f"scale N={n}",

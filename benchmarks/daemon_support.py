@@ -54,6 +54,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def kernel_side(pid: int) -> tuple[float, int]:
+    """(stime in seconds, minor page faults) of `pid`: the kernel's part of its CPU, and how often it touched a
+    page of its memory for the first time (new memory: the kernel maps in a page and zeroes it)."""
+    fields = _stat(pid)
+    return int(fields[12]) / CLK_TCK, int(fields[7])
+
+
 def reaped_children_cpu_seconds(pid: int) -> float:
     """cutime + cstime of `pid`: what its children (and theirs) used, once it reaped them (waitpid)."""
     fields = _stat(pid)
