@@ -7,6 +7,8 @@ implementations (the compiled core and the pyte fallback) keep the same contract
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from litbridge import _core
@@ -60,6 +62,27 @@ def test_stripped_twin_and_logical_lines(term) -> None:
 
 
 @pytest.mark.skipif(not _core.AVAILABLE, reason="compiled core not built")
+def test_a_frame_read_is_freed_without_the_garbage_collector(term) -> None:
+    """A frame's rows go when the next frame replaces them, by reference count alone: rows that are their own
+    stripped twin refer to nothing (a list holding a reference to itself is a cycle that waits for a collection,
+    and a busy daemon read thousands of frames between two)."""
+
+    def alive() -> int:
+        return sum(1 for o in gc.get_objects() if type(o) is ScreenRows)
+
+    gc.collect()
+    gc.disable()
+    try:
+        before = alive()
+        for i in range(40):
+            term.feed(f"\x1b[Hline {i}".encode())
+            assert term.display.stripped.stripped is term.display.stripped
+            term.logical_lines()
+        assert alive() - before <= 4  # the current frame's rows, stripped rows and logical lines
+    finally:
+        gc.enable()
+
+
 def test_native_logical_lines_join_soft_wrapped_rows() -> None:
     term = NativeTerminal(5, 3)
     term.feed(b"abcdefg \r\nxy")
