@@ -61,7 +61,6 @@ def test_stripped_twin_and_logical_lines(term) -> None:
     assert term.display.stripped[3] == "z"
 
 
-@pytest.mark.skipif(not _core.AVAILABLE, reason="compiled core not built")
 def test_a_frame_read_is_freed_without_the_garbage_collector(term) -> None:
     """A frame's rows go when the next frame replaces them, by reference count alone: rows that are their own
     stripped twin refer to nothing (a list holding a reference to itself is a cycle that waits for a collection,
@@ -83,6 +82,7 @@ def test_a_frame_read_is_freed_without_the_garbage_collector(term) -> None:
         gc.enable()
 
 
+@pytest.mark.skipif(not _core.AVAILABLE, reason="compiled core not built")
 def test_native_logical_lines_join_soft_wrapped_rows() -> None:
     term = NativeTerminal(5, 3)
     term.feed(b"abcdefg \r\nxy")
