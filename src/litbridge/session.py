@@ -141,8 +141,8 @@ class Session:
         self.last_output_at = 0.0
         self.spawned_at = 0.0
         self.created_wall = time.time()
-        self._timers: list[Timer] = []  # armed through call_later: cancelled when the CLI dies
-        self._timers_prune_at = 64
+        # armed through call_later and not yet fired nor cancelled: cancelled when the CLI dies
+        self._timers: set[Timer] = set()
         self._loop_timers = Timers.for_loop(self.loop)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._eval_pending = False
@@ -467,9 +467,9 @@ class Session:
                 if rows:
                     self.driver.on_screen(rows)
         self.log.info("pid %s exited with %s%s", self.pid, code, " (killed)" if self.killing else "")
-        for timer in self._timers:  # every timer of the session (settle, ticks, frame fallback, focus)
+        # every pending timer of the session (settle, ticks, frame fallback, focus); each leaves the set
+        for timer in list(self._timers):
             timer.cancel()
-        self._timers.clear()
         startup_pending = (
             self._startup_task is not None and not self._startup_task.done() and not self.started
         )
@@ -698,13 +698,7 @@ class Session:
         entry: see `litbridge.timers`)."""
         if self.dead:
             return Timer.spent(callback)
-        timer = self._loop_timers.call_later(delay, callback)
-        timers = self._timers
-        timers.append(timer)
-        if len(timers) > self._timers_prune_at:  # fired and cancelled ones go now and then, not one by one
-            timers[:] = [t for t in timers if not t.cancelled()]
-            self._timers_prune_at = max(64, 2 * len(timers))
-        return timer
+        return self._loop_timers.call_later(delay, callback, self._timers)
 
     def set_state(self, state: str) -> None:
         if state != self.state:

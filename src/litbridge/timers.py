@@ -39,13 +39,20 @@ class Cancellable(Protocol):
 
 
 class Timer:
-    """One armed deadline; `cancel()` it (idempotent; harmless after it fired)."""
+    """One armed deadline; `cancel()` it (idempotent; harmless after it fired). With an `owner` set, the timer
+    is in it from arming until it fires or is cancelled: what its owner must cancel, and nothing more (a timer
+    kept after that would outlive its use, and the collector would walk it again and again)."""
 
-    __slots__ = ("callback", "deadline")
+    __slots__ = ("callback", "deadline", "owner")
 
-    def __init__(self, deadline: float, callback: Callable[[], None]) -> None:
+    def __init__(
+        self, deadline: float, callback: Callable[[], None], owner: set[Timer] | None = None
+    ) -> None:
         self.deadline = deadline
         self.callback: Callable[[], None] | None = callback
+        self.owner = owner
+        if owner is not None:
+            owner.add(self)
 
     @classmethod
     def spent(cls, callback: Callable[[], None]) -> Timer:
@@ -56,6 +63,13 @@ class Timer:
 
     def cancel(self) -> None:
         self.callback = None  # the heap entry stays until its deadline; it no longer holds the callback
+        self._disown()
+
+    def _disown(self) -> None:
+        owner = self.owner
+        if owner is not None:
+            self.owner = None
+            owner.discard(self)
 
     def cancelled(self) -> bool:
         """True once cancelled or fired."""
@@ -91,11 +105,17 @@ class Timers:
             timers = cls._by_loop[loop] = cls(loop)
         return timers
 
-    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
-        return self.call_at(self.loop.time() + delay, callback)
+    def call_later(
+        self, delay: float, callback: Callable[[], None], owner: set[Timer] | None = None
+    ) -> Timer:
+        return self.call_at(self.loop.time() + delay, callback, owner)
 
-    def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
-        timer = Timer(deadline, callback)
+    def call_at(
+        self, deadline: float, callback: Callable[[], None], owner: set[Timer] | None = None
+    ) -> Timer:
+        """`callback` at `deadline` (loop time, up to a `grid` slot later); with `owner`, the timer is in that
+        set until it fires or is cancelled (see `Timer`)."""
+        timer = Timer(deadline, callback, owner)
         self._seq += 1
         heapq.heappush(self._heap, (deadline, self._seq, timer))
         self._arm(deadline)
@@ -125,6 +145,7 @@ class Timers:
             if callback is None:
                 continue
             timer.callback = None
+            timer._disown()
             try:
                 callback()
             except Exception:
