@@ -1110,7 +1110,9 @@ cdef class Screen:
         if not self.in_alt:
             return 0
         self.alt_g = self.g
-        _grid_unpack(&self.main_g, &self.main_pack, self.columns, self.lines)
+        if self.main_pack != NULL:
+            _grid_unpack(&self.main_g, &self.main_pack, self.columns, self.lines)
+            self.main_text = [""] * self.lines  # every row stale: rendered again
         self.g = self.main_g
         self.alt_text = self.rowtext
         self.rowtext = self.main_text
@@ -1135,8 +1137,9 @@ cdef class Screen:
         cdef char* pack = _grid_pack(g, self.columns, self.lines)
         if pack == NULL:  # no memory for it: the grid stays as it was
             return 0
-        if self.in_alt:
+        if self.in_alt:  # the packed grid's row text goes too: showing it again renders every row anew
             self.main_pack = pack
+            self.main_text = None
         else:
             self.alt_pack = pack
             self.alt_text = None
