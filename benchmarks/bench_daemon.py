@@ -629,7 +629,7 @@ def test_scale(n: int) -> None:
         None,
         f"{1000 * out['cpu_s'] / max(turns, 1):.1f} ms of daemon CPU per turn over {turns} turns; in the kernel "
         f"{100 * out['sys_s'] / max(out['cpu_s'], 1e-9):.0f}% of it; {out['minflt'] / max(turns, 1):.1f} minor page "
-        "faults per turn (pages the daemon touched for the first time, each zeroed by the kernel)",
+        "faults per turn (mostly new memory the daemon touched for the first time)",
     )
     RESULTS.add(
         f"scale N={n}",

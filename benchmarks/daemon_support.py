@@ -55,8 +55,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def kernel_side(pid: int) -> tuple[float, int]:
-    """(stime in seconds, minor page faults) of `pid`: the kernel's part of its CPU, and how often it touched a
-    page of its memory for the first time (new memory: the kernel maps in a page and zeroes it)."""
+    """(stime in seconds, minor page faults) of `pid`: the kernel's part of its CPU, and how often a page of its
+    memory had to be mapped in (mostly new memory touched for the first time, which the kernel zeroes)."""
     fields = _stat(pid)
     return int(fields[12]) / CLK_TCK, int(fields[7])
 

@@ -57,8 +57,8 @@ class ScreenRows(list[str]):
     def stripped(self) -> ScreenRows:
         """The rows right-stripped: another ScreenRows, or these very rows when they are stripped already. Those
         are kept as None, not as a reference to the list itself: a list that refers to itself is a cycle, freed
-        only by the garbage collector, and every frame read made one (at 1000 sessions, young collections of
-        ten thousand such objects, 10-35 ms each)."""
+        only by the garbage collector, and every frame read made one (at 1000 sessions, young collections found
+        up to eleven thousand such objects and took up to 34 ms)."""
         s = self._stripped
         return self if s is None else s
 
