@@ -58,3 +58,40 @@ def test_a_batch_is_written_once_and_logged_per_line(tmp_path: Path, monkeypatch
     entries = [json.loads(x) for x in log.read_text().splitlines()]
     assert [e["tag"] for e in entries] == ["end_turn", "turn_duration"]
     assert entries[0]["m"] == entries[1]["m"] and entries[0]["k"] == "jsonl"
+
+
+def test_options_take_both_spellings_and_ignore_the_real_clis_flags() -> None:
+    """The fake's own option parsing (not `argparse`, for its start-up cost): `--opt value` and `--opt=value`,
+    typed; a flag meant for the real CLI is ignored, as `parse_known_args` did."""
+    opts = replay_cli.Options(
+        [
+            "--capture=/c",
+            "--dangerously-skip-permissions",
+            "--session-id",
+            "u-1",
+            "--speed",
+            "2.5",
+            "--exit-at-end",
+        ]
+    )
+    assert (opts.capture, opts.session_id, opts.speed, opts.exit_at_end) == ("/c", "u-1", 2.5, True)
+    assert (opts.ticks, opts.no_transcript) == (0, False)
+    assert replay_cli.Options(["--ticks=3", "--interval", "0.5"]).ticks == 3
+    with pytest.raises(SystemExit, match="--log needs a value"):
+        replay_cli.Options(["--log"])
+
+
+def test_starting_the_fake_imports_only_what_it_runs() -> None:
+    """A scale benchmark starts a thousand fakes: `argparse`, `pathlib` and `typing` were most of a start's CPU."""
+    import subprocess
+    import sys
+
+    code = "import sys, replay_cli; print(sorted({'argparse', 'pathlib', 'typing'} & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        cwd=Path(replay_cli.__file__).parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == "[]"

@@ -8,13 +8,14 @@ the recording saw land together in one write, as Claude Code writes them; stops
 (and stays alive, idle) at the first recorded key that is not a plain prompt (dialog answers, Ctrl-C...).
 Tick mode (`--ticks N`): a REPL whose every answer is N lines `tick <i> <monotonic>` written `--interval` apart.
 Every write is logged with its CLOCK_MONOTONIC time to `--log` (JSON lines), which other processes on the same
-host can compare with their own time.monotonic(). Standard library only (it runs under `python -S`).
+host can compare with their own time.monotonic(). Standard library only (it runs under `python -S`), and only
+the modules it needs at run time: a benchmark starts a thousand of these, and `argparse`, `pathlib` and
+`typing` were most of a start's CPU (its own option parsing below; `os.path`; types for checkers only).
 """
 
 from __future__ import annotations
 
-import argparse
-import base64
+import binascii
 import json
 import os
 import select
@@ -23,8 +24,11 @@ import sys
 import termios
 import time
 import tty
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing`'s: importing `typing` costs more than the rest of a start
+if TYPE_CHECKING:
+    from os import PathLike
+    from typing import Any
 
 # ---------------------------------------------------------------------------------------------- capture
 
@@ -34,26 +38,38 @@ def _slug(cwd: str) -> str:
     return "".join(c if c.isascii() and c.isalnum() else "-" for c in cwd)
 
 
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def load_timeline(
-    capture: Path,
+    capture: str | PathLike[str],
 ) -> tuple[list[tuple[float, str, bytes, str]], list[dict[str, Any]], str | None]:
     """(events sorted by recorded time: (t, "out"|"jsonl:<file>", bytes, tag), a batch of transcript lines one event
     (`_batches`), prompt gates, first session id)."""
+    capture = os.fspath(capture)
     events: list[tuple[float, str, bytes, str]] = []
-    for raw in (capture / "chunks.jsonl").read_bytes().splitlines():
+    for raw in _read(os.path.join(capture, "chunks.jsonl")).splitlines():
         if raw.strip():
             c = json.loads(raw)
-            events.append((float(c["t"]), "out", base64.b64decode(c["b64"]), ""))
+            events.append((float(c["t"]), "out", binascii.a2b_base64(c["b64"]), ""))
     first_sid: str | None = None
-    watch, tdir = capture / "transcript_watch.jsonl", capture / "transcripts"
-    if watch.exists() and tdir.exists():
-        files = {f.name: f.read_bytes().splitlines(keepends=True) for f in tdir.glob("*/*.jsonl")}
+    watch, tdir = os.path.join(capture, "transcript_watch.jsonl"), os.path.join(capture, "transcripts")
+    if os.path.exists(watch) and os.path.isdir(tdir):
+        files = {
+            name: _read(os.path.join(tdir, sub, name)).splitlines(keepends=True)
+            for sub in os.listdir(tdir)
+            if os.path.isdir(os.path.join(tdir, sub))
+            for name in os.listdir(os.path.join(tdir, sub))
+            if name.endswith(".jsonl")
+        }
         offsets: dict[str, int] = {}
-        for raw in watch.read_bytes().splitlines():
+        for raw in _read(watch).splitlines():
             if not raw.strip():
                 continue
             w = json.loads(raw)
-            name = Path(w["file"]).name
+            name = os.path.basename(w["file"])
             first_sid = first_sid or name[: -len(".jsonl")]
             i = offsets.get(name, 0)
             lines = files.get(name, [])
@@ -87,15 +103,15 @@ def _batches(
     return out
 
 
-def _gates(capture: Path) -> list[dict[str, Any]]:
+def _gates(capture: str) -> list[dict[str, Any]]:
     """Recorded prompts: [{start, submit, text}] up to the first key that is not a plain typed prompt; the
     last entry may be {start, hold: True} (the replay stops there)."""
     gates: list[dict[str, Any]] = []
     seg: list[dict[str, Any]] = []
-    path = capture / "keys.jsonl"
-    if not path.exists():
+    path = os.path.join(capture, "keys.jsonl")
+    if not os.path.exists(path):
         return gates
-    for raw in path.read_bytes().splitlines():
+    for raw in _read(path).splitlines():
         if not raw.strip():
             continue
         k = json.loads(raw)
@@ -106,7 +122,7 @@ def _gates(capture: Path) -> list[dict[str, Any]]:
             seg.append(k)
             continue
         if label == "enter (submit)" and seg:
-            text = b"".join(base64.b64decode(x["b64"]) for x in seg).decode("utf-8", "replace")
+            text = b"".join(binascii.a2b_base64(x["b64"]) for x in seg).decode("utf-8", "replace")
             gates.append({"start": float(seg[0]["t"]), "submit": float(k["t"]), "text": text})
             seg = []
             continue
@@ -121,7 +137,9 @@ def _gates(capture: Path) -> list[dict[str, Any]]:
 class Player:
     """Writes stdout / transcript lines and logs each write with its monotonic time."""
 
-    def __init__(self, log_path: str | None, transcript: Path | None, sid_map: dict[str, str]) -> None:
+    def __init__(
+        self, log_path: str | None, transcript: str | PathLike[str] | None, sid_map: dict[str, str]
+    ) -> None:
         self.log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) if log_path else None
         self.transcript = transcript
         self.sid_map = sid_map
@@ -147,7 +165,7 @@ class Player:
         if self.transcript is None:
             return
         stem = name[: -len(".jsonl")]
-        target = self.transcript / (self.sid_map.get(stem, stem) + ".jsonl")
+        target = os.path.join(self.transcript, self.sid_map.get(stem, stem) + ".jsonl")
         for old, new in self.sid_map.items():
             lines = lines.replace(old.encode(), new.encode())
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -187,7 +205,7 @@ class Player:
 
 
 def replay(
-    args: argparse.Namespace,
+    args: Options,
     player: Player,
     events: list[tuple[float, str, bytes, str]],
     gates: list[dict[str, Any]],
@@ -225,7 +243,7 @@ def _emit(player: Player, kind: str, data: bytes, t: float, tag: str) -> None:
         player.jsonl(kind[len("jsonl:") :], data, t, tag)
 
 
-def ticks(args: argparse.Namespace, player: Player) -> None:
+def ticks(args: Options, player: Player) -> None:
     """A REPL: each line read (CR-terminated) is answered by `--ticks` timestamped lines, then a prompt."""
     player.out(b"\x1b[?2004lTICK REPL ready\r\n$ ")
     line = b""
@@ -247,30 +265,51 @@ def ticks(args: argparse.Namespace, player: Player) -> None:
         player.out(b"$ ")
 
 
+class Options:
+    """The command line: `--capture DIR` etc. (below), `--opt value` or `--opt=value`; anything else (the flags
+    a driver passes to the real CLI) is ignored. Not `argparse`: see the module docstring."""
+
+    VALUED = {"--capture": str, "--speed": float, "--log": str, "--ticks": int, "--interval": float}
+    VALUED_NAMES = {"--session-id": "session_id"}
+    FLAGS = {"--no-transcript": "no_transcript", "--exit-at-end": "exit_at_end"}
+
+    def __init__(self, argv: list[str]) -> None:
+        self.capture: str | None = os.environ.get("REPLAY_CAPTURE")  # capture folder (chunks.jsonl)
+        self.speed = float(os.environ.get("REPLAY_SPEED", "1.0"))
+        self.log: str | None = os.environ.get("REPLAY_LOG")  # append one JSON line per write
+        self.no_transcript = False  # do not write the JSONL transcript
+        self.exit_at_end = False  # exit when the recording ends (no hold)
+        self.ticks = 0  # tick mode: lines per answer
+        self.interval = 0.02  # tick mode: seconds between lines
+        self.session_id: str | None = None  # (from the Claude driver) the transcript file's name
+        i = 0
+        while i < len(argv):
+            opt, eq, value = argv[i].partition("=")
+            i += 1
+            if opt in self.FLAGS and not eq:
+                setattr(self, self.FLAGS[opt], True)
+            elif opt in self.VALUED or opt in self.VALUED_NAMES:
+                if not eq:
+                    if i >= len(argv):
+                        raise SystemExit(f"replay_cli: {opt} needs a value")
+                    value, i = argv[i], i + 1
+                convert = self.VALUED.get(opt, str)
+                setattr(self, self.VALUED_NAMES.get(opt, opt[2:]), convert(value))
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument(
-        "--capture", default=os.environ.get("REPLAY_CAPTURE"), help="capture folder (chunks.jsonl)"
-    )
-    p.add_argument("--speed", type=float, default=float(os.environ.get("REPLAY_SPEED", "1.0")))
-    p.add_argument("--log", default=os.environ.get("REPLAY_LOG"), help="append one JSON line per write")
-    p.add_argument("--no-transcript", action="store_true", help="do not write the JSONL transcript")
-    p.add_argument("--exit-at-end", action="store_true", help="exit when the recording ends (no hold)")
-    p.add_argument("--ticks", type=int, default=0, help="tick mode: lines per answer")
-    p.add_argument("--interval", type=float, default=0.02, help="tick mode: seconds between lines")
-    p.add_argument("--session-id", dest="session_id", help="(from the Claude driver) transcript file name")
-    args, _unknown = p.parse_known_args(argv)
+    args = Options(sys.argv[1:] if argv is None else argv)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, lambda *_: os._exit(0))
     if os.isatty(0):
         tty.setraw(0, termios.TCSANOW)
-    transcript: Path | None = None
+    transcript: str | None = None
     sid_map: dict[str, str] = {}
     if args.capture and not args.no_transcript:
         cfg = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.environ.get("HOME", "/tmp"), ".claude")
-        transcript = Path(cfg) / "projects" / _slug(os.getcwd())
-        transcript.mkdir(parents=True, exist_ok=True)
-    timeline = load_timeline(Path(args.capture)) if args.capture else None
+        transcript = os.path.join(cfg, "projects", _slug(os.getcwd()))
+        os.makedirs(transcript, exist_ok=True)
+    timeline = load_timeline(args.capture) if args.capture else None
     if timeline is not None and timeline[2] and args.session_id:
         sid_map[timeline[2]] = args.session_id
     player = Player(args.log, transcript, sid_map)
@@ -280,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     elif timeline is not None:
         replay(args, player, timeline[0], timeline[1])
     else:
-        p.error("--capture DIR or --ticks N is required")
+        raise SystemExit("replay_cli: --capture DIR or --ticks N is required")
     return 0
 
 
