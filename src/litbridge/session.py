@@ -481,6 +481,7 @@ class Session:
             self.log.exception("driver.on_exit")
         why = "session was killed" if self.killing else f"CLI exited (code {code})"
         if startup_pending:  # the create never got its `ready`: answer it with an error
+            self.started = True  # start-up is over, as for a failed one (its task was cancelled above)
             self._answer_create(
                 ev.error(
                     self.startup_exit_message(),

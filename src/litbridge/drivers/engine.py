@@ -279,6 +279,12 @@ class EngineHooks:
         return ()
 
 
+def _resolve(fut: asyncio.Future[None]) -> None:
+    """`wait_change`'s timeout: the wait ends as if the screen had changed."""
+    if not fut.done():
+        fut.set_result(None)
+
+
 # ---------------------------------------------------------------------------------------------- engine
 
 
@@ -433,14 +439,19 @@ class _EngineState:
         self._waiters.clear()
 
     async def wait_change(self, timeout: float) -> None:
-        """Until the screen changes, a status report arrives or the CLI exits; at most `timeout` seconds."""
-        fut: asyncio.Future[None] = self.host.loop.create_future()
+        """Until the screen changes, a status report arrives or the CLI exits; at most `timeout` seconds.
+
+        The timeout resolves the same future a change would (a loop timer, as `asyncio.wait_for` arms): no
+        wrapper task, no cancellation to wait for when it expires. The start-up dialog loops wait like this
+        after every frame, and at a thousand creates `wait_for`'s timeouts were a tenth of the daemon's CPU."""
+        loop = self.host.loop
+        fut: asyncio.Future[None] = loop.create_future()
         self._waiters.append(fut)
+        timer = loop.call_later(max(timeout, 0.0), _resolve, fut)
         try:
-            await asyncio.wait_for(fut, max(timeout, 0.0))
-        except asyncio.TimeoutError:
-            pass
+            await fut
         finally:
+            timer.cancel()
             if fut in self._waiters:
                 self._waiters.remove(fut)
 
