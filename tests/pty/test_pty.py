@@ -10,7 +10,7 @@ import sys
 import pytest
 from lbd_helpers import pid_alive as alive
 
-from litbridge.pty import child_env, resolve, spawn
+from litbridge.pty import child_env, daemon_env, resolve, spawn
 from litbridge.pty.base import SpawnError
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix PTY host")
@@ -35,6 +35,22 @@ def test_child_env_rules() -> None:
     env = child_env(base=base)
     assert env["TERM"] == "xterm-256color" and env["COLORTERM"] == "truecolor"
     assert env["CLAUDECODE"] == "1", "no driver asked: nothing CLI-specific is stripped in pty/"
+
+
+def test_the_daemons_environment_is_read_anew_after_every_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`child_env` starts from a decoded copy of `os.environ` kept between creates; a variable set, changed or
+    removed since is in the next child's environment at once, as it was when every create decoded anew."""
+    monkeypatch.delenv("LB_TEST_ENV", raising=False)
+    first = daemon_env()
+    assert daemon_env() is first, "unchanged: the same copy"
+    assert first == dict(os.environ)
+    monkeypatch.setenv("LB_TEST_ENV", "one")
+    assert child_env()["LB_TEST_ENV"] == "one"
+    monkeypatch.setenv("LB_TEST_ENV", "two")
+    assert child_env()["LB_TEST_ENV"] == "two"
+    monkeypatch.delenv("LB_TEST_ENV")
+    assert "LB_TEST_ENV" not in child_env()
+    assert daemon_env() == dict(os.environ)
 
 
 def test_resolve() -> None:
