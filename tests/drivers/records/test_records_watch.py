@@ -181,6 +181,31 @@ def test_refresh_moves_a_watch_down_to_a_folder_that_appeared_unseen(tmp_path: P
     asyncio.run(main())
 
 
+def test_a_waiting_watchs_refresh_looks_only_at_the_next_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The safety net refreshes every waiting watch every few seconds (a thousand at once while a thousand CLIs
+    start): with the next folder on the way still missing, a refresh is a stat, not a walk up the tree."""
+    target = tmp_path / "a" / "b" / "c"
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        w = watch.DirWatch.start(loop, target, lambda: None)
+        assert w is not None and w.watched == tmp_path
+        walks: list[int] = []
+        arm = watch.DirWatch._arm
+        monkeypatch.setattr(watch.DirWatch, "_arm", lambda self: walks.append(1) or arm(self))
+        (tmp_path / "other-session").mkdir()
+        assert not any(w.refresh() for _ in range(5)) and walks == []
+        (tmp_path / "a").mkdir()
+        assert not w.refresh() and walks == [1] and w.watched == tmp_path / "a"  # moved down one folder
+        (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+        assert w.refresh() and w.ready and w.watched == target
+        w.close()
+
+    asyncio.run(main())
+
+
 def test_a_waiting_watch_does_not_look_at_the_disk_for_other_sessions_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
