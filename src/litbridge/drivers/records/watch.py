@@ -140,8 +140,6 @@ class DirWatch:
         self.wd: int | None = None
         self.watched: Path | None = None
         self._next_name = ""  # the folder under `watched` on the way to `directory` ("" once it is watched)
-        self._next: str | None = None  # that folder's path, for `refresh` (None: look again from `directory`)
-        self._ready = False  # `watched` is `directory` (kept as a flag: comparing two Paths is not cheap)
         self.closed = False
 
     @classmethod
@@ -170,8 +168,9 @@ class DirWatch:
 
     @property
     def ready(self) -> bool:
-        """True once the target folder itself is watched."""
-        return self._ready
+        """True once the target folder itself is watched (no folder left on the way: cheaper than comparing
+        two Paths)."""
+        return self.watched is not None and not self._next_name
 
     def _arm(self) -> bool:
         """Watch the deepest existing folder on the way to ours. Repeated until stable: a folder created just
@@ -190,28 +189,25 @@ class DirWatch:
             if self.wd is not None and self.wd != wd:
                 self.hub.remove(self.wd, self._fired)
             self.wd, self.watched = wd, target
-            self._ready = target == self.directory
             depth = len(target.parts)
             self._next_name = self.directory.parts[depth] if len(self.directory.parts) > depth else ""
-            self._next = os.path.join(target, self._next_name) if self._next_name else None
         return True
 
     def refresh(self) -> bool:
         """For a fallback timer: move the watch down if our folder appeared unseen. True when that happened."""
-        if self.closed or self._ready:
+        if self.closed or self.ready:
             return False
-        nxt = self._next
-        if nxt is not None and not os.path.isdir(nxt) and self.watched is not None and self.watched.is_dir():
-            return False  # the next folder on our way is still missing: the watch stays where it is (two stats, no walk)
+        watched = self.watched
+        if watched is not None and not os.path.isdir(watched / self._next_name) and watched.is_dir():
+            return False  # the next folder on our way is still missing: the watch stays (two stats, no walk)
         self._arm()
-        return self._ready
+        return self.ready
 
     def _fired(self, events: list[tuple[int, str]]) -> None:
         if self.closed:
             return
         if any(m & IN_IGNORED for m, _ in events):
             self.wd = self.watched = None  # our folder went away: wait for it again from an ancestor
-            self._ready, self._next = False, None
             self._arm()
         elif not self.ready:
             if not self._toward_us(events):
