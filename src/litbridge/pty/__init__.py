@@ -17,6 +17,7 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from types import MappingProxyType
 from typing import Any
 
 from litbridge.protocol.spec import GRID
@@ -47,14 +48,14 @@ NICE_MAX = 19  # the lowest priority a Unix nice value gives
 log = logging.getLogger(__name__)
 
 
-_decoded_env: tuple[dict[Any, Any], dict[str, str]] | None = None
+_decoded_env: tuple[dict[Any, Any], Mapping[str, str]] | None = None
 
 
 def daemon_env() -> Mapping[str, str]:
-    """`os.environ` as a plain dict, decoded once and kept while the environment is unchanged. Iterating
-    `os.environ` decodes every name and value through two Python calls each; at a thousand creates that was a
-    tenth of the daemon's CPU. Whether it changed is one compare of its raw table (CPython keeps it as
-    `os.environ._data`; elsewhere every call decodes). Never mutate the result."""
+    """`os.environ` decoded, as a read-only mapping kept while the environment is unchanged. Iterating
+    `os.environ` decodes every name and value through two Python calls each: over a thousand creates that was a
+    tenth of the daemon's profile samples. Whether it changed is one compare of its raw table (CPython keeps it
+    as `os.environ._data`; elsewhere every call decodes)."""
     global _decoded_env
     raw = getattr(os.environ, "_data", None)
     if not isinstance(raw, dict):
@@ -62,10 +63,9 @@ def daemon_env() -> Mapping[str, str]:
     kept = _decoded_env
     if kept is not None and kept[0] == raw:
         return kept[1]
-    snapshot = dict(
-        raw
-    )  # before decoding: a change in between is seen by the next call, never hidden from it
-    decoded = dict(os.environ)
+    # the raw table before decoding: a change in between is seen by the next call, never hidden from it
+    snapshot = dict(raw)
+    decoded = MappingProxyType(dict(os.environ))
     _decoded_env = (snapshot, decoded)
     return decoded
 
