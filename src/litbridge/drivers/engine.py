@@ -443,7 +443,8 @@ class _EngineState:
 
         The timeout resolves the same future a change would (a loop timer, as `asyncio.wait_for` arms): no
         wrapper task, no cancellation to wait for when it expires. The start-up dialog loops wait like this
-        after every frame, and at a thousand creates `wait_for`'s timeouts were a tenth of the daemon's CPU."""
+        after every frame, and over a thousand creates `wait_for`'s timeouts were a tenth of the daemon's profile
+        samples."""
         loop = self.host.loop
         fut: asyncio.Future[None] = loop.create_future()
         self._waiters.append(fut)
