@@ -269,8 +269,14 @@ class Options:
     """The command line: `--capture DIR` etc. (below), `--opt value` or `--opt=value`; anything else (the flags
     a driver passes to the real CLI) is ignored. Not `argparse`: see the module docstring."""
 
-    VALUED = {"--capture": str, "--speed": float, "--log": str, "--ticks": int, "--interval": float}
-    VALUED_NAMES = {"--session-id": "session_id"}
+    VALUED = {
+        "--capture": ("capture", str),
+        "--speed": ("speed", float),
+        "--log": ("log", str),
+        "--ticks": ("ticks", int),
+        "--interval": ("interval", float),
+        "--session-id": ("session_id", str),
+    }
     FLAGS = {"--no-transcript": "no_transcript", "--exit-at-end": "exit_at_end"}
 
     def __init__(self, argv: list[str]) -> None:
@@ -288,13 +294,13 @@ class Options:
             i += 1
             if opt in self.FLAGS and not eq:
                 setattr(self, self.FLAGS[opt], True)
-            elif opt in self.VALUED or opt in self.VALUED_NAMES:
+            elif opt in self.VALUED:
                 if not eq:
                     if i >= len(argv):
                         raise SystemExit(f"replay_cli: {opt} needs a value")
                     value, i = argv[i], i + 1
-                convert = self.VALUED.get(opt, str)
-                setattr(self, self.VALUED_NAMES.get(opt, opt[2:]), convert(value))
+                name, convert = self.VALUED[opt]
+                setattr(self, name, convert(value))
 
 
 def main(argv: list[str] | None = None) -> int:
