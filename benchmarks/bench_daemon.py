@@ -34,6 +34,8 @@ from daemon_support import (  # type: ignore[import-not-found]
     cpu_seconds,
     daemon,
     kernel_side,
+    machine_seconds,
+    machine_split,
     mem_kb,
     need_captures,
     pct,
@@ -124,6 +126,24 @@ def _report(request: pytest.FixtureRequest) -> None:
 
 def _ms(v: float | None) -> float | None:
     return None if v is None else v * 1000
+
+
+def machine_note(split: dict[str, float], ours: tuple[float, float, float | None]) -> str:
+    """A machine row's note: where all the CPUs' time went (`machine_split`), and what of it the daemon, its CLIs
+    and (over the turns) this client used, from their own counters, as shares of the same total. What is left of
+    `busy` is everyone else's: other processes, the kernel's own threads and interrupts."""
+    total = split["seconds"]
+    daemon_s, clis_s, client_s = ours
+    parts = [("the daemon", daemon_s), ("the CLIs it started", clis_s), ("this client", client_s)]
+    known = [(who, 100 * s / total) for who, s in parts if s is not None]
+    rest = split["busy"] - sum(p for _, p in known)
+    return (
+        f"of {split['cpus']:.0f} CPUs' time: user {split['user']:.0f}%, niced user {split['nice']:.0f}% (the CLIs "
+        f"under --cli-nice), kernel {split['kernel']:.0f}%, idle {split['idle'] + split['iowait']:.0f}%, steal "
+        f"{split['steal']:.0f}%; "
+        + ", ".join(f"{who} {p:.0f}%" for who, p in known)
+        + f", {'everything else' if client_s is not None else 'everything else (this client too)'} {rest:.0f}%"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- drivers of the fakes
@@ -324,6 +344,7 @@ def run_replays(
         probe.send()
     t_create = time.monotonic()
     create_cpu0 = (cpu_seconds(d.pid), children_cpu_seconds(d.pid))
+    machine0 = machine1 = machine_seconds()
     for s in sessions:
         conn.cmd("create", **d.claude_create(s.name, s.capture))
     list_id = conn.cmd("list")
@@ -336,6 +357,7 @@ def run_replays(
         if e.get("re") == list_id and e.get("event") == "sessions":
             spawned_at = r.at
             create_cpu1 = (cpu_seconds(d.pid), children_cpu_seconds(d.pid))
+            machine1 = machine_seconds()
         if probe_event(r):
             continue
         s = by_name.get(e.get("session", ""))
@@ -351,6 +373,7 @@ def run_replays(
     n_create_lat = len(probe.replace_lat) if probe is not None else 0
     cpu0, w0, rq0, me0 = cpu_seconds(d.pid), time.monotonic(), runq_wait_seconds(d.pid), time.process_time()
     sys0 = kernel_side(d.pid)
+    turns_machine0 = machine_seconds()
     kids0 = children_cpu_seconds(d.pid)  # every fake CLI, wherever it was forked from, reaped ones included
     m0, st0 = read_meter(meter), read_meter(steps)
     n_events = {s.name: len(s.events) for s in sessions}
@@ -388,6 +411,7 @@ def run_replays(
         )
         kids1 = children_cpu_seconds(d.pid)
         sys1 = kernel_side(d.pid)
+        turns_machine1 = machine_seconds()
         m1, st1 = read_meter(meter), read_meter(steps)
     profile = profiler.stop() if profiler is not None else None
     if probe is not None:  # let the probe's last turn end so it is not left half-measured
@@ -409,6 +433,9 @@ def run_replays(
         "spawn_s": (spawned_at or t_ready) - t_create,
         # CPU over the creates (first create written → `list` answered): the daemon's, and the CLIs' it started
         "create_cpu_s": (create_cpu1[0] - create_cpu0[0], create_cpu1[1] - create_cpu0[1]),
+        # the whole machine over the creates and over the turn window (`machine_split`), None without /proc/stat
+        "machine_creates": machine_split(machine0, machine1),
+        "machine_turns": machine_split(turns_machine0, turns_machine1),
         "ready_s": t_ready - t_create,
         "window_s": w1 - w0,
         "cpu_s": cpu1 - cpu0,
@@ -734,6 +761,19 @@ def test_scale(n: int) -> None:
         f"{100 * out['create_cpu_s'][1] / out['spawn_s']:.0f}% of a core",
         higher_better=True,
     )
+    for phase, split, ours in (
+        ("turns", out["machine_turns"], (out["cpu_s"], out["fakes_cpu_s"], out["client_cpu_s"])),
+        ("creates", out["machine_creates"], (*out["create_cpu_s"], None)),
+    ):
+        if split is not None:
+            RESULTS.add(
+                f"scale N={n}",
+                f"machine CPU busy ({phase})",
+                "%",
+                split["busy"],
+                None,
+                machine_note(split, ours),
+            )
     RESULTS.add(
         f"scale N={n}",
         "sessions ready per second",

@@ -67,6 +67,42 @@ def reaped_children_cpu_seconds(pid: int) -> float:
     return (int(fields[13]) + int(fields[14])) / CLK_TCK
 
 
+MACHINE_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+"""The first eight columns of /proc/stat's `cpu` line (clock ticks summed over every CPU)."""
+
+
+def machine_seconds() -> dict[str, float] | None:
+    """The whole machine's CPU time by kind, in seconds summed over every CPU (/proc/stat's `cpu` line; `nice` is
+    the user time of processes with a positive nice value, such as CLIs started with `serve --cli-nice`), or None
+    where there is no /proc/stat. A window's delta says whether the machine had CPU to spare, and who had it."""
+    try:
+        with open("/proc/stat", "rb") as fh:
+            line = fh.readline().split()
+    except OSError:
+        return None
+    if not line or line[0] != b"cpu" or len(line) < 1 + len(MACHINE_FIELDS):
+        return None
+    return {k: int(v) / CLK_TCK for k, v in zip(MACHINE_FIELDS, line[1:], strict=False)}
+
+
+def machine_split(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float] | None:
+    """Between two `machine_seconds()`: each kind's share of all the CPUs' time (%), plus `busy` (all but idle,
+    iowait and steal), `kernel` (system, irq, softirq), `cpus` and `seconds` (CPU seconds elapsed, all CPUs);
+    None without both or when no time passed."""
+    if before is None or after is None:
+        return None
+    delta = {k: after[k] - before[k] for k in MACHINE_FIELDS}
+    total = sum(delta.values())
+    if total <= 0:
+        return None
+    pct = {k: 100 * v / total for k, v in delta.items()}
+    pct["busy"] = 100 - pct["idle"] - pct["iowait"] - pct["steal"]
+    pct["kernel"] = pct["system"] + pct["irq"] + pct["softirq"]
+    pct["cpus"] = float(os.cpu_count() or 1)
+    pct["seconds"] = total
+    return pct
+
+
 def runq_wait_seconds(pid: int) -> float:
     """Time `pid`'s threads spent runnable but waiting for a CPU (/proc/<pid>/schedstat, 2nd field)."""
     total = 0

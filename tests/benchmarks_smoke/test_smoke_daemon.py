@@ -26,6 +26,8 @@ def test_daemon_benchmarks_run_at_smoke_size(smoke_output: str) -> None:
         "| scale N=2 | fake CLIs' CPU, % of one core |",
         "| scale N=2 | bytes per client per turn |",
         "| scale N=2 | sessions spawned per second |",
+        "| scale N=2 | machine CPU busy (turns) |",
+        "| scale N=2 | machine CPU busy (creates) |",
         "| streamed answer | append client: bytes / answer size |",
     ]
     expect_rows(smoke_output, "litbridge daemon (same run)", rows)
