@@ -31,6 +31,12 @@ def test_daemon_benchmarks_run_at_smoke_size(smoke_output: str) -> None:
         "| streamed answer | append client: bytes / answer size |",
     ]
     expect_rows(smoke_output, "litbridge daemon (same run)", rows)
+    for phase in ("turns", "creates"):  # a share of every CPU's time, and the run itself kept one busy
+        row = f"| scale N=2 | machine CPU busy ({phase}) | "
+        line = next(x for x in smoke_output.splitlines() if x.startswith(row))
+        busy = float(line[len(row) :].split()[0])
+        assert 0 < busy <= 100, line
+        assert "the daemon" in line and "the CLIs it started" in line, line
 
 
 @pytest.mark.timeout(960)
