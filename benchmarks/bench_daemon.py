@@ -543,7 +543,8 @@ SCALE_TARGETS: dict[int, dict[str, float]] = {
 the screen rules + streaming tick's share of the daemon's CPU (%, by the thread-clock meter: `LITBRIDGE_SCALE_METER=1`;
 `LITBRIDGE_SCALE_PROFILE` adds a py-spy profile's share, not judged). `LITBRIDGE_SCALE_STEPS=1` adds "steps per turn":
 how many PTY reads, screen evaluations, readings, ticks, settles, timers and events the daemon ran per turn (its
-counters sit inside the readings the meter times: take the share from a run without it)."""
+counters sit inside the readings the meter times: take the share from a run without it). `LITBRIDGE_SCALE_BATCHES=1`
+adds where each `complete` published from a record waited inside its inotify batch."""
 
 
 SCALE_CLI_NICE = int(os.environ.get("LITBRIDGE_SCALE_CLI_NICE", "19"))
@@ -598,10 +599,12 @@ def read_meter(path: Path | None) -> dict[str, Any] | None:
         return None
 
 
-def meter_env(path: Path | None, steps: Path | None = None) -> dict[str, str] | None:
-    """The daemon's env for the rules meter (`LITBRIDGE_SCALE_METER=1`) and the step counts
-    (`LITBRIDGE_SCALE_STEPS=1`), or None for neither."""
-    if path is None and steps is None:
+def meter_env(
+    path: Path | None, steps: Path | None = None, batches: Path | None = None
+) -> dict[str, str] | None:
+    """The daemon's env for the rules meter (`LITBRIDGE_SCALE_METER=1`), the step counts
+    (`LITBRIDGE_SCALE_STEPS=1`) and the record batches' meter (`LITBRIDGE_SCALE_BATCHES=1`), or None for none."""
+    if path is None and steps is None and batches is None:
         return None
     pp = os.environ.get("PYTHONPATH")
     env = {"PYTHONPATH": str(METER_DIR) + (os.pathsep + pp if pp else "")}
@@ -609,6 +612,8 @@ def meter_env(path: Path | None, steps: Path | None = None) -> dict[str, str] | 
         env["LITBRIDGE_RULES_METER"] = str(path)
     if steps is not None:
         env["LITBRIDGE_STEP_COUNTS"] = str(steps)
+    if batches is not None:
+        env["LITBRIDGE_RECORD_BATCHES"] = str(batches)
     return env
 
 
@@ -616,13 +621,15 @@ def meter_env(path: Path | None, steps: Path | None = None) -> dict[str, str] | 
 def test_scale(n: int) -> None:
     """N Claude sessions replaying recordings at recorded speed + 1 tick probe: CPU, RSS, event lag, create rate."""
     need_captures()
-    meter = steps = None
+    meter = steps = batches = None
     scratch = Path(tempfile.mkdtemp(prefix="lbmeter-"))
     if os.environ.get("LITBRIDGE_SCALE_METER"):
         meter = scratch / "meter.json"
     if os.environ.get("LITBRIDGE_SCALE_STEPS"):
         steps = scratch / "steps.json"
-    with daemon(meter_env(meter, steps), scale_serve_args()) as d:
+    if os.environ.get("LITBRIDGE_SCALE_BATCHES"):
+        batches = scratch / "batches.json"
+    with daemon(meter_env(meter, steps, batches), scale_serve_args()) as d:
         conn = d.connect()
         rss0 = mem_kb(d.pid)["VmRSS"]
         sessions = _sessions(n, f"s{n}-")
@@ -634,6 +641,9 @@ def test_scale(n: int) -> None:
         )
         comp, comp_dur = complete_latencies(d, sessions)
         overrun, slip = turn_pace(d, sessions)
+        if batches is not None:
+            time.sleep(0.1)  # the meter writes every 50 ms: the last turns' `complete`s in it too
+        in_batches = read_meter(batches)
     shutil.rmtree(scratch, ignore_errors=True)
     cpu_pct = 100 * out["cpu_s"] / out["window_s"]
     fakes_pct = 100 * out["fakes_cpu_s"] / out["window_s"]
@@ -823,7 +833,36 @@ def test_scale(n: int) -> None:
             + ", ".join(f"{label} {count / turns:.1f}" for label, count in counted.items())
             + " (LITBRIDGE_SCALE_STEPS=1: counted in the daemon, benchmarks/rules_meter/rules_span.STEPS)",
         )
+    if in_batches is not None:
+        add_batch_rows(n, in_batches)
     assert len(out["failed"]) < n, f"every session failed: {out['failed'][:3]}"  # speed is never asserted
+
+
+def add_batch_rows(n: int, got: dict[str, Any]) -> None:
+    """The record batches' meter (`LITBRIDGE_SCALE_BATCHES=1`, `rules_span.BatchMeter`): where a `complete`
+    published from a record waited, from its inotify batch's start (its place in the batch) and from its own
+    follower's read, and the longest batches."""
+    waits = got.get("waits") or []
+    batch = sorted(w[0] for w in waits)
+    own = sorted(w[1] for w in waits)
+    longest = sorted(got.get("batches") or [], key=lambda b: -b[3])[:2]
+    said = [
+        f"{f} followers ({c} `complete`s), {wall * 1000:.1f} ms ({cpu * 1000:.1f} ms of CPU)"
+        for f, c, cpu, wall in longest
+    ]
+    RESULTS.add(
+        f"scale N={n}",
+        "complete: wait in its record batch, p99",
+        "ms",
+        _ms(pct(batch, 99)),
+        None,
+        f"{len(waits)} `complete`s published inside an inotify batch (the followers' reads it runs one after "
+        f"another): from the batch's start, their place in it, p50 {_fmt(_ms(pct(batch, 50)))} ms, max "
+        f"{_fmt(_ms(max(batch, default=None)))} ms; from the `complete`'s own record read p50 "
+        f"{_fmt(_ms(pct(own, 50)))} ms, p99 {_fmt(_ms(pct(own, 99)))} ms; longest batches "
+        + (", ".join(said) or "none")
+        + " (LITBRIDGE_SCALE_BATCHES=1)",
+    )
 
 
 def _fmt(v: float | None) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 from profile_share import inclusive, share
@@ -148,3 +150,51 @@ def test_step_counter_counts_the_daemons_steps_in_its_process(tmp_path: Path) ->
     assert counts["timers armed"] == 4  # call_later arms through call_at: each counted once
     assert counts["readings asked"] == 0 and counts["PTY reads"] == 0
     assert counts["rules run on a new frame"] == 1
+
+
+def test_batch_meter_times_each_complete_in_its_record_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`LITBRIDGE_SCALE_BATCHES=1`: the meter (`rules_span.BatchMeter`) times a `complete` published inside an
+    inotify batch from the batch's start and from its own follower's read, and keeps each batch's followers,
+    `complete`s, CPU and wall time; a batch of one follower with no `complete` is only counted."""
+    import time
+
+    from litbridge.daemon import hub
+    from litbridge.drivers.records import follow, watch
+    from rules_meter.rules_span import BatchMeter  # type: ignore[import-not-found]
+
+    published: list[str] = []
+
+    def publish(self: object, event: dict[str, str]) -> None:
+        published.append(event["event"])
+
+    def changed(self: object) -> None:  # a follower's read: a little work, then what it publishes
+        time.sleep(0.01)
+        for kind in self.kinds:  # type: ignore[attr-defined]
+            hub.Hub.publish(None, {"event": kind})  # type: ignore[arg-type]
+
+    def readable(self: object) -> None:  # one inotify batch: its followers read one after another
+        for f in self.followers:  # type: ignore[attr-defined]
+            follow.RecordFollower._changed(f)
+
+    monkeypatch.setattr(hub.Hub, "publish", publish)  # undone after the test, the meter's wrappers too
+    monkeypatch.setattr(follow.RecordFollower, "_changed", changed)
+    monkeypatch.setattr(watch._Hub, "_readable", readable)
+    meter = BatchMeter()
+    meter.wrap_all()
+
+    def batch(*kinds: tuple[str, ...]) -> None:
+        watch._Hub._readable(type("Batch", (), {"followers": [type("F", (), {"kinds": k}) for k in kinds]}))
+
+    batch(("replace", "complete"), ("complete",))
+    batch(("replace",))
+    hub.Hub.publish(None, {"event": "complete"})  # type: ignore[arg-type]  # outside a batch: not timed
+    got = meter.snapshot()
+    assert published == ["replace", "complete", "complete", "replace", "complete"]
+    assert len(got["waits"]) == 2 and got["small"] == 1
+    (first_batch, first_own), (second_batch, second_own) = got["waits"]
+    assert 0.01 <= first_own <= first_batch  # its read's own work, inside the batch
+    assert (
+        second_batch >= 0.02 and second_batch - second_own >= 0.01
+    )  # it waited for the first follower's read
+    [(followers, completes, cpu, wall)] = got["batches"]
+    assert (followers, completes) == (2, 2) and wall >= 0.02 and 0 <= cpu <= wall

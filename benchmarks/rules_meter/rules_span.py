@@ -120,3 +120,67 @@ def _with_subclasses(cls: type) -> list[type]:
         out.append(c)
         todo.extend(c.__subclasses__())
     return out
+
+
+class BatchMeter:
+    """Where a `complete` published from a record waits (`LITBRIDGE_SCALE_BATCHES=1`): one inotify read hands the
+    record followers of every session whose folder changed to one callback, run one after another. For each
+    `complete` published inside such a batch, the time from the batch's start (`batch`: its place in the batch;
+    for a line written after the batch began, more than the line waited) and from its own follower's read
+    (`own`), by the monotonic clock; and each batch's followers, `complete`s, CPU (this thread's clock) and wall
+    time. Batches that published no `complete` and fired one follower are counted, not kept."""
+
+    def __init__(self) -> None:
+        self.batch_at: float | None = None
+        self.read_at: float | None = None
+        self.followers = 0
+        self.completes = 0
+        self.waits: list[tuple[float, float]] = []
+        self.batches: list[tuple[int, int, float, float]] = []
+        self.small = 0
+
+    def wrap_all(self) -> None:
+        from litbridge.daemon import hub
+        from litbridge.drivers.records import follow, watch
+
+        meter = self
+        readable = watch._Hub._readable
+        changed = follow.RecordFollower._changed
+        publish = hub.Hub.publish
+
+        def timed_batch(this: Any) -> None:
+            meter.batch_at, meter.followers, meter.completes = time.monotonic(), 0, 0
+            t0 = time.thread_time()
+            try:
+                readable(this)
+            finally:
+                cpu = time.thread_time() - t0
+                if meter.completes or meter.followers > 1:
+                    wall = time.monotonic() - (meter.batch_at or 0.0)
+                    meter.batches.append((meter.followers, meter.completes, cpu, wall))
+                else:
+                    meter.small += 1
+                meter.batch_at = None
+
+        def timed_read(this: Any) -> None:
+            meter.followers += 1
+            meter.read_at = time.monotonic()
+            try:
+                changed(this)
+            finally:
+                meter.read_at = None
+
+        def counted_publish(this: Any, event: dict[str, Any]) -> None:
+            if event.get("event") == "complete" and meter.batch_at is not None and meter.read_at is not None:
+                now = time.monotonic()
+                meter.completes += 1
+                meter.waits.append((now - meter.batch_at, now - meter.read_at))
+            publish(this, event)
+
+        watch._Hub._readable = timed_batch  # type: ignore[method-assign]
+        follow.RecordFollower._changed = timed_read  # type: ignore[method-assign]
+        hub.Hub.publish = counted_publish  # type: ignore[method-assign]
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the scale test reads: the waits and the batches so far (lists copied: the loop thread appends)."""
+        return {"waits": list(self.waits), "batches": list(self.batches), "small": self.small}

@@ -11,6 +11,9 @@ which drops the frames that mark the rules); the meter's own cost per call is me
 
 `LITBRIDGE_STEP_COUNTS=<file>` (`LITBRIDGE_SCALE_STEPS=1`) counts the daemon's steps instead (`rules_span.STEPS`:
 PTY reads, screen evaluations, readings, ticks, settles, timers, events...), for the scale test's "steps per turn".
+`LITBRIDGE_RECORD_BATCHES=<file>` (`LITBRIDGE_SCALE_BATCHES=1`) times where each `complete` published from a
+record waits (`rules_span.BatchMeter`: from the start of the inotify batch it came in, and from its own follower's
+read), for the scale test's "complete: wait in its record batch".
 
 Nothing here runs unless a variable is set; it is not part of the package.
 """
@@ -68,6 +71,15 @@ def _step_counts() -> Callable[[], object]:
     return lambda: {"counts": counter.counts}
 
 
+def _record_batches() -> Callable[[], object]:
+    """`LITBRIDGE_RECORD_BATCHES=<file>`: the `complete`s' waits in their record batches (`BatchMeter`)."""
+    from rules_span import BatchMeter
+
+    meter = BatchMeter()
+    meter.wrap_all()
+    return meter.snapshot
+
+
 if os.environ.get("LITBRIDGE_RULES_METER"):
     _publish(os.environ["LITBRIDGE_RULES_METER"], "rules-meter", ("litbridge.drivers.engine",), _rules_meter)
 if os.environ.get("LITBRIDGE_STEP_COUNTS"):
@@ -76,4 +88,11 @@ if os.environ.get("LITBRIDGE_STEP_COUNTS"):
         "step-counter",
         ("litbridge.drivers.claude.driver", "litbridge.daemon.hub"),
         _step_counts,
+    )
+if os.environ.get("LITBRIDGE_RECORD_BATCHES"):
+    _publish(
+        os.environ["LITBRIDGE_RECORD_BATCHES"],
+        "batch-meter",
+        ("litbridge.drivers.records.watch", "litbridge.drivers.records.follow", "litbridge.daemon.hub"),
+        _record_batches,
     )
