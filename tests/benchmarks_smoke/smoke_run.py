@@ -68,13 +68,17 @@ def expect_rows(out: str, title: str, rows: list[str]) -> None:
         assert row in out, f"missing {row!r} in:\n{out[-5000:]}"
 
 
-def measured(out: str, title: str, row: str) -> None:
-    """In the table under `title`, the row holds a figure, not `n/a`: the benchmark did what it measures (a real
-    CLI that never finished a turn at smoke size is a broken set-up, which the benchmark only reports as a row)."""
+def measured(out: str, title: str, row: str) -> float:
+    """In the table under `title`, the row (its leading cells, "section | case" or "case") holds a figure, not
+    `n/a`: the benchmark did what it measures (a real CLI that never finished a turn at smoke size is a broken
+    set-up, which the benchmark only reports as a row). Returns the figure."""
     table = out.split(title, 1)[-1].split("\n=", 1)[0]
-    got = [line for line in table.splitlines() if line.startswith(f"| {row} | ")]
+    prefix = f"| {row} | "
+    got = [line for line in table.splitlines() if line.startswith(prefix)]
     assert got, f"no {row!r} row under {title!r} in:\n{out[-5000:]}"
-    assert re.match(r"\| [^|]+ \| [0-9]", got[0]), got[0]
+    figure = re.match(r"[0-9][0-9,]*(\.[0-9]+)?", got[0][len(prefix) :])
+    assert figure, got[0]
+    return float(figure.group().replace(",", ""))
 
 
 def judges_no_target(out: str, at_least: int) -> None:

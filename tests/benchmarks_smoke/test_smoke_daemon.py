@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from smoke_run import expect_rows, judges_no_target
+from smoke_run import expect_rows, judges_no_target, measured
 
 from fetch_fixtures import CAPTURES, chromium_binary
 
@@ -32,10 +32,10 @@ def test_daemon_benchmarks_run_at_smoke_size(smoke_output: str) -> None:
     ]
     expect_rows(smoke_output, "litbridge daemon (same run)", rows)
     for phase in ("turns", "creates"):  # a share of every CPU's time, and the run itself kept one busy
-        row = f"| scale N=2 | machine CPU busy ({phase}) | "
-        line = next(x for x in smoke_output.splitlines() if x.startswith(row))
-        busy = float(line[len(row) :].split()[0])
-        assert 0 < busy <= 100, line
+        row = f"scale N=2 | machine CPU busy ({phase})"
+        busy = measured(smoke_output, "litbridge daemon (same run)", row)
+        assert 0 < busy <= 100, (row, busy)
+        line = next(x for x in smoke_output.splitlines() if x.startswith(f"| {row} | "))
         assert "the daemon" in line and "the CLIs it started" in line, line
 
 
