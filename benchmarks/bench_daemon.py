@@ -587,12 +587,22 @@ def scale_setting() -> str:
 METER_DIR = HERE / "rules_meter"
 
 
-def read_meter(path: Path | None) -> dict[str, Any] | None:
+def read_meter(path: Path | None, written_after: float | None = None) -> dict[str, Any] | None:
     """What a meter in the daemon (`rules_meter/sitecustomize.py`) last wrote: the rules meter's process CPU,
-    seconds inside the engine's `reading` / `stream` and calls, or the step counter's `{"counts": {...}}`; None
-    without one (or before it wrote)."""
+    seconds inside the engine's `reading` / `stream` and calls, the step counter's `{"counts": {...}}` or the
+    batch meter's waits; None without one (or before it wrote). `written_after` (a `time.time()`): the first
+    snapshot written after then (the meters write every 50 ms; at most 2 s is waited), so it holds everything the
+    daemon did before it."""
     if path is None:
         return None
+    deadline = time.monotonic() + 2.0
+    while written_after is not None and time.monotonic() < deadline:
+        try:
+            if path.stat().st_mtime > written_after:
+                break
+        except OSError:
+            pass
+        time.sleep(0.01)
     try:
         return orjson.loads(path.read_bytes())  # type: ignore[no-any-return]
     except (OSError, orjson.JSONDecodeError):
@@ -641,9 +651,7 @@ def test_scale(n: int) -> None:
         )
         comp, comp_dur = complete_latencies(d, sessions)
         overrun, slip = turn_pace(d, sessions)
-        if batches is not None:
-            time.sleep(0.1)  # the meter writes every 50 ms: the last turns' `complete`s in it too
-        in_batches = read_meter(batches)
+        in_batches = read_meter(batches, written_after=time.time())  # the last turns' `complete`s in it too
     shutil.rmtree(scratch, ignore_errors=True)
     cpu_pct = 100 * out["cpu_s"] / out["window_s"]
     fakes_pct = 100 * out["fakes_cpu_s"] / out["window_s"]
@@ -843,8 +851,8 @@ def add_batch_rows(n: int, got: dict[str, Any]) -> None:
     published from a record waited, from its inotify batch's start (its place in the batch) and from its own
     follower's read, and the longest batches."""
     waits = got.get("waits") or []
-    batch = sorted(w[0] for w in waits)
-    own = sorted(w[1] for w in waits)
+    batch = [w[0] for w in waits]
+    own = [w[1] for w in waits]
     longest = sorted(got.get("batches") or [], key=lambda b: -b[3])[:2]
     said = [
         f"{f} followers ({c} `complete`s), {wall * 1000:.1f} ms ({cpu * 1000:.1f} ms of CPU)"
