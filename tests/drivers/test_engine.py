@@ -729,6 +729,50 @@ def test_frames_that_redraw_only_the_spinner_are_not_read_for_text(rig):
     assert len(asked) == n + 1
 
 
+def test_a_frame_that_changes_nothing_the_tick_relays_arms_no_tick(rig):
+    """Most busy frames redraw only the spinner's glyph: a streaming tick for one would read nothing and relay
+    nothing, so none is armed. A new spinner text or a changed row still arms one, and so does a change of the
+    turn no frame follows (the record witnessing the prompt)."""
+    loop, host, hooks, eng, show, run = rig
+    term = host.terminal = _Gen()
+    ticks: list[float] = []  # streaming ticks armed (a commit also reads the text, at once: not counted)
+    call_later = host.call_later
+
+    def counted(delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        if getattr(callback, "__func__", None) is type(eng).stream:
+            ticks.append(loop.time())
+        return call_later(delay, callback)
+
+    host.call_later = counted  # type: ignore[method-assign]
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+
+    def frame(changed: list[tuple[int, str]], spinner: str) -> None:
+        term.generation += 1
+        hooks.current = R("busy", spinner=spinner)
+        host.last_output_at = loop.time()
+        eng.on_screen(changed)
+        run(0.2)
+
+    hooks.text = "partial"
+    frame([(10, "partial"), (12, "  ✻ Working… (1s)")], "✻ Working… (1s)")
+    assert ("replace", "partial") in host.calls
+    n = len(ticks)
+    for glyph in "✢✶✻✽":  # the glyph animates, the text stays
+        frame([(12, f"  {glyph} Working… (1s)")], f"{glyph} Working… (1s)")
+    assert len(ticks) == n
+    frame([(12, "  ✢ Working… (2s)")], "✢ Working… (2s)")
+    assert len(ticks) == n + 1 and ("thinking", "✢ Working… (2s)") in host.calls
+    hooks.text = "partial and more"
+    frame([(11, "and more"), (12, "  ✶ Working… (2s)")], "✶ Working… (2s)")
+    assert len(ticks) == n + 2 and ("replace", "partial and more") in host.calls
+    hooks.text = "partial and more, witnessed"
+    eng.witness()  # no frame: the turn itself changed
+    run(0.3)
+    assert len(ticks) == n + 3 and ("replace", "partial and more, witnessed") in host.calls
+
+
 def test_a_change_the_text_generation_misses_still_gives_a_new_reading() -> None:
     """A selection moved by colour only (opencode's permission prompt) leaves every row's text, and so the
     terminal's generation, as it was: the driver's `screen_key_extra` makes the engine read the screen again."""

@@ -478,15 +478,23 @@ class _EngineState:
                 self._dialog_paint.setdefault(sig, now)
         if self._settle_handle is None:
             self._settle_handle = self.host.call_later(self.timing.settle, self._settle)
-        if (self.turn is not None or cls.state == "busy") and self._stream_handle is None:
-            # leading edge after a pause (the first text shows at once), then at most every stream_every
-            since = now - self._last_stream_at
-            delay = (
-                self.timing.frame_quiet
-                if since >= self.timing.stream_every
-                else self.timing.stream_every - since
-            )
-            self._stream_handle = self.host.call_later(max(delay, self.timing.frame_quiet), self.stream)
+        if (
+            (self.turn is not None or cls.state == "busy")
+            and self._stream_handle is None
+            and self.stream_would_act(cls)
+        ):
+            self.arm_stream(now)
+
+    def arm_stream(self, now: float | None = None) -> None:
+        """The streaming tick, unless one is armed: at the leading edge after a pause (the first text shows at
+        once), then at most every `stream_every`."""
+        if self._stream_handle is not None or self.exited:
+            return
+        since = (self.now() if now is None else now) - self._last_stream_at
+        delay = (
+            self.timing.frame_quiet if since >= self.timing.stream_every else self.timing.stream_every - since
+        )
+        self._stream_handle = self.host.call_later(max(delay, self.timing.frame_quiet), self.stream)
 
     def _count_content(self, changed: list[tuple[int, str]] | None, spinner: str | None) -> None:
         """`_content` += 1 unless the frame changed only the spinner's row (the same row as before)."""
@@ -716,6 +724,9 @@ class _EngineState:
     def stream(self) -> None:
         raise NotImplementedError
 
+    def stream_would_act(self, cls: Reading) -> bool:
+        raise NotImplementedError
+
 
 class _EngineTurns(_EngineState):
     """The engine's turn side: one terminal event per turn, interrupts, verified submit, streaming."""
@@ -744,13 +755,15 @@ class _EngineTurns(_EngineState):
         self._after_turn = False
         self._input_was_ready = False
         self._arm_tick()
+        self.arm_stream()  # its text may be on the screen already: frames armed no tick without a turn
         self.update_state()  # working now, as for a dispatched send (not at the next frame)
         return turn
 
     def witness(self) -> None:
         """The CLI's own record shows the open turn's prompt: the submit is verified."""
-        if self.turn is not None:
+        if self.turn is not None and not self.turn.witnessed:
             self.turn.witnessed = True
+            self.arm_stream()  # the text is read differently once witnessed; no frame may come to arm it
 
     def set_text(self, text: str) -> None:
         """The open turn's response so far (`replace`)."""
@@ -1009,6 +1022,25 @@ class _EngineTurns(_EngineState):
             last = self.now()
 
     # ------------------------------------------------------------------------------------------ streaming
+    def _text_state(self, turn: Turn) -> tuple[Any, ...]:
+        """What the open turn's text is read from: the screen's content (`_content`, or the reading key of a frame
+        `on_screen` has not counted yet) and the turn's state; the same key reads the same text."""
+        ck = self._cache_key
+        screen = self._content if ck == self._content_key else ck
+        return (screen, id(turn), turn.started, turn.witnessed, turn.last_text, self.prev_final)
+
+    def stream_would_act(self, cls: Reading) -> bool:
+        """Whether a streaming tick on this frame could relay anything: the turn's text state changed since the
+        last read, or the spinner's text did (not its glyph). Most busy frames are the spinner's animation only; a
+        tick armed for one of those read nothing and relayed nothing (two in five ticks over Claude's recordings)
+        and cost a timer and a wake-up. The tick's rate cap is unchanged: the next frame that does change
+        something arms it as before."""
+        turn = self.turn
+        if turn is not None and self._text_state(turn) != self._text_key:
+            return True
+        spinner = cls.spinner if cls.state == "busy" else None
+        return bool(spinner) and spinner[2:] != self._last_spinner_body  # type: ignore[index]
+
     def _relay_spinner(self, spinner: str | None) -> None:
         """`thinking` for the spinner line, once per change of its text (not per animation frame)."""
         if not spinner:
@@ -1036,9 +1068,7 @@ class _EngineTurns(_EngineState):
         turn = self.turn
         text = None
         if turn is not None:
-            ck = self._cache_key
-            screen = self._content if ck == self._content_key else ck  # else a frame on_screen has not seen
-            key = (screen, id(turn), turn.started, turn.witnessed, turn.last_text, self.prev_final)
+            key = self._text_state(turn)
             if key != self._text_key:
                 # the same screen for the same turn state was read last time and its text not taken: skip it
                 text = self.hooks.response_text(turn, cls)
