@@ -773,6 +773,45 @@ def test_a_frame_that_changes_nothing_the_tick_relays_arms_no_tick(rig):
     assert len(ticks) == n + 3 and ("replace", "partial and more, witnessed") in host.calls
 
 
+def test_the_spinners_animation_arms_no_settle(rig):
+    """A busy frame that changed only the spinner's row reads as the committed busy screen in all a commit takes
+    from it: no settle is armed for it. A frame that changes another row, or ends the busy spinner, is settled
+    and committed as before."""
+    loop, host, hooks, eng, show, run = rig
+    term = host.terminal = _Gen()
+    settles: list[float] = []
+    call_later = host.call_later
+
+    def counted(delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        if getattr(callback, "__func__", None) is type(eng)._settle:
+            settles.append(loop.time())
+        return call_later(delay, callback)
+
+    host.call_later = counted  # type: ignore[method-assign]
+    started(eng, show)
+    send(loop, host, eng)
+    run(0.2)
+
+    def frame(changed: list[tuple[int, str]], reading: R) -> None:
+        term.generation += 1
+        hooks.current = reading
+        host.last_output_at = loop.time()
+        eng.on_screen(changed)
+        run(0.2)
+
+    frame([(10, "thinking"), (12, "  ✻ Working… (1s)")], R("busy", spinner="✻ Working… (1s)"))
+    assert eng.screen is hooks.current  # settled and committed
+    n = len(settles)
+    for i, glyph in enumerate("✢✶✻✽"):
+        frame([(12, f"  {glyph} Working… ({i + 2}s)")], R("busy", spinner=f"{glyph} Working… ({i + 2}s)"))
+    assert len(settles) == n and eng.screen is not None and eng.screen.spinner == "✻ Working… (1s)"
+    assert ("thinking", "✽ Working… (5s)") in host.calls  # the tick still relays the spinner's text
+    frame([(11, "more"), (12, "  ✢ Working… (6s)")], R("busy", spinner="✢ Working… (6s)"))
+    assert len(settles) == n + 1 and eng.screen is hooks.current
+    frame([(12, "")], R("busy"))  # the spinner is gone: busy() reads it
+    assert len(settles) == n + 2 and eng.screen is hooks.current
+
+
 def test_a_change_the_text_generation_misses_still_gives_a_new_reading() -> None:
     """A selection moved by colour only (opencode's permission prompt) leaves every row's text, and so the
     terminal's generation, as it was: the driver's `screen_key_extra` makes the engine read the screen again."""

@@ -467,6 +467,7 @@ class _EngineState:
         self.last_change = now
         self._wake()
         cls = self.reading()
+        content = self._content
         self._count_content(changed, cls.spinner)
         if cls.state == "busy" and self.turn is not None:
             self.turn.went_busy = True  # even a busy blip shorter than the debounce proves the Enter landed
@@ -476,7 +477,7 @@ class _EngineState:
             self._pending_key, self._pending_since = key, now
             if sig is not None:
                 self._dialog_paint.setdefault(sig, now)
-        if self._settle_handle is None:
+        if self._settle_handle is None and not (self._content == content and self._animates(cls)):
             self._settle_handle = self.host.call_later(self.timing.settle, self._settle)
         if (
             (self.turn is not None or cls.state == "busy")
@@ -484,6 +485,25 @@ class _EngineState:
             and self.stream_would_act(cls)
         ):
             self.arm_stream(now)
+
+    def _animates(self, cls: Reading) -> bool:
+        """`cls`, a frame that changed only the spinner's row, reads as the committed screen does in all a commit
+        takes from it: busy with a spinner, no dialog, the same input box. Such a frame (the spinner's animation,
+        most frames of a busy CLI) arms no settle: committing it would change nothing, and the streaming tick
+        relays the spinner's text."""
+        screen = self.screen
+        return (
+            cls.state == "busy"
+            and cls.spinner is not None
+            and cls.dialog is None
+            and screen is not None
+            and screen.state == "busy"
+            and screen.spinner is not None
+            and screen.dialog is None
+            and self.question is None
+            and screen.live_prompt == cls.live_prompt
+            and screen.draft == cls.draft
+        )
 
     def arm_stream(self, now: float | None = None) -> None:
         """The streaming tick, unless one is armed: at the leading edge after a pause (the first text shows at
