@@ -146,6 +146,7 @@ class Session:
         self._loop_timers = Timers.for_loop(self.loop)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._eval_pending = False
+        self._feeding = False
         self._sync_timer: Timer | None = None
         self._stderr_tail = bytearray()
         self._output_listeners: list[Callable[[bytes | None], None]] = []
@@ -348,17 +349,29 @@ class Session:
     # ------------------------------------------------------------------ I/O from the child
     def _on_output(self, data: bytes) -> None:
         self.last_output_at = self.loop.time()
+        self._feeding = (
+            True  # a frame that ends inside this chunk is evaluated after it (below), not scheduled
+        )
         try:
             self.terminal.feed(data)
         except Exception:  # an emulator bug must not cost the driver, the viewers or the session
             self.log.exception("terminal.feed")
+        finally:
+            self._feeding = False
         self._check_focus_reporting()
         try:
             self.driver.on_output(data)
         except Exception:
             self.log.exception("driver.on_output")
         self._tee(data)
-        self._schedule_eval()
+        if self.dead:
+            return
+        if self._eval_pending or not self._real_terminal.in_sync_frame:
+            # at once: the loop reads a PTY once per iteration, so a later callback would coalesce nothing
+            self._evaluate()
+        elif self._sync_timer is None:
+            # the frame's end (on_frame_end) schedules us; the timer only guards a frame that never ends
+            self._sync_timer = self.call_later(SYNC_FRAME_FALLBACK, self._sync_fallback)
 
     def _check_focus_reporting(self) -> None:
         """A CLI that enables focus reporting (DECSET 1004) is told at once whether its terminal has focus: out
@@ -426,6 +439,9 @@ class Session:
 
     def _schedule_eval(self) -> None:
         if self._eval_pending or self.dead:
+            return
+        if self._feeding:  # a synchronized frame ended inside a chunk: `_on_output` evaluates after the chunk
+            self._eval_pending = True
             return
         if self._real_terminal.in_sync_frame:
             # the frame's end (on_frame_end) schedules us; the timer only guards a frame that never ends

@@ -316,6 +316,37 @@ async def test_screen_evaluated_once_per_synchronized_frame(monkeypatch: pytest.
         await s.kill()
 
 
+@pytest.mark.asyncio
+async def test_output_is_evaluated_as_it_is_read_and_a_frame_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk read from the PTY is evaluated before its read returns (the loop reads a PTY once per iteration:
+    a callback scheduled for later would coalesce nothing); a synchronized frame that ends inside a chunk is
+    evaluated once, after the whole chunk; a chunk inside a frame is not evaluated."""
+    import litbridge.session as session_mod
+
+    s, d, _ = await started("inline")  # a PTY `cat` that says nothing: the chunks below are all it shows
+    try:
+        s.terminal.feed(b"\x1b[?2026h")
+        if not s.terminal.in_sync_frame:
+            pytest.skip("this Terminal implementation has no synchronized-output support")
+        s.terminal.feed(b"\x1b[?2026l")
+        monkeypatch.setattr(session_mod, "SYNC_FRAME_FALLBACK", 30.0)
+        await asyncio.sleep(0.05)
+        d.screens.clear()
+        s._on_output(b"\x1b[Hplain")
+        assert len(d.screens) == 1 and d.screens[0][0][1].startswith("plain")
+        d.screens.clear()
+        s._on_output(b"\x1b[?2026h\x1b[Habc\x1b[?2026l\x1b[?2026h\x1b[2;1Hnext")
+        assert len(d.screens) == 1, "one evaluation, after the chunk"
+        s._on_output(b"more")
+        assert len(d.screens) == 1, "nothing inside a frame"
+        s._on_output(b"\x1b[?2026l")
+        assert len(d.screens) == 2 and any(text.startswith("nextmore") for _, text in d.screens[1])
+        await asyncio.sleep(0.05)
+        assert len(d.screens) == 2, "and nothing scheduled after"
+    finally:
+        await s.kill()
+
+
 class Picky(Scripted):
     def validate_send(self, text: str) -> None:
         if not text.strip():
