@@ -714,18 +714,21 @@ def test_frames_that_redraw_only_the_spinner_are_not_read_for_text(rig):
     hooks.text = "partial"
     frame([(10, "partial"), (12, "  ✻ Working… (0s)")], "✻ Working… (0s)")
     assert ("replace", "partial") in host.calls
+    # the turn's text changed since it was read (a driver may stitch onto it): the next tick reads once more
+    frame([(12, "  ✢ Working… (1s)  ")], "✢ Working… (1s)")
     n = len(asked)
-    for i in range(1, 6):
+    for i in range(2, 6):
         frame([(12, f"  ✢ Working… ({i}s)  ")], f"✢ Working… ({i}s)")
     assert len(asked) == n
     assert ("thinking", "✢ Working… (5s)") in host.calls  # the tick ran, for the spinner
     hooks.text = "partial and more"
     frame([(11, "and more"), (12, "  ✢ Working… (6s)")], "✢ Working… (6s)")
     assert len(asked) > n and ("replace", "partial and more") in host.calls
-    n = len(asked)
     frame([(12, "  ✢ Working… (7s)")], "✢ Working… (7s)")
+    n = len(asked)
+    frame([(12, "  ✢ Working… (8s)")], "✢ Working… (8s)")
     assert len(asked) == n
-    frame([(13, "  ✢ Working… (8s)")], "✢ Working… (8s)")  # the spinner moved down a row
+    frame([(13, "  ✢ Working… (9s)")], "✢ Working… (9s)")  # the spinner moved down a row
     assert len(asked) == n + 1
 
 
@@ -773,10 +776,11 @@ def test_a_frame_that_changes_nothing_the_tick_relays_arms_no_tick(rig):
     assert len(ticks) == n + 3 and ("replace", "partial and more, witnessed") in host.calls
 
 
-def test_the_spinners_animation_arms_no_settle(rig):
-    """A busy frame that changed only the spinner's row reads as the committed busy screen in all a commit takes
-    from it: no settle is armed for it. A frame that changes another row, or ends the busy spinner, is settled
-    and committed as before."""
+def test_a_busy_frame_that_reads_as_the_committed_one_arms_no_settle(rig):
+    """A busy frame that reads as the committed busy screen in all a commit takes from it (a spinner, no dialog,
+    the same input box) arms no settle: the spinner's animation and a streaming answer's rows. A frame that ends
+    the spinner, opens a dialog or changes the input box is settled and committed as before; the turn's text
+    still streams (the tick reads it)."""
     loop, host, hooks, eng, show, run = rig
     term = host.terminal = _Gen()
     settles: list[float] = []
@@ -801,14 +805,18 @@ def test_the_spinners_animation_arms_no_settle(rig):
 
     frame([(10, "thinking"), (12, "  ✻ Working… (1s)")], R("busy", spinner="✻ Working… (1s)"))
     assert eng.screen is hooks.current  # settled and committed
+    committed = eng.screen
     n = len(settles)
     for i, glyph in enumerate("✢✶✻✽"):
         frame([(12, f"  {glyph} Working… ({i + 2}s)")], R("busy", spinner=f"{glyph} Working… ({i + 2}s)"))
-    assert len(settles) == n and eng.screen is not None and eng.screen.spinner == "✻ Working… (1s)"
+    hooks.text = "the answer so far"
+    frame([(11, "the answer so far"), (12, "  ✢ Working… (6s)")], R("busy", spinner="✢ Working… (6s)"))
+    assert len(settles) == n and eng.screen is committed
     assert ("thinking", "✽ Working… (5s)") in host.calls  # the tick still relays the spinner's text
-    frame([(11, "more"), (12, "  ✢ Working… (6s)")], R("busy", spinner="✢ Working… (6s)"))
+    assert ("replace", "the answer so far") in host.calls  # and reads the text
+    frame([(13, "> draft")], R("busy", spinner="✢ Working… (6s)", draft="draft"))  # the input box changed
     assert len(settles) == n + 1 and eng.screen is hooks.current
-    frame([(12, "")], R("busy"))  # the spinner is gone: busy() reads it
+    frame([(12, "")], R("busy", draft="draft"))  # the spinner is gone: busy() reads it
     assert len(settles) == n + 2 and eng.screen is hooks.current
 
 

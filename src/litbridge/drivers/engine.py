@@ -467,7 +467,6 @@ class _EngineState:
         self.last_change = now
         self._wake()
         cls = self.reading()
-        content = self._content
         self._count_content(changed, cls.spinner)
         if cls.state == "busy" and self.turn is not None:
             self.turn.went_busy = True  # even a busy blip shorter than the debounce proves the Enter landed
@@ -477,7 +476,7 @@ class _EngineState:
             self._pending_key, self._pending_since = key, now
             if sig is not None:
                 self._dialog_paint.setdefault(sig, now)
-        if self._settle_handle is None and not (self._content == content and self._animates(cls)):
+        if self._settle_handle is None and not self._reads_as_committed(cls):
             self._settle_handle = self.host.call_later(self.timing.settle, self._settle)
         if (
             (self.turn is not None or cls.state == "busy")
@@ -486,11 +485,12 @@ class _EngineState:
         ):
             self.arm_stream(now)
 
-    def _animates(self, cls: Reading) -> bool:
-        """`cls`, a frame that changed only the spinner's row, reads as the committed screen does in all a commit
-        takes from it: busy with a spinner, no dialog, the same input box. Such a frame (the spinner's animation,
-        most frames of a busy CLI) arms no settle: committing it would change nothing, and the streaming tick
-        relays the spinner's text."""
+    def _reads_as_committed(self, cls: Reading) -> bool:
+        """`cls`, a busy frame, reads as the committed busy screen does in all a commit takes from it: a spinner,
+        no dialog, the same input box. Such a frame (the spinner's animation, a streaming answer's rows: most
+        frames of a busy CLI) arms no settle: committing it would decide nothing differently (the state, the
+        question, input readiness and the drivers' commit hooks read only those, and busy), and the streaming
+        tick reads the text and relays the spinner."""
         screen = self.screen
         return (
             cls.state == "busy"
