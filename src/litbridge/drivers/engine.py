@@ -260,7 +260,8 @@ class EngineHooks:
         return osc7501.state_of(status) in ("idle", "done")
 
     def on_committed(self, reading: Reading) -> None:
-        """A reading was committed (settled); called after the engine's own bookkeeping."""
+        """A reading was committed (settled); called after the engine's own bookkeeping. A busy reading that reads
+        as the committed busy one (`_reads_as_committed`) is not committed again: act on idle or changed screens."""
 
     def on_tick(self, turn: Turn) -> None:
         """Every `Timing.tick` while a turn is open: driver fallbacks (e.g. a screen-only turn end)."""
