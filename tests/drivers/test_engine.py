@@ -820,6 +820,47 @@ def test_a_busy_frame_that_reads_as_the_committed_one_arms_no_settle(rig):
     assert len(settles) == n + 2 and eng.screen is hooks.current
 
 
+def test_hooks_that_tick_on_an_idle_cli_only_tick_slowly_while_it_is_busy(rig):
+    """With `tick_idle_only` (an `on_tick` that acts on an idle CLI only, as Claude's screen fallback), the
+    bookkeeping tick runs every `tick_busy` while the CLI is busy, and every `tick` again as soon as it reads idle
+    or an interrupt is noted; a turn deadline still ends the turn on time."""
+    loop, host, hooks, eng, show, run = rig
+    hooks.tick_idle_only = True  # type: ignore[misc]
+    ticks: list[float] = []
+    seen: list[float] = []
+    on_tick = hooks.on_tick
+    hooks.on_tick = lambda turn: seen.append(loop.time()) or on_tick(turn)  # type: ignore[method-assign]
+    call_later = host.call_later
+
+    def counted(delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        if getattr(callback, "__func__", None) is type(eng)._on_tick:
+            ticks.append(round(delay, 3))
+        return call_later(delay, callback)
+
+    host.call_later = counted  # type: ignore[method-assign]
+    started(eng, show)
+    send(loop, host, eng)
+    show(BUSY, 3.0)
+    assert eng.timing.tick_busy in ticks and len(seen) <= 6  # 0.25 s ticks would have been 12
+    n = len(seen)
+    show(IDLE, 0.2)  # committed idle at once after the settle: the slow tick gives way
+    run(0.3)
+    assert len(seen) > n and ticks[-1] == eng.timing.tick
+    # an interrupt noted while busy gets its quick tick
+    eng.interrupted()
+    send(loop, host, eng, "again")
+    show(BUSY, 2.0)
+    assert ticks[-1] == eng.timing.tick_busy
+    eng.note_interrupt("keys")
+    assert ticks[-1] == 0.05
+    eng.interrupted()
+    # a deadline within the slow tick's reach is kept
+    eng.timing.turn_deadline = 1.6
+    send(loop, host, eng, "third")
+    show(BUSY, 1.75)  # a slow tick past 1.25 s would come at 2.25 s
+    assert host.calls[-1] == ("turn_error", "timeout")
+
+
 def test_a_change_the_text_generation_misses_still_gives_a_new_reading() -> None:
     """A selection moved by colour only (opencode's permission prompt) leaves every row's text, and so the
     terminal's generation, as it was: the driver's `screen_key_extra` makes the engine read the screen again."""

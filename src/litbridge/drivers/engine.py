@@ -186,6 +186,10 @@ class Timing:
     stream_every: float = 0.1
     tick: float = 0.25
     """The bookkeeping timer (interrupt grace, deadlines, `EngineHooks.on_tick`) while a turn is open."""
+    tick_busy: float = 1.0
+    """... while the CLI is not idle, for hooks whose `on_tick` acts only on an idle CLI (`tick_idle_only`): the
+    interrupt grace needs an idle CLI too, so nothing the tick checks is due before it reads idle (a deadline
+    caps it)."""
     turn_deadline: float | None = None
     """A turn still open this long after it started ends with `turn_error{timeout}` (None: no deadline)."""
 
@@ -263,6 +267,10 @@ class EngineHooks:
         """A reading was committed (settled); called after the engine's own bookkeeping. A busy reading that reads
         as the committed busy one (`_reads_as_committed`) is not committed again: act on idle or changed screens."""
 
+    tick_idle_only = False
+    """`on_tick` does nothing while the CLI is not idle (`TurnEngine.cli_idle()`): the engine then ticks every
+    `Timing.tick_busy`, not every `Timing.tick`, until it reads idle."""
+
     def on_tick(self, turn: Turn) -> None:
         """Every `Timing.tick` while a turn is open: driver fallbacks (e.g. a screen-only turn end)."""
 
@@ -330,6 +338,8 @@ class _EngineState:
         self._settle_handle: Cancellable | None = None
         self._stream_handle: Cancellable | None = None
         self._tick_handle: Cancellable | None = None
+        self._tick_slow = False
+        """The pending tick is a `Timing.tick_busy` one: an idle CLI or an interrupt brings it forward."""
         self._last_stream_at = 0.0
         self._waiters: list[asyncio.Future[None]] = []
         self._watches: set[asyncio.Task[None]] = set()
@@ -684,6 +694,8 @@ class _EngineState:
         if self._after_turn and not busy:
             self._after_turn = False
         self.host.set_state(state)
+        if self._tick_slow and self.cli_idle():
+            self._arm_tick()  # what the slow tick waited for: the hooks' idle checks, the interrupt grace
 
     def cli_idle(self) -> bool:
         """The CLI reads idle: a settled idle screen with no question and nothing busy."""
@@ -748,6 +760,9 @@ class _EngineState:
     def stream_would_act(self, cls: Reading) -> bool:
         raise NotImplementedError
 
+    def _arm_tick(self, delay: float | None = None, slow: bool = False) -> None:
+        raise NotImplementedError
+
 
 class _EngineTurns(_EngineState):
     """The engine's turn side: one terminal event per turn, interrupts, verified submit, streaming."""
@@ -806,6 +821,7 @@ class _EngineTurns(_EngineState):
         if self._tick_handle is not None:
             self._tick_handle.cancel()
             self._tick_handle = None
+            self._tick_slow = False
         cls = self.reading()
         q = self.question
         if q is not None:
@@ -886,14 +902,20 @@ class _EngineTurns(_EngineState):
         self.host.interrupt_noted()
         self._arm_tick(0.05)
 
-    def _arm_tick(self, delay: float | None = None) -> None:
-        if self._tick_handle is None and not self.exited:
-            self._tick_handle = self.host.call_later(
-                self.timing.tick if delay is None else delay, self._on_tick
-            )
+    def _arm_tick(self, delay: float | None = None, slow: bool = False) -> None:
+        """The bookkeeping tick in `delay` (`Timing.tick`), unless one is pending; a slow one gives way."""
+        if self.exited:
+            return
+        if self._tick_handle is not None:
+            if not self._tick_slow or slow:
+                return
+            self._tick_handle.cancel()
+        self._tick_slow = slow
+        self._tick_handle = self.host.call_later(self.timing.tick if delay is None else delay, self._on_tick)
 
     def _on_tick(self) -> None:
         self._tick_handle = None
+        self._tick_slow = False
         turn = self.turn
         if turn is None or self.exited:
             return
@@ -901,7 +923,17 @@ class _EngineTurns(_EngineState):
         self.check_deadlines(now)
         if self.turn is turn:
             self.hooks.on_tick(turn)
-        if self.turn is not None:
+        turn = self.turn
+        if turn is None:
+            return
+        if self.hooks.tick_idle_only and turn.interrupt_at is None and not self.cli_idle():
+            delay = self.timing.tick_busy
+            deadline = self.timing.turn_deadline
+            if deadline is not None:
+                # just past the deadline: a timer at it exactly can fire a float's hair before it
+                delay = min(delay, max(turn.started + deadline - now + 0.001, self.timing.tick))
+            self._arm_tick(delay, slow=True)
+        else:
             self._arm_tick()
 
     def check_deadlines(self, now: float | None = None) -> None:

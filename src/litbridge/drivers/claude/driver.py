@@ -58,6 +58,7 @@ class ClaudeDriver(EngineDriver):
 
     name = "claude"
     CLI = CLI
+    tick_idle_only = True  # `on_tick`'s fallback reads an idle screen only
 
     def __init__(self, host: DriverHost, options: dict[str, Any]) -> None:
         super().__init__(host, options, Timing(**{**vars(TIMING), "startup_timeout": STARTUP_TIMEOUT}))
