@@ -732,31 +732,51 @@ def test_frames_that_redraw_only_the_spinner_are_not_read_for_text(rig):
     assert len(asked) == n + 1
 
 
+def armed(host: Host, method: Callable[..., Any]) -> list[float]:
+    """The delays of the timers armed through `host.call_later` for `method` (an engine method, e.g.
+    `TurnEngine._settle`), from now on."""
+    delays: list[float] = []
+    call_later = host.call_later
+
+    def counted(delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        if getattr(callback, "__func__", None) is method:
+            delays.append(round(delay, 3))
+        return call_later(delay, callback)
+
+    host.call_later = counted  # type: ignore[method-assign]
+    return delays
+
+
+def busy_frames(rig: Any, term: _Gen) -> Callable[[list[tuple[int, str]], R], None]:
+    """`frame(changed, reading)`: a new screen generation reading `reading`, these rows changed, then 0.2 s."""
+    loop, host, hooks, eng, _show, run = rig
+
+    def frame(changed: list[tuple[int, str]], reading: R) -> None:
+        term.generation += 1
+        hooks.current = reading
+        host.last_output_at = loop.time()
+        eng.on_screen(changed)
+        run(0.2)
+
+    return frame
+
+
 def test_a_frame_that_changes_nothing_the_tick_relays_arms_no_tick(rig):
     """Most busy frames redraw only the spinner's glyph: a streaming tick for one would read nothing and relay
     nothing, so none is armed. A new spinner text or a changed row still arms one, and so does a change of the
     turn no frame follows (the record witnessing the prompt)."""
     loop, host, hooks, eng, show, run = rig
     term = host.terminal = _Gen()
-    ticks: list[float] = []  # streaming ticks armed (a commit also reads the text, at once: not counted)
-    call_later = host.call_later
-
-    def counted(delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
-        if getattr(callback, "__func__", None) is type(eng).stream:
-            ticks.append(loop.time())
-        return call_later(delay, callback)
-
-    host.call_later = counted  # type: ignore[method-assign]
+    ticks = armed(
+        host, type(eng).stream
+    )  # streaming ticks armed (a commit also reads the text, at once: not counted)
     started(eng, show)
     send(loop, host, eng)
     run(0.2)
+    busy = busy_frames(rig, term)
 
     def frame(changed: list[tuple[int, str]], spinner: str) -> None:
-        term.generation += 1
-        hooks.current = R("busy", spinner=spinner)
-        host.last_output_at = loop.time()
-        eng.on_screen(changed)
-        run(0.2)
+        busy(changed, R("busy", spinner=spinner))
 
     hooks.text = "partial"
     frame([(10, "partial"), (12, "  ✻ Working… (1s)")], "✻ Working… (1s)")
@@ -783,25 +803,11 @@ def test_a_busy_frame_that_reads_as_the_committed_one_arms_no_settle(rig):
     still streams (the tick reads it)."""
     loop, host, hooks, eng, show, run = rig
     term = host.terminal = _Gen()
-    settles: list[float] = []
-    call_later = host.call_later
-
-    def counted(delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
-        if getattr(callback, "__func__", None) is type(eng)._settle:
-            settles.append(loop.time())
-        return call_later(delay, callback)
-
-    host.call_later = counted  # type: ignore[method-assign]
+    settles = armed(host, type(eng)._settle)
     started(eng, show)
     send(loop, host, eng)
     run(0.2)
-
-    def frame(changed: list[tuple[int, str]], reading: R) -> None:
-        term.generation += 1
-        hooks.current = reading
-        host.last_output_at = loop.time()
-        eng.on_screen(changed)
-        run(0.2)
+    frame = busy_frames(rig, term)
 
     frame([(10, "thinking"), (12, "  ✻ Working… (1s)")], R("busy", spinner="✻ Working… (1s)"))
     assert eng.screen is hooks.current  # settled and committed
@@ -826,18 +832,10 @@ def test_hooks_that_tick_on_an_idle_cli_only_tick_slowly_while_it_is_busy(rig):
     or an interrupt is noted; a turn deadline still ends the turn on time."""
     loop, host, hooks, eng, show, run = rig
     hooks.tick_idle_only = True  # type: ignore[misc]
-    ticks: list[float] = []
     seen: list[float] = []
     on_tick = hooks.on_tick
     hooks.on_tick = lambda turn: seen.append(loop.time()) or on_tick(turn)  # type: ignore[method-assign]
-    call_later = host.call_later
-
-    def counted(delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
-        if getattr(callback, "__func__", None) is type(eng)._on_tick:
-            ticks.append(round(delay, 3))
-        return call_later(delay, callback)
-
-    host.call_later = counted  # type: ignore[method-assign]
+    ticks = armed(host, type(eng)._on_tick)
     started(eng, show)
     send(loop, host, eng)
     show(BUSY, 3.0)
