@@ -349,9 +349,8 @@ class Session:
     # ------------------------------------------------------------------ I/O from the child
     def _on_output(self, data: bytes) -> None:
         self.last_output_at = self.loop.time()
-        self._feeding = (
-            True  # a frame that ends inside this chunk is evaluated after it (below), not scheduled
-        )
+        # a synchronized frame that ends inside this chunk is evaluated after it (below), not scheduled
+        self._feeding = True
         try:
             self.terminal.feed(data)
         except Exception:  # an emulator bug must not cost the driver, the viewers or the session
@@ -364,14 +363,11 @@ class Session:
         except Exception:
             self.log.exception("driver.on_output")
         self._tee(data)
-        if self.dead:
-            return
         if self._eval_pending or not self._real_terminal.in_sync_frame:
             # at once: the loop reads a PTY once per iteration, so a later callback would coalesce nothing
             self._evaluate()
-        elif self._sync_timer is None:
-            # the frame's end (on_frame_end) schedules us; the timer only guards a frame that never ends
-            self._sync_timer = self.call_later(SYNC_FRAME_FALLBACK, self._sync_fallback)
+        else:
+            self._schedule_eval()  # inside a frame: its end evaluates it, the fallback timer guards it
 
     def _check_focus_reporting(self) -> None:
         """A CLI that enables focus reporting (DECSET 1004) is told at once whether its terminal has focus: out
