@@ -272,8 +272,10 @@ async def run(
     Imports are deferred: every `litbridge` subcommand imports this module to build its parser."""
     from litbridge.daemon import memory, paths
     from litbridge.daemon.server import EXIT_ALREADY_RUNNING, Daemon, listen_problem
+    from litbridge.pty import limits
 
     memory.configure()
+    limits.raise_open_files()  # a descriptor or three per session: a login's 1024 ran out at a few hundred
     daemon = Daemon(socket_path, port, cli_nice=cli_nice)
     daemon.install_signal_handlers()
     web_view = None

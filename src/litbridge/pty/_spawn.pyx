@@ -49,6 +49,10 @@ cdef extern from *:
 
     #define LB_KEEP_NICE (-1000)
 
+    /* The soft open-file limit a child gets back before its exec (`pty.limits`), or -1: the daemon's own. */
+    static long long lb_child_nofile = -1;
+    static void lb_set_child_nofile(long long soft) { lb_child_nofile = soft; }
+
     /* The child's own session group (a new autogroup since its setsid) at nice `value`: best effort, as a
        kernel without autogroup, or a container whose CPU group is a cgroup's, has no such file to write. */
     static void lb_group_nice(int value) {
@@ -105,7 +109,14 @@ cdef extern from *:
         if (cgroup_fd >= 0) out->cgroup_err = lb_join_cgroup(cgroup_fd);
         step = 4;
         if (dup2(fd0, 0) < 0 || dup2(fd1, 1) < 0 || dup2(fd2, 2) < 0) goto fail;
-        lb_close_from_3();
+        lb_close_from_3();  /* under the daemon's raised limit: its fallback closes up to it */
+        if (lb_child_nofile >= 0) {  /* best effort: a refusal keeps the daemon's limit */
+            struct rlimit rl;
+            if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > (rlim_t)lb_child_nofile) {
+                rl.rlim_cur = (rlim_t)lb_child_nofile;
+                setrlimit(RLIMIT_NOFILE, &rl);
+            }
+        }
         step = 5;
         if (cwd != NULL && chdir(cwd) < 0) goto fail;
         step = 6;
@@ -164,6 +175,7 @@ cdef extern from *:
     #include <errno.h>
     #define LB_SPAWN_AVAILABLE 0
     #define LB_KEEP_NICE (-1000)
+    static void lb_set_child_nofile(long long soft) { (void)soft; }
     static long lb_spawn(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
         int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err,
@@ -177,6 +189,7 @@ cdef extern from *:
     """
     int LB_SPAWN_AVAILABLE
     int LB_KEEP_NICE
+    void lb_set_child_nofile(long long soft)
     long lb_spawn(
         const char *path, char **argv, char **envp, const char *cwd,
         int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err,
@@ -199,6 +212,11 @@ STEPS = (
 def available() -> bool:
     """True where `spawn` works (Linux)."""
     return bool(LB_SPAWN_AVAILABLE)
+
+
+def set_child_open_files(long long soft) -> None:
+    """The soft open-file limit every child started from now on gets before its exec (-1: the daemon's own)."""
+    lb_set_child_nofile(soft)
 
 
 cdef char **_cstrings(list items) except NULL:

@@ -54,6 +54,10 @@ def child_preexec() -> Callable[[], None] | None:
     to run outside the main thread, which the forking thread may not be); None when libc cannot be loaded."""
     if sys.platform == "win32":
         return None
+    import resource
+
+    from litbridge.pty import limits
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)  # loaded before the fork: nothing to load in the child
         c_signal = libc.signal
@@ -64,10 +68,18 @@ def child_preexec() -> Callable[[], None] | None:
     prctl = getattr(libc, "prctl", None) if sys.platform.startswith("linux") else None
     signals = [int(s) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
     parent = os.getpid()
+    soft = limits.child_soft()  # the open-file limit the daemon started with (it raised its own)
 
     def preexec() -> None:
         for sig in signals:
             c_signal(sig, None)  # SIG_DFL
+        if (
+            soft is not None
+        ):  # after ptyprocess's and subprocess's closing of the daemon's fds, which it bounds
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(
+                    resource.RLIMIT_NOFILE, (soft, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+                )
         if prctl is not None:
             prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
             if os.getppid() != parent:  # the daemon died between fork and prctl

@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import orjson
+import pytest
 
 from litbridge.drivers.claude.transcript import TranscriptTailer
 from litbridge.drivers.codex import rollout as ro
 from litbridge.drivers.gemini.chat import ChatTailer
-from litbridge.drivers.records import JsonDocument, JsonlFile
+from litbridge.drivers.records import JsonDocument, JsonlFile, jsonl
 
 ROLLOUT = "rollout-2026-12-01T01-37-39-01a22f40-19a1-7521-9421-1e69dd7362a3.jsonl"
 
@@ -198,3 +200,70 @@ def test_jsonl_poll_reads_what_is_there_and_nothing_from_a_folder_or_no_file(tmp
     f.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
     assert src.poll() == lines
     assert src.poll() == []
+
+
+def _count_opens(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    n = {"opens": 0}
+    real = os.open
+
+    def counted(*a: Any, **k: Any) -> int:
+        n["opens"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(os, "open", counted)
+    return n
+
+
+@pytest.mark.parametrize("keep_open", [True, False], ids=["kept", "per-poll"])
+def test_jsonl_keeps_its_descriptor_while_the_path_names_the_same_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_open: bool
+) -> None:
+    """Polls of a growing file open it once (kept open, POSIX) or once per poll (Windows, where an open handle
+    would keep the CLI from replacing its file): the same entries either way. A replaced file is opened again
+    and read from its start; a deleted one lets its descriptor go."""
+    monkeypatch.setattr(jsonl, "KEEP_OPEN", keep_open)
+    f = tmp_path / "r.jsonl"
+    f.write_bytes(_line(1))
+    src = JsonlFile(f)
+    n = _count_opens(monkeypatch)
+    assert _ns(src.poll()) == [1]
+    for i in (2, 3):
+        with open(f, "ab") as fh:
+            fh.write(_line(i))
+        assert _ns(src.poll()) == [i]
+    assert src.poll() == []
+    assert n["opens"] == (1 if keep_open else 4)
+    kept = src._fd
+    assert (kept is not None) == keep_open
+    new = tmp_path / "r.jsonl.tmp"
+    new.write_bytes(_line(7) + _line(8))
+    os.replace(new, f)
+    assert _ns(src.poll()) == [7, 8]
+    if keep_open:
+        assert n["opens"] == 2 and src._fd is not None
+        assert os.fstat(src._fd).st_ino == f.stat().st_ino  # the new file's
+    f.unlink()
+    assert src.poll() == [] and src._fd is None and src.stamp is None
+    f.write_bytes(_line(9))
+    assert _ns(src.poll()) == [9]
+    fd = src._fd
+    src.close()
+    assert src._fd is None
+    if fd is not None:
+        with pytest.raises(OSError):
+            os.fstat(fd)  # closed
+
+
+def test_jsonl_stamp_is_the_signature_of_what_the_poll_read(tmp_path: Path) -> None:
+    """The poll's own stat stamps what it read in `signature()`'s form: the same stamp while nothing was written
+    since, another once the file grew (what lets a follower skip its own stat per read)."""
+    f = tmp_path / "r.jsonl"
+    src = JsonlFile(f)
+    assert src.poll() == [] and src.stamp is None and src.signature() is None
+    f.write_bytes(_line(1))
+    assert _ns(src.poll()) == [1]
+    assert src.stamp == src.signature()
+    with open(f, "ab") as fh:
+        fh.write(_line(2))
+    assert src.stamp != src.signature()
+    assert _ns(src.poll()) == [2] and src.stamp == src.signature()

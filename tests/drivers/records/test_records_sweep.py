@@ -22,6 +22,7 @@ from litbridge.drivers.claude.transcript import TurnTracker
 from litbridge.drivers.codex import rollout as ro
 from litbridge.drivers.codex.follow import RolloutFollower
 from litbridge.drivers.records import JsonlFile, RecordFollower, follow, watch
+from litbridge.drivers.records.jsonl import stat_signature as stat_signature
 
 log = logging.getLogger(__name__)
 
@@ -316,5 +317,50 @@ def test_codex_lists_its_dated_folder_only_when_it_changed(
             await _until(lambda: fw.path is not None and fw.path.name == ours)
         finally:
             fw.close()
+
+    asyncio.run(main())
+
+
+def test_a_read_takes_the_record_stamp_from_its_own_poll(tmp_path: Path) -> None:
+    """A read of a source that stamps its polls (`JsonlFile`) keeps the poll's stat as the record's signature,
+    without a stat of its own; the safety net's next look then skips the unchanged record and reads a grown one.
+    Claude's follower adds its folder's stamp only while no live watch sees new files there."""
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(_line(1))
+
+    class Stamping(JsonlFile):
+        sigs = 0
+
+        def signature(self) -> Any:
+            self.sigs += 1
+            return super().signature()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        src, parser = Stamping(path), Parser()
+        fw = RecordFollower(Host(loop), src, parser, lambda _e: None)
+        assert fw.read() == [1] and fw.read() == []
+        assert src.sigs == 0, "a read took a stat of its own"
+        assert fw._sig == fw.signature()  # nothing new: a safety-net look would not read
+        _append(path, _line(2))
+        assert fw._sig != fw.signature()
+        assert fw.read() == [2] and fw._sig == fw.signature()
+        fw.close()
+        assert src._fd is None  # the follower's close lets the source's descriptor go
+
+        folder = tmp_path / "slug"
+        folder.mkdir()
+        cf = TranscriptFollower(
+            Host(loop), folder, str(tmp_path), "aaaa", False, TurnTracker(), lambda _e: None
+        )
+        try:
+            folder_stamp = stat_signature(folder)
+            assert folder_stamp is not None and cf.stamped(None) == (None, folder_stamp)
+            if watch.available():
+                cf.watch_folder(folder)
+                await _until(lambda: cf.watch is not None and cf.watch.ready)
+                assert cf.stamped(None) == (None, None)  # the watch sees a roll's new file itself
+        finally:
+            cf.close()
 
     asyncio.run(main())

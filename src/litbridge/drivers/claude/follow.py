@@ -76,10 +76,12 @@ class TranscriptFollower(RecordFollower[TurnTracker]):
         """No file yet (`--continue`), or a new file appeared lately: looked at on a pace until it is known."""
         return self.tailer.session_id is None or self.host.loop.time() < self._new_file_until
 
-    def signature(self) -> Hashable | None:
-        """The transcript's stamp and its folder's (a new file in it, such as a `/clear` roll, changes the
-        folder's mtime): a safety-net visit reads, and so looks for a roll, when either moved."""
-        return super().signature(), stat_signature(self.tailer.directory)
+    def stamped(self, stamp: Hashable | None) -> Hashable | None:
+        """The transcript's stamp and, without a live folder watch, its folder's (a new file in it, such as a
+        `/clear` roll, changes the folder's mtime): a safety-net visit reads, and so looks for a roll, when either
+        moved. A live watch sees the new file itself (`accept`), so a read stats the transcript only."""
+        watch = self.watch
+        return stamp, (None if watch is not None and watch.ready else stat_signature(self.tailer.directory))
 
     def _new_files(self) -> bool:
         """Without a live folder watch: whether the folder's mtime moved and a file other than ours is new since

@@ -1,7 +1,8 @@
 """The follow loop: a CLI's record read as it changes, parsed, and its events handed on.
 
 `RecordFollower` ties a source (`JsonlFile`, `JsonDocument`, `SqliteRows`: anything with `poll() -> entries`, and
-best a `signature()`, a stat-only stamp of what `poll()` reads), a tracker (the CLI's mapping of its entries to
+best a `signature()`, a stat-only stamp of what `poll()` reads, and `stamps`: its poll leaves that stamp in
+`stamp`), a tracker (the CLI's mapping of its entries to
 turn events, `feed(entries) -> events`: what the driver's picked `kit.Record` plug-in makes, `record.tracker()`)
 and a callback (usually a `Dispatch`). It reads when the folder watch (inotify, `watch.DirWatch`, one instance per
 loop) sees a change there. No follower has a timer of its own: one sweep per loop (`_Sweep`, one timer) stats
@@ -85,10 +86,15 @@ class RecordFollower(Generic[T]):
         return True
 
     def signature(self) -> Hashable | None:
-        """A stat-only stamp of what a read would read (the source's `signature()`); None: unknown, so every
-        visit reads. An unchanged stamp skips the read on a safety-net or paced visit."""
+        """A stat-only stamp of what a read would read (the source's `signature()`, `stamped`); None: unknown, so
+        every visit reads. An unchanged stamp skips the read on a safety-net or paced visit."""
         sig = getattr(self.source, "signature", None)
-        return sig() if sig is not None else None
+        return self.stamped(sig()) if sig is not None else None
+
+    def stamped(self, stamp: Hashable | None) -> Hashable | None:
+        """The follower's signature for the source's stamp: the stamp itself; a subclass adds what else its reads
+        depend on (Claude's: the folder, where a `/clear` roll appears)."""
+        return stamp
 
     def use_tracker(self, tracker: T) -> bool:
         """Map the record with `tracker` from now on (the CLI's version, and so its `Record` plug-in, became known
@@ -105,8 +111,15 @@ class RecordFollower(Generic[T]):
         self._got = False
         if self.closed or not self.locate():
             return []
-        self._sig = self.signature()  # before the read: a write after it changes the next stamp
-        entries = self.source.poll()
+        source = self.source
+        stamps = getattr(source, "stamps", False)
+        if not stamps:
+            self._sig = self.signature()  # before the read: a write after it changes the next stamp
+        entries = source.poll()
+        if stamps:
+            self._sig = self.stamped(
+                getattr(source, "stamp", None)
+            )  # the poll's own stat, taken before it read
         if not entries:
             return []
         self._got = True
@@ -155,6 +168,9 @@ class RecordFollower(Generic[T]):
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+        close = getattr(self.source, "close", None)
+        if close is not None:
+            close()
 
     def interval(self) -> float:
         """The present pace: the shared sweep's period while watched, else this follower's own."""
