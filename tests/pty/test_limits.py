@@ -73,7 +73,7 @@ def test_the_daemon_raises_its_open_file_limit_and_its_clis_get_theirs_back() ->
     assert got["after"][0] > LOW and got["after"][0] == got["raised"][1]
     assert got["after"][1] == got["before"][1]  # the hard limit is left alone
     assert got["kids"]["fork"] == LOW
-    if sys.platform.startswith("linux"):
+    if "vfork" in got["kids"]:  # Linux with the compiled spawner
         assert got["kids"]["vfork"] == LOW, "the compiled spawner's child kept the daemon's raised limit"
 
 

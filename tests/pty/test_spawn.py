@@ -386,3 +386,54 @@ def test_a_session_group_that_is_not_an_autogroup_is_left_alone(monkeypatch: pyt
     finally:
         p.kill()
         p.wait()
+
+
+def test_the_spawners_fallback_closes_every_listed_fd_even_far_past_1024() -> None:
+    """On a kernel without `close_range` the vfork child closes what /proc/self/fd lists (not a million close()
+    calls up to the daemon's raised open-file limit): fds far past 1024 go too, and 0-2 stay. Run in a forked
+    child, reported by its exit status."""
+    from litbridge.pty import _spawn
+
+    opened = [os.open(os.devnull, os.O_RDONLY) for _ in range(3)]
+    high = os.dup2(opened[0], 1500, inheritable=False)
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 0
+            try:
+                if _spawn.close_listed() != 0:
+                    code |= 1
+                for fd in (*opened, high):
+                    try:
+                        os.fstat(fd)
+                        code |= 2  # still open
+                    except OSError:
+                        pass
+                for fd in (0, 1, 2):
+                    try:
+                        os.fstat(fd)
+                    except OSError:
+                        code |= 4
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, {1: "/proc/self/fd unread", 2: "an fd stayed open"}
+    finally:
+        for fd in (*opened, high):
+            os.close(fd)
+
+
+def test_a_pty_drained_at_exit_reads_past_fd_1024() -> None:
+    """The exit drain asks whether a PTY has bytes left with `poll`: `select` refuses descriptors past 1024, and
+    a daemon with hundreds of sessions has its PTYs there (the CLI's last words were dropped)."""
+    from litbridge.pty.unix import _readable
+
+    r, w = os.pipe()
+    high = os.dup2(r, 1500, inheritable=False)
+    try:
+        assert not _readable(high)
+        os.write(w, b"x")
+        assert _readable(high)
+    finally:
+        for fd in (r, w, high):
+            os.close(fd)

@@ -38,9 +38,36 @@ cdef extern from *:
     /* What the child reports through the shared memory of vfork: errno and the step that failed. */
     struct lb_spawn_err { volatile int err; volatile int step; volatile int cgroup_err; };
 
+    /* Every fd >= 3 listed in /proc/self/fd closed, read with getdents64 (system calls only: safe after vfork).
+       -> 0, or -1 where the folder cannot be read. */
+    static int lb_close_listed(void) {
+        int dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) return -1;
+        char buf[4096] __attribute__((aligned(8)));
+        for (;;) {
+            long n = syscall(SYS_getdents64, dfd, buf, sizeof buf);
+            if (n <= 0) { close(dfd); return n < 0 ? -1 : 0; }
+            for (long off = 0; off < n;) {
+                /* struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name */
+                unsigned short reclen = *(unsigned short *)(buf + off + 16);
+                const char *p = buf + off + 19;
+                int fd = 0, ok = *p != 0;
+                for (; *p; p++) {
+                    if (*p < '0' || *p > '9') { ok = 0; break; }
+                    fd = fd * 10 + (*p - '0');
+                }
+                if (ok && fd >= 3 && fd != dfd) close(fd);
+                off += reclen;
+            }
+        }
+    }
+
     static void lb_close_from_3(void) {
         if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0) return;
-        struct rlimit rl;  /* an old kernel: close one by one up to the soft limit (capped, as ptyprocess) */
+        /* an old kernel: the fds /proc lists, else one by one up to the soft limit (capped, as ptyprocess); the
+           daemon's raised limit can be a million, and a million close() calls take a fifth of a second */
+        if (lb_close_listed() == 0) return;
+        struct rlimit rl;
         long top = 1048576;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < top)
             top = (long)rl.rlim_cur;
@@ -176,6 +203,7 @@ cdef extern from *:
     #define LB_SPAWN_AVAILABLE 0
     #define LB_KEEP_NICE (-1000)
     static void lb_set_child_nofile(long long soft) { (void)soft; }
+    static int lb_close_listed(void) { return -1; }
     static long lb_spawn(
         const char *path, char *const argv[], char *const envp[], const char *cwd,
         int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err,
@@ -190,6 +218,7 @@ cdef extern from *:
     int LB_SPAWN_AVAILABLE
     int LB_KEEP_NICE
     void lb_set_child_nofile(long long soft)
+    int lb_close_listed()
     long lb_spawn(
         const char *path, char **argv, char **envp, const char *cwd,
         int fd0, int fd1, int fd2, int ctty, int pdeathsig, int nice, int group_nice, int cgroup_fd, int *err,
@@ -217,6 +246,12 @@ def available() -> bool:
 def set_child_open_files(long long soft) -> None:
     """The soft open-file limit every child started from now on gets before its exec (-1: the daemon's own)."""
     lb_set_child_nofile(soft)
+
+
+def close_listed() -> int:
+    """Close every fd >= 3 of this process that /proc/self/fd lists: the spawner's fallback where the kernel has
+    no `close_range` (for tests, in a forked child). -> 0, or -1 where the folder cannot be read."""
+    return lb_close_listed()
 
 
 cdef char **_cstrings(list items) except NULL:

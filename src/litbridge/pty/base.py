@@ -73,9 +73,10 @@ def child_preexec() -> Callable[[], None] | None:
     def preexec() -> None:
         for sig in signals:
             c_signal(sig, None)  # SIG_DFL
-        if (
-            soft is not None
-        ):  # after ptyprocess's and subprocess's closing of the daemon's fds, which it bounds
+        # ptyprocess calls this after closing the daemon's fds (bounded by the limit); subprocess before its own
+        # close_fds pass, which does not depend on it where there is close_range or /proc/self/fd (and the
+        # daemon's descriptors are close-on-exec anyway)
+        if soft is not None:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(
                     resource.RLIMIT_NOFILE, (soft, resource.getrlimit(resource.RLIMIT_NOFILE)[1])

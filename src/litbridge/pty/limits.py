@@ -45,6 +45,11 @@ def raise_open_files() -> tuple[int, int] | None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
         except (ValueError, OSError):
             continue
+        target, hard = resource.getrlimit(
+            resource.RLIMIT_NOFILE
+        )  # what the kernel made of it (macOS caps it)
+        if target <= soft:
+            continue
         if _child_soft is None:
             _child_soft = soft
             try:

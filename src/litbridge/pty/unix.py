@@ -126,10 +126,13 @@ def _spawn_vfork(
 
 
 def _readable(fd: int) -> bool:
+    """Whether `fd` has bytes to read now. `poll`, not `select`: with hundreds of sessions the PTY masters are
+    past select's 1024 descriptors, where it refuses them and the exit drain read nothing."""
     import select
 
+    p = select.poll()
     try:
-        r, _, _ = select.select([fd], [], [], 0)
+        p.register(fd, select.POLLIN)
+        return bool(p.poll(0))
     except (OSError, ValueError):
         return False
-    return bool(r)

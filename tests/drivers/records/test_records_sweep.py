@@ -324,7 +324,8 @@ def test_codex_lists_its_dated_folder_only_when_it_changed(
 def test_a_read_takes_the_record_stamp_from_its_own_poll(tmp_path: Path) -> None:
     """A read of a source that stamps its polls (`JsonlFile`) keeps the poll's stat as the record's signature,
     without a stat of its own; the safety net's next look then skips the unchanged record and reads a grown one.
-    Claude's follower adds its folder's stamp only while no live watch sees new files there."""
+    Claude's follower adds its folder's stamp only while no live watch sees new files there; a read's is the one
+    its `locate()` compared, so a roll that appears meanwhile still changes the next look's."""
     path = tmp_path / "r.jsonl"
     path.write_bytes(_line(1))
 
@@ -356,6 +357,10 @@ def test_a_read_takes_the_record_stamp_from_its_own_poll(tmp_path: Path) -> None
         try:
             folder_stamp = stat_signature(folder)
             assert folder_stamp is not None and cf.stamped(None) == (None, folder_stamp)
+            await asyncio.sleep(0.05)  # past the file system's clock tick
+            (folder / "bbbb.jsonl").write_bytes(b"")  # a roll appears between a read's locate() and its stamp
+            assert cf.stamped(None) == (None, folder_stamp)  # a read keeps what locate() compared
+            assert cf.signature() != (cf.tailer.stamp, folder_stamp)  # so the next look differs and reads
             if watch.available():
                 cf.watch_folder(folder)
                 await _until(lambda: cf.watch is not None and cf.watch.ready)

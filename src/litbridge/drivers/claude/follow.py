@@ -76,12 +76,16 @@ class TranscriptFollower(RecordFollower[TurnTracker]):
         """No file yet (`--continue`), or a new file appeared lately: looked at on a pace until it is known."""
         return self.tailer.session_id is None or self.host.loop.time() < self._new_file_until
 
-    def stamped(self, stamp: Hashable | None) -> Hashable | None:
+    def stamped(self, stamp: Hashable | None, fresh: bool = False) -> Hashable | None:
         """The transcript's stamp and, without a live folder watch, its folder's (a new file in it, such as a
         `/clear` roll, changes the folder's mtime): a safety-net visit reads, and so looks for a roll, when either
-        moved. A live watch sees the new file itself (`accept`), so a read stats the transcript only."""
+        moved. A read takes the folder stamp `locate()` compared just before it, not a stat after the poll: a roll
+        that appears in between still differs from it. A live watch sees the new file itself (`accept`), so a
+        read stats the transcript only."""
         watch = self.watch
-        return stamp, (None if watch is not None and watch.ready else stat_signature(self.tailer.directory))
+        if watch is not None and watch.ready:
+            return stamp, None
+        return stamp, (stat_signature(self.tailer.directory) if fresh else self._folder_stamp)
 
     def _new_files(self) -> bool:
         """Without a live folder watch: whether the folder's mtime moved and a file other than ours is new since

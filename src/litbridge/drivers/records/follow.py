@@ -89,11 +89,12 @@ class RecordFollower(Generic[T]):
         """A stat-only stamp of what a read would read (the source's `signature()`, `stamped`); None: unknown, so
         every visit reads. An unchanged stamp skips the read on a safety-net or paced visit."""
         sig = getattr(self.source, "signature", None)
-        return self.stamped(sig()) if sig is not None else None
+        return self.stamped(sig(), fresh=True) if sig is not None else None
 
-    def stamped(self, stamp: Hashable | None) -> Hashable | None:
+    def stamped(self, stamp: Hashable | None, fresh: bool = False) -> Hashable | None:
         """The follower's signature for the source's stamp: the stamp itself; a subclass adds what else its reads
-        depend on (Claude's: the folder, where a `/clear` roll appears)."""
+        depend on (Claude's: the folder, where a `/clear` roll appears). `fresh`: stat that now (a look); else
+        what the read just looked at (a read: a change since then must still differ from it)."""
         return stamp
 
     def use_tracker(self, tracker: T) -> bool:
