@@ -1,8 +1,8 @@
 """The follow loop: a CLI's record read as it changes, parsed, and its events handed on.
 
 `RecordFollower` ties a source (`JsonlFile`, `JsonDocument`, `SqliteRows`: anything with `poll() -> entries`, and
-best a `signature()`, a stat-only stamp of what `poll()` reads, and `stamps`: its poll leaves that stamp in
-`stamp`), a tracker (the CLI's mapping of its entries to
+best a `signature()`, a stat-only stamp of what `poll()` reads, and a `stamp`: that stamp as its last poll took
+it), a tracker (the CLI's mapping of its entries to
 turn events, `feed(entries) -> events`: what the driver's picked `kit.Record` plug-in makes, `record.tracker()`)
 and a callback (usually a `Dispatch`). It reads when the folder watch (inotify, `watch.DirWatch`, one instance per
 loop) sees a change there. No follower has a timer of its own: one sweep per loop (`_Sweep`, one timer) stats
@@ -113,14 +113,12 @@ class RecordFollower(Generic[T]):
         if self.closed or not self.locate():
             return []
         source = self.source
-        stamps = getattr(source, "stamps", False)
-        if not stamps:
+        stamping = hasattr(source, "stamp")  # its poll stamps what it read, from the stat it reads by
+        if not stamping:
             self._sig = self.signature()  # before the read: a write after it changes the next stamp
         entries = source.poll()
-        if stamps:
-            self._sig = self.stamped(
-                getattr(source, "stamp", None)
-            )  # the poll's own stat, taken before it read
+        if stamping:
+            self._sig = self.stamped(source.stamp)  # type: ignore[attr-defined]
         if not entries:
             return []
         self._got = True

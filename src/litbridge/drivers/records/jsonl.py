@@ -41,7 +41,8 @@ class JsonlFile:
     does not exist yet is read from its start once it appears.
 
     A poll is a stat of the path and a `pread` of what was added, on a descriptor kept open while the path names
-    the same file (`KEEP_OPEN`): the open, fstat and close a poll made before were two thirds of its system calls,
+    the same file (`KEEP_OPEN`; on Windows the descriptor is closed after each poll): the open, fstat and close a
+    poll made before were two thirds of its system calls,
     and a busy session polls on every record write. The stat also gives `stamp`, the signature (`signature()`'s
     form) of what the poll read, so a follower need not stat the file again to know it.
 
@@ -52,16 +53,14 @@ class JsonlFile:
 
     skip: ClassVar[re.Pattern[bytes] | None] = None
 
-    stamps: ClassVar[bool] = True
-    """`poll()` sets `stamp` (what `RecordFollower.read` looks for)."""
-
     def __init__(self, path: Path | None = None, *, from_start: bool = True) -> None:
         self.path: Path | None = None
         self.offset = 0
         self.corrupt_lines = 0
         self.skipped = 0
         self.stamp: tuple[int, int, int] | None = None
-        """(inode, size, mtime in ns) of the file as the last poll found it, before it read; None: not there."""
+        """(inode, size, mtime in ns) of the file as the last poll found it, before it read; None: not there. A
+        source with a `stamp` is one `RecordFollower.read` need not stat itself."""
         self._buf = b""
         self._ino: int | None = None
         self._fd: int | None = None  # kept open (KEEP_OPEN) on the file of inode `_ino`
@@ -95,11 +94,14 @@ class JsonlFile:
         if self.path is None:
             return []
         try:
-            data = self._read_new() if KEEP_OPEN else self._read_new_once()
+            data = self._read_new()
         except OSError:  # not there (yet, or for a moment), a folder, unreadable: nothing now
             self.stamp = None
             self.close()
             return []
+        finally:
+            if not KEEP_OPEN:
+                self.close()
         if not data:
             return []
         self.offset += len(data)
@@ -131,13 +133,13 @@ class JsonlFile:
 
     def _read_new(self) -> bytes:
         """What was appended since the last poll, read through the kept descriptor (opened again when the path
-        names another file)."""
+        names another file, or after `close()`)."""
         assert self.path is not None
         st = os.stat(self.path)
         self.stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self._fd is None or st.st_ino != self._ino:
             self.close()
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
             self._closer = weakref.finalize(self, os.close, fd)
             self._fd = fd
             if os.fstat(fd).st_ino != st.st_ino:  # replaced again since the stat: read it at the next poll
@@ -145,18 +147,6 @@ class JsonlFile:
                 self.stamp = None
                 return b""
         return self._take(self._fd, st.st_ino, st.st_size)
-
-    def _read_new_once(self) -> bytes:
-        """`_read_new` through a descriptor opened for this poll only (not `KEEP_OPEN`)."""
-        assert self.path is not None
-        # a bare descriptor and pread: a poll per record write, without a file object's set-up (9 -> 3.6 µs)
-        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-        try:
-            st = os.fstat(fd)
-            self.stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-            return self._take(fd, st.st_ino, st.st_size)
-        finally:
-            os.close(fd)
 
     def _take(self, fd: int, ino: int, size: int) -> bytes:
         """The bytes of `fd` past `offset` up to `size`; from its start when it is another file than the last
