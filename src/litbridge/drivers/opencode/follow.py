@@ -91,8 +91,7 @@ class StoreFollower(RecordFollower[SessionTurns]):
     def close(self) -> None:
         if self.session_id is not None:
             _claimed.discard(self.session_id)
-        self.rows.close()
-        super().close()
+        super().close()  # closes the rows (the source)
 
     @property
     def path(self) -> Path | None:
