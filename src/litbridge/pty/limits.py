@@ -32,23 +32,16 @@ def raise_open_files() -> tuple[int, int] | None:
     if resource is None:
         return None
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and soft >= hard:
-        return None
+    bounded = hard != resource.RLIM_INFINITY
     for target in (hard, MACOS_OPEN_MAX):
-        if (
-            target == resource.RLIM_INFINITY
-            or (hard != resource.RLIM_INFINITY and target > hard)
-            or target <= soft
-        ):
+        if target == resource.RLIM_INFINITY or target <= soft or (bounded and target > hard):
             continue
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
         except (ValueError, OSError):
             continue
-        target, hard = resource.getrlimit(
-            resource.RLIMIT_NOFILE
-        )  # what the kernel made of it (macOS caps it)
-        if target <= soft:
+        raised = resource.getrlimit(resource.RLIMIT_NOFILE)[0]  # what the kernel made of it (macOS caps it)
+        if raised <= soft:
             continue
         if _child_soft is None:
             _child_soft = soft
@@ -58,8 +51,8 @@ def raise_open_files() -> tuple[int, int] | None:
                 pass
             else:
                 set_child_open_files(soft)
-        log.info("open-file limit raised from %d to %d", soft, target)
-        return soft, target
+        log.info("open-file limit raised from %d to %d", soft, raised)
+        return soft, raised
     return None
 
 
